@@ -1,0 +1,198 @@
+// Package agent models a Kafka broker's log directories: partitions, their
+// segments, the state Kafka's retention would give each segment, and disk
+// usage. It publishes immutable Snapshots that the exporter and the enforcer
+// read. It imports neither Prometheus nor any Kafka client.
+package agent
+
+import (
+	"time"
+)
+
+// State is a segment's retention state (spec R1.2).
+type State string
+
+// Segment states.
+const (
+	StateOpen     State = "open"     // the active segment: still accepts writes
+	StateClosed   State = "closed"   // older segment, not yet deletable
+	StateEligible State = "eligible" // retention allows deleting it now
+)
+
+// Reason says why a segment is eligible, or why expired bytes are retained.
+type Reason string
+
+// Eligibility reasons (spec R1.2, R1.3). The empty Reason means none.
+const (
+	ReasonRetentionTime    Reason = "retention_time"     // largest timestamp older than now - retention.ms
+	ReasonRetentionSize    Reason = "retention_size"     // partition over retention.bytes without it
+	ReasonLogStartOffset   Reason = "log_start_offset"   // wholly below the log start offset (DeleteRecords)
+	ReasonAllExpiredActive Reason = "all_expired_active" // active segment, every segment past time retention: Kafka rolls and deletes it
+)
+
+// Expired-but-retained reasons (spec R1.6).
+const (
+	RetainedOpenSegment     Reason = "open_segment"      // expired records inside the still-open segment
+	RetainedAwaitingDelete  Reason = "awaiting_deletion" // eligible, not yet removed by the broker
+	RetainedPendingDeletion Reason = "pending_delete"    // already renamed *.deleted, waiting for file.delete.delay.ms
+)
+
+// CleanupPolicy is a topic's cleanup.policy.
+type CleanupPolicy struct {
+	Delete  bool
+	Compact bool
+}
+
+// String renders the policy as Kafka spells it.
+func (p CleanupPolicy) String() string {
+	switch {
+	case p.Delete && p.Compact:
+		return "compact,delete"
+	case p.Compact:
+		return "compact"
+	default:
+		return "delete"
+	}
+}
+
+// TopicConfig holds the topic configs retention depends on. A value of -1
+// for RetentionMs or RetentionBytes disables that limit, as in Kafka.
+type TopicConfig struct {
+	RetentionMs        int64
+	RetentionBytes     int64
+	SegmentBytes       int64
+	SegmentIndexBytes  int64
+	IndexIntervalBytes int64
+	CleanupPolicy      CleanupPolicy
+}
+
+// DefaultTopicConfig is Apache Kafka's broker default for each setting.
+func DefaultTopicConfig() TopicConfig {
+	return TopicConfig{
+		RetentionMs:        7 * 24 * time.Hour.Milliseconds(),
+		RetentionBytes:     -1,
+		SegmentBytes:       1 << 30,
+		SegmentIndexBytes:  10 << 20,
+		IndexIntervalBytes: 4096,
+		CleanupPolicy:      CleanupPolicy{Delete: true},
+	}
+}
+
+// TimestampSource says where a segment's largest timestamp came from.
+type TimestampSource string
+
+// Timestamp sources (spec R1.3).
+const (
+	TimestampFromTimeIndex TimestampSource = "time_index"
+	TimestampFromMtime     TimestampSource = "mtime"
+)
+
+// Segment is the set of files sharing one base offset.
+type Segment struct {
+	BaseOffset int64
+	// LogBytes is the apparent size of the .log file: what Kafka counts
+	// against retention.bytes.
+	LogBytes int64
+	// DiskBytes is the space the segment's files really take (allocated
+	// blocks; preallocated sparse indexes count only what is written).
+	DiskBytes int64
+	// ApparentBytes is the sum of the files' apparent sizes.
+	ApparentBytes int64
+	// LargestTimestamp is Kafka's LogSegment.largestTimestamp: the last
+	// time index entry, or the .log file's modification time.
+	LargestTimestamp time.Time
+	TimestampSource  TimestampSource
+	State            State
+	Reason           Reason // why eligible; empty otherwise
+	// ExpiredBytes estimates the bytes of records past retention.ms inside
+	// this segment (for the open segment, from its indexes; for an eligible
+	// segment, all of LogBytes).
+	ExpiredBytes int64
+}
+
+// PartitionKind tells ordinary partition directories from the special ones
+// of spec R1.4.
+type PartitionKind string
+
+// Partition directory kinds.
+const (
+	KindLive     PartitionKind = "live"     // <topic>-<partition>
+	KindDeleted  PartitionKind = "deleted"  // <topic>-<partition>.<uuid>-delete
+	KindFuture   PartitionKind = "future"   // <topic>-<partition>.<uuid>-future
+	KindStray    PartitionKind = "stray"    // <topic>-<partition>.<uuid>-stray
+	KindMetadata PartitionKind = "metadata" // __cluster_metadata-0
+)
+
+// Partition is one partition directory under a log dir.
+type Partition struct {
+	Topic     string
+	Partition int32
+	Dir       string // directory name under the log dir
+	Kind      PartitionKind
+	// Segments sorted by base offset; the last one is the active segment.
+	Segments []Segment
+	// LogStartOffset from log-start-offset-checkpoint, -1 when unknown.
+	LogStartOffset int64
+	// HighWatermark from replication-offset-checkpoint, -1 when unknown.
+	HighWatermark int64
+	// PendingDeleteBytes: disk bytes in *.deleted files (spec R1.4).
+	PendingDeleteBytes int64
+	// OtherBytes: disk bytes in files that belong to no segment
+	// (.cleaned, .swap, leader-epoch-checkpoint, partition.metadata, ...).
+	OtherBytes int64
+	// DiskBytes is everything in the directory.
+	DiskBytes int64
+}
+
+// CapacityBasis says how a log dir's capacity was found (spec R2.1).
+type CapacityBasis string
+
+// Capacity bases.
+const (
+	CapacityFilesystem CapacityBasis = "filesystem"
+	CapacityConfigured CapacityBasis = "configured"
+)
+
+// Usage is the disk usage of one log dir.
+type Usage struct {
+	CapacityBytes  uint64
+	UsedBytes      uint64
+	AvailableBytes uint64
+	Basis          CapacityBasis
+}
+
+// Ratio is used/capacity in [0,1]; 0 when capacity is unknown.
+func (u Usage) Ratio() float64 {
+	if u.CapacityBytes == 0 {
+		return 0
+	}
+	return float64(u.UsedBytes) / float64(u.CapacityBytes)
+}
+
+// LogDir is one broker log directory.
+type LogDir struct {
+	Path      string
+	BrokerID  int32 // from meta.properties; -1 when unknown
+	ClusterID string
+	// Partitions sorted by topic, then partition, then kind.
+	Partitions []Partition
+	Usage      Usage
+	// PendingDeleteBytes: *.deleted files and *-delete directories.
+	PendingDeleteBytes int64
+	// OtherBytes: checkpoints, meta.properties and anything unrecognised at
+	// the root.
+	OtherBytes int64
+	// DiskBytes is everything under the log dir.
+	DiskBytes int64
+	// Err is set when the log dir could not be read at all; the rest of the
+	// value is then what was known before.
+	Err error
+}
+
+// Snapshot is the agent's view of every log dir at one instant. A published
+// Snapshot is never modified: readers may keep and share it freely.
+type Snapshot struct {
+	Time    time.Time
+	LogDirs []LogDir
+	// Configs holds the topic configs the classification used, by topic.
+	Configs map[string]TopicConfig
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sort"
+	"strings"
+)
+
+// env is how subcommands read environment variables (os.Getenv in main,
+// a map in tests).
+type env func(string) string
+
+// streams are a subcommand's outputs.
+type streams struct {
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// command is one subcommand. Each lives in a file of its own.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, getenv env, out streams) error
+}
+
+// usageError is a mistake in the command line; main exits 2 for it.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func commands() map[string]command {
+	return map[string]command{
+		"version": {summary: "print the version", run: runVersion},
+	}
+}
+
+func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stdout, cmds)
+		if len(args) == 0 {
+			return usageError{"no subcommand given"}
+		}
+		return nil
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		printUsage(stderr, cmds)
+		return usageError{fmt.Sprintf("unknown subcommand %q", args[0])}
+	}
+	return c.run(ctx, args[1:], getenv, streams{stdout: stdout, stderr: stderr})
+}
+
+func printUsage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("usage: kafka-disk-guard <subcommand> [flags]\n\nsubcommands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	b.WriteString("\nRun 'kafka-disk-guard <subcommand> -h' for its flags.\n")
+	io.WriteString(w, b.String())
+}
+
+// version is set with -ldflags "-X main.version=..." by release builds;
+// otherwise it comes from the module build info.
+var version = ""
+
+func buildVersion() (ver, revision string) {
+	ver = version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if ver == "" {
+			ver = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	if ver == "" {
+		ver = "(devel)"
+	}
+	return ver, revision
+}
+
+func runVersion(_ context.Context, _ []string, _ env, out streams) error {
+	v, rev := buildVersion()
+	fmt.Fprintf(out.stdout, "kafka-disk-guard %s %s\n", v, rev)
+	return nil
+}

@@ -1,0 +1,3 @@
+module github.com/kafka-disk-guard/kafka-disk-guard
+
+go 1.26

@@ -1,0 +1,67 @@
+// Package reserve computes the disk space Kafka topics reserve (spec R5) and
+// answers whether a new topic or partitions still fit.
+package reserve
+
+import (
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// Basis says how a partition's reserved size was found (spec R5.1, R5.2).
+type Basis string
+
+// Bases.
+const (
+	BasisRetentionBytes    Basis = "retention_bytes"     // the retention.bytes formula
+	BasisCompactFlat       Basis = "compact_flat"        // cleanup.policy=compact: a flat size
+	BasisWriteRateEstimate Basis = "write_rate_estimate" // retention.bytes=-1: write rate x retention.ms
+	BasisUnbounded         Basis = "unbounded"           // retention.bytes=-1 and no rate or no retention.ms
+)
+
+// DefaultCompactFlatBytes is the flat reservation for a compact-only
+// partition (1 GiB, spec R5.1).
+const DefaultCompactFlatBytes = 1 << 30
+
+// PartitionInput is what one partition replica's reservation depends on.
+type PartitionInput struct {
+	Config agent.TopicConfig
+	// WriteRateBytesPerSecond is the observed write rate, used only when
+	// retention.bytes is -1 (spec R5.2). Zero when unknown.
+	WriteRateBytesPerSecond float64
+	// CompactFlatBytes overrides DefaultCompactFlatBytes when > 0.
+	CompactFlatBytes int64
+}
+
+// Partition returns the bytes one partition replica reserves and the basis:
+//
+//	reserved = retention.bytes + segment.bytes + 2 * segment.index.bytes * n
+//	n        = floor(retention.bytes / segment.bytes) + 1
+//
+// For compact-only topics the flat size; for retention.bytes = -1 the
+// retention bytes are estimated as write rate x retention.ms.
+func Partition(in PartitionInput) (int64, Basis) {
+	c := in.Config
+	if c.CleanupPolicy.Compact && !c.CleanupPolicy.Delete {
+		if in.CompactFlatBytes > 0 {
+			return in.CompactFlatBytes, BasisCompactFlat
+		}
+		return DefaultCompactFlatBytes, BasisCompactFlat
+	}
+	retention, basis := c.RetentionBytes, BasisRetentionBytes
+	if retention < 0 {
+		if c.RetentionMs < 0 || in.WriteRateBytesPerSecond <= 0 {
+			return formula(0, c), BasisUnbounded
+		}
+		retention = int64(in.WriteRateBytesPerSecond * float64(c.RetentionMs) / 1000)
+		basis = BasisWriteRateEstimate
+	}
+	return formula(retention, c), basis
+}
+
+func formula(retention int64, c agent.TopicConfig) int64 {
+	seg := c.SegmentBytes
+	if seg <= 0 {
+		seg = agent.DefaultTopicConfig().SegmentBytes
+	}
+	n := retention/seg + 1
+	return retention + seg + 2*c.SegmentIndexBytes*n
+}
