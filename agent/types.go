@@ -141,6 +141,11 @@ type Partition struct {
 	OtherBytes int64
 	// DiskBytes is everything in the directory.
 	DiskBytes int64
+	// AppendedBytes counts the .log bytes the agent has seen appended to
+	// this partition since it started (segment growth and new segments).
+	AppendedBytes uint64
+	// WriteRateBytesPerSecond is the recent observed append rate.
+	WriteRateBytesPerSecond float64
 }
 
 // CapacityBasis says how a log dir's capacity was found (spec R2.1).
@@ -194,5 +199,34 @@ type Snapshot struct {
 	Time    time.Time
 	LogDirs []LogDir
 	// Configs holds the topic configs the classification used, by topic.
-	Configs map[string]TopicConfig
+	// Topics without an entry used Defaults.
+	Configs  map[string]TopicConfig
+	Defaults TopicConfig
+	// ConfigsTime is when Configs were last fetched or loaded.
+	ConfigsTime time.Time
+	Health      Health
+}
+
+// ErrorKind classifies scan errors (spec R6).
+type ErrorKind string
+
+// Scan error kinds.
+const (
+	ErrBadName       ErrorKind = "bad_name"        // a file or directory name that is not Kafka's
+	ErrCorruptIndex  ErrorKind = "corrupt_index"   // truncated or corrupt index / checkpoint / meta.properties
+	ErrVanished      ErrorKind = "vanished"        // a file removed between listing and reading
+	ErrPermission    ErrorKind = "permission"      // permission denied
+	ErrLogDirMissing ErrorKind = "log_dir_missing" // the log dir itself is gone or not a directory
+	ErrIO            ErrorKind = "io"              // any other I/O error
+)
+
+// Health is the agent's own state, cumulative since start.
+type Health struct {
+	LastFullScan         time.Time // end of the last successful full scan
+	LastFullScanDuration time.Duration
+	ScanErrors           map[ErrorKind]uint64
+	Rescans              map[string]uint64 // full scans by trigger: start, periodic, overflow, log_dir_recovered
+	PartitionRereads     uint64
+	WatchMode            string // "inotify" or "polling" ("" before the watcher runs)
+	PolledDirs           int
 }
