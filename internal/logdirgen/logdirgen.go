@@ -259,8 +259,8 @@ func (g *gen) partition(pdir string, t Topic, p int32) (*PartitionResult, error)
 	last := pr.Segments[len(pr.Segments)-1].BaseOffset
 	epochs := "0\n1\n0 0\n"
 	files := map[string]string{
-		"leader-epoch-checkpoint": epochs,
-		"partition.metadata":      fmt.Sprintf("version: 0\ntopic_id: %s\n", uuidB64("topic", t.Name)),
+		"leader-epoch-checkpoint":   epochs,
+		"partition.metadata":        fmt.Sprintf("version: 0\ntopic_id: %s\n", uuidB64("topic", t.Name)),
 		FileName(last, ".snapshot"): "",
 	}
 	for name, body := range files {
