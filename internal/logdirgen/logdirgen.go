@@ -84,7 +84,8 @@ type Segment struct {
 	Bytes int64
 	// Records is the number of offsets (default Bytes/100, at least 1 per batch).
 	Records int64
-	// Age is now - the segment's largest record timestamp.
+	// Age is now - the segment's largest record timestamp (for an empty
+	// segment, now - its .log modification time).
 	Age time.Duration
 	// NoTimeIndex leaves the time index empty (records without
 	// timestamps), so Kafka falls back to the .log modification time,
@@ -295,9 +296,6 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 		records = nb
 	}
 	sr := &SegmentResult{BaseOffset: base, Records: records, LogBytes: s.Bytes, LargestTimestamp: time.UnixMilli(maxTs)}
-	if nb == 0 {
-		sr.LargestTimestamp = time.UnixMilli(prevTs)
-	}
 	var offIdx, timeIdx []byte
 	var lastTimeEntry int64 = -1
 	var bytesSince, pos int64
@@ -468,10 +466,10 @@ func (g *gen) extras(dir string, res *Result, hw *[]checkpointEntry) error {
 		if err := sizedFile(filepath.Join(p, FileName(0, ".log")), 16384, now); err != nil {
 			return err
 		}
-		if err := sizedFile(filepath.Join(p, FileName(0, ".index")), 8, now); err != nil {
+		if err := writeFile(filepath.Join(p, FileName(0, ".index")), nil, now); err != nil {
 			return err
 		}
-		if err := sizedFile(filepath.Join(p, FileName(0, ".timeindex")), 12, now); err != nil {
+		if err := writeFile(filepath.Join(p, FileName(0, ".timeindex")), nil, now); err != nil {
 			return err
 		}
 	}
