@@ -537,4 +537,3 @@ func (s *Scanner) duRoot(root *os.Root, name, full string) int64 {
 	}
 	return total
 }
-
