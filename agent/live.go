@@ -81,11 +81,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// TopicConfigSource gives the topic configs in force: per-topic values,
-// the broker defaults for topics without an entry, and when they were
-// loaded. Implementations return maps they never modify afterwards.
+// TopicConfigSource gives the topic configs in force. Implementations
+// return a ConfigSet whose map they never modify afterwards.
 type TopicConfigSource interface {
-	TopicConfigs() (configs map[string]TopicConfig, defaults TopicConfig, at time.Time)
+	TopicConfigs() ConfigSet
 }
 
 // Agent keeps a live model of the broker's log dirs: it watches them with
@@ -100,7 +99,7 @@ type Agent struct {
 
 	// seams for tests
 	newWatcher func() (fileWatcher, error)
-	usage      func(path string) (Usage, error)
+	usage      func(path string, capacity uint64, dirBytes int64) (Usage, error)
 
 	snap    atomic.Pointer[Snapshot]
 	updated chan struct{}
@@ -119,7 +118,7 @@ func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, er
 		configs:    configs,
 		now:        time.Now,
 		newWatcher: newFSWatcher,
-		usage:      statfsUsage,
+		usage:      DiskUsage,
 		updated:    make(chan struct{}, 1),
 	}, nil
 }
@@ -412,12 +411,7 @@ func (l *loop) setRaw(d *dirState, ps *partState, p Partition) {
 }
 
 func (l *loop) classify(p Partition) Partition {
-	configs, defaults, _ := l.a.configs.TopicConfigs()
-	cfg, ok := configs[p.Topic]
-	if !ok {
-		cfg = defaults
-	}
-	return Classify(p, cfg, l.a.now())
+	return Classify(p, l.a.configs.TopicConfigs().For(p.Topic), l.a.now())
 }
 
 func (l *loop) reclassifyDir(d *dirState) {
@@ -595,18 +589,13 @@ func (l *loop) poll() {
 func (l *loop) refreshUsage() bool {
 	changed := false
 	for _, d := range l.dirs {
-		var u Usage
-		if l.a.cfg.CapacityBytes > 0 {
-			u = configuredUsage(l.a.cfg.CapacityBytes, d.diskBytes())
-		} else if !d.missing {
-			var err error
-			u, err = l.a.usage(d.path)
-			if err != nil {
-				l.lost(d, fmt.Errorf("disk usage of %s: %w", d.path, err))
-				changed = true
-				continue
-			}
-		} else {
+		if d.missing && l.a.cfg.CapacityBytes == 0 {
+			continue
+		}
+		u, err := l.a.usage(d.path, l.a.cfg.CapacityBytes, d.diskBytes())
+		if err != nil {
+			l.lost(d, fmt.Errorf("disk usage: %w", err))
+			changed = true
 			continue
 		}
 		if u != d.usage {
@@ -625,27 +614,18 @@ func (d *dirState) diskBytes() int64 {
 	return n
 }
 
-// configuredUsage is usage against a fixed capacity (spec R2.1).
-func configuredUsage(capacity uint64, used int64) Usage {
-	u := Usage{CapacityBytes: capacity, UsedBytes: uint64(max(used, 0)), Basis: CapacityConfigured}
-	if u.UsedBytes < capacity {
-		u.AvailableBytes = capacity - u.UsedBytes
-	}
-	return u
-}
-
 // publish assembles and stores a new immutable snapshot.
 func (l *loop) publish() {
 	a := l.a
-	configs, defaults, at := a.configs.TopicConfigs()
-	if !at.Equal(l.configsAt) {
+	cs := a.configs.TopicConfigs()
+	if !cs.Time.Equal(l.configsAt) {
 		// New topic configs: every classification may change.
-		l.configsAt = at
+		l.configsAt = cs.Time
 		for _, d := range l.dirs {
 			l.reclassifyDir(d)
 		}
 	}
-	s := &Snapshot{Time: a.now(), Configs: configs, Defaults: defaults, ConfigsTime: at}
+	s := &Snapshot{Time: a.now(), Configs: cs.Topics, Defaults: cs.Defaults, ConfigsTime: cs.Time}
 	for _, d := range l.dirs {
 		ld := d.base
 		ld.Path = d.path
