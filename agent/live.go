@@ -158,18 +158,18 @@ type loop struct {
 
 // dirState is one log dir as the loop knows it.
 type dirState struct {
-	path    string
-	base    LogDir // the last full scan, without partitions
+	path                             string
+	base                             LogDir // the last full scan, without partitions
 	rootDisk, rootPending, rootOther int64
-	cp      Checkpoints
-	usage   Usage
-	missing bool
-	watched bool // the root has an inotify watch
-	parts   map[string]*partState
-	order   []string // partition dir names, in snapshot order
-	dirty   map[string]struct{}
-	grown   map[string]struct{}
-	cpDirty bool
+	cp                               Checkpoints
+	usage                            Usage
+	missing                          bool
+	watched                          bool // the root has an inotify watch
+	parts                            map[string]*partState
+	order                            []string // partition dir names, in snapshot order
+	dirty                            map[string]struct{}
+	grown                            map[string]struct{}
+	cpDirty                          bool
 }
 
 // partState is one partition directory.
