@@ -84,7 +84,7 @@ func (c *Config) Validate() error {
 // TopicConfigSource gives the topic configs in force. Implementations
 // return a ConfigSet whose map they never modify afterwards.
 type TopicConfigSource interface {
-	TopicConfigs() ConfigSet
+	Current() ConfigSet
 }
 
 // Agent keeps a live model of the broker's log dirs: it watches them with
@@ -411,7 +411,7 @@ func (l *loop) setRaw(d *dirState, ps *partState, p Partition) {
 }
 
 func (l *loop) classify(p Partition) Partition {
-	return Classify(p, l.a.configs.TopicConfigs().For(p.Topic), l.a.now())
+	return Classify(p, l.a.configs.Current().For(p.Topic), l.a.now())
 }
 
 func (l *loop) reclassifyDir(d *dirState) {
@@ -617,7 +617,7 @@ func (d *dirState) diskBytes() int64 {
 // publish assembles and stores a new immutable snapshot.
 func (l *loop) publish() {
 	a := l.a
-	cs := a.configs.TopicConfigs()
+	cs := a.configs.Current()
 	if !cs.Time.Equal(l.configsAt) {
 		// New topic configs: every classification may change.
 		l.configsAt = cs.Time

@@ -21,7 +21,7 @@ import (
 
 type staticConfigs ConfigSet
 
-func (s staticConfigs) TopicConfigs() ConfigSet { return ConfigSet(s) }
+func (s staticConfigs) Current() ConfigSet { return ConfigSet(s) }
 
 func testConfigs() staticConfigs {
 	return staticConfigs{Defaults: DefaultTopicConfig(), Time: time.Unix(1, 0)}
