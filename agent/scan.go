@@ -20,6 +20,10 @@ type Scanner struct {
 	logger *slog.Logger
 	bufs   sync.Pool
 
+	// afterList, when set (tests only), runs after a partition directory
+	// was listed and before its files are read: files can vanish there.
+	afterList func(dir string)
+
 	mu     sync.Mutex
 	errs   map[ErrorKind]uint64
 	logged map[string]struct{}
@@ -289,6 +293,9 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 	entries, err := readDir(root, ".")
 	if err != nil {
 		return p, fmt.Errorf("read partition dir: %w", err)
+	}
+	if s.afterList != nil {
+		s.afterList(full)
 	}
 	if kind == KindDeleted {
 		// A deleted topic's directory: everything in it waits for deletion.
