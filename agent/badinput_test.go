@@ -25,10 +25,10 @@ func badInputSpec() logdirgen.Spec {
 func TestScanBadInput(t *testing.T) {
 	seg0 := logdirgen.FileName(0, "")
 	tests := []struct {
-		name  string
+		name   string
 		break_ func(t *testing.T, dir string, s *Scanner)
-		kind  ErrorKind
-		check func(t *testing.T, ld LogDir)
+		kind   ErrorKind
+		check  func(t *testing.T, ld LogDir)
 	}{
 		{"R6/garbage file name in a partition dir", func(t *testing.T, dir string, _ *Scanner) {
 			write(t, filepath.Join(dir, "a-0", "notes.txt"), "x")
@@ -299,4 +299,3 @@ func findSegmentFile(t *testing.T, dir, part, suffix string, active bool) string
 	}
 	return m[0]
 }
-

@@ -87,8 +87,8 @@ func TestClassifyRules(t *testing.T) {
 		{"R1.3/high watermark: unknown high watermark is no limit", mkPartition(-1, -1, 450, four(50*h, 40*h, 30*h, 30*h, 25*h)...), cfg(24*hour, -1, "delete"), []string{ET, ET, ET, ET, EA}},
 		{"R1.3/high watermark: unknown log end offset keeps the active segment", mkPartition(-1, 450, -1, four(50*h, 40*h, 30*h, 30*h, 25*h)...), cfg(24*hour, -1, "delete"), []string{ET, ET, ET, ET, O}},
 		{"R1.3/size: diff - segment size >= 0", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 200, "delete"), []string{ES, ES, C, C, O}}, // 450-200=250: 150, 50, stop
-		{"R1.3/size: exact fit deletes", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 250, "delete"), []string{ES, ES, C, C, O}},  // 200: 100, 0
-		{"R1.3/size: just under does not", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 351, "delete"), []string{C, C, C, C, O}},    // 99
+		{"R1.3/size: exact fit deletes", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 250, "delete"), []string{ES, ES, C, C, O}},        // 200: 100, 0
+		{"R1.3/size: just under does not", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 351, "delete"), []string{C, C, C, C, O}},        // 99
 		{"R1.3/size: under retention.bytes", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 1000, "delete"), []string{C, C, C, C, O}},
 		{"R1.3/size: retention.bytes -1 disables", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, -1, "delete"), []string{C, C, C, C, O}},
 		{"R1.3/size: retention.bytes 0 takes the active segment too", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 0, "delete"), []string{ES, ES, ES, ES, ES}},
