@@ -284,11 +284,7 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 	defer root.Close()
 	if fi, err := root.Lstat("."); err == nil {
 		p.DiskBytes += diskBytes(fi) // the directory itself, as du counts it
-		if kind == KindDeleted {
-			p.PendingDeleteBytes += diskBytes(fi)
-		} else {
-			p.OtherBytes += diskBytes(fi)
-		}
+		p.OtherBytes += diskBytes(fi)
 	}
 	entries, err := readDir(root, ".")
 	if err != nil {
