@@ -22,7 +22,9 @@ var scanNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 func scanFixture(t *testing.T) string {
 	t.Helper()
 	h := time.Hour
-	seg := func(kb int64, age time.Duration) logdirgen.Segment { return logdirgen.Segment{Bytes: kb << 10, Age: age} }
+	seg := func(kb int64, age time.Duration) logdirgen.Segment {
+		return logdirgen.Segment{Bytes: kb << 10, Age: age}
+	}
 	spec := logdirgen.Spec{Now: scanNow, NodeID: 2, ClusterID: "golden-cluster", Extras: true, Topics: []logdirgen.Topic{
 		{Name: "orders", Partitions: 2, Segments: []logdirgen.Segment{seg(64, 72*h), seg(64, 50*h), seg(64, 30*h), seg(64, 10*h), seg(40, 10*time.Minute)}},
 		{Name: "clicks.v2", Partitions: 1, Segments: []logdirgen.Segment{seg(64, 5*h), seg(64, 4*h), seg(64, 3*h), seg(32, h)}},
