@@ -20,6 +20,10 @@ type Scanner struct {
 	logger *slog.Logger
 	bufs   sync.Pool
 
+	// afterList, when set (tests only), runs after a partition directory
+	// was listed and before its files are read: files can vanish there.
+	afterList func(dir string)
+
 	mu     sync.Mutex
 	errs   map[ErrorKind]uint64
 	logged map[string]struct{}
@@ -280,15 +284,14 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 	defer root.Close()
 	if fi, err := root.Lstat("."); err == nil {
 		p.DiskBytes += diskBytes(fi) // the directory itself, as du counts it
-		if kind == KindDeleted {
-			p.PendingDeleteBytes += diskBytes(fi)
-		} else {
-			p.OtherBytes += diskBytes(fi)
-		}
+		p.OtherBytes += diskBytes(fi)
 	}
 	entries, err := readDir(root, ".")
 	if err != nil {
 		return p, fmt.Errorf("read partition dir: %w", err)
+	}
+	if s.afterList != nil {
+		s.afterList(full)
 	}
 	if kind == KindDeleted {
 		// A deleted topic's directory: everything in it waits for deletion.

@@ -33,6 +33,7 @@ func (e usageError) Error() string { return e.msg }
 func commands() map[string]command {
 	return map[string]command{
 		"version": {summary: "print the version", run: runVersion},
+		"scan":    {summary: "read log dirs once and report every segment's retention state", run: runScan},
 	}
 }
 
