@@ -87,6 +87,7 @@ func NewServer(cfg ServerConfig, logger *slog.Logger, gatherer prometheus.Gather
 		Name:        "kafka-disk-guard",
 		Description: "Keeps Apache Kafka brokers from running out of disk",
 		Version:     cfg.Version,
+		Profiling:   "false",
 		Links: []web.LandingLinks{
 			{Address: "/metrics", Text: "Metrics"},
 			{Address: "/healthz", Text: "Health", Description: "200 while the process runs"},
