@@ -33,6 +33,7 @@ func (e usageError) Error() string { return e.msg }
 func commands() map[string]command {
 	return map[string]command{
 		"version": {summary: "print the version", run: runVersion},
+		"demo":    {summary: "generate a live broker log dir (or watch a real broker) and serve its metrics", run: runDemo},
 	}
 }
 
