@@ -34,6 +34,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"version": {summary: "print the version", run: runVersion},
 		"scan":    {summary: "read log dirs once and report every segment's retention state", run: runScan},
+		"demo":    {summary: "generate a live broker log dir (or watch a real broker) and serve its metrics", run: runDemo},
 	}
 }
 

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
+	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
+)
+
+// demoConfig is the demo subcommand's command line.
+type demoConfig struct {
+	listen       string
+	webConfig    string
+	dir          string
+	bootstrap    string
+	logDirs      []string
+	capacity     uint64
+	compactFlat  int64
+	interval     time.Duration
+	perPartition bool
+}
+
+// demoDefaultCapacity is the configured capacity of the generated log dir,
+// so its usage ratio moves visibly.
+const demoDefaultCapacity = 256 << 20
+
+func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
+	var c demoConfig
+	var logDirs string
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: kafka-disk-guard demo [flags]
+
+Generates a realistic Kafka broker log dir in a temporary directory, keeps
+writing to it as a broker would (records appended, segments rolled, expired
+segments deleted), scans it and serves its metrics until interrupted.
+With --bootstrap-server and --log-dirs it watches a real broker instead.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.listen, "listen", exporter.DefaultListenAddress, "address to serve /metrics on (same as --web.listen-address)")
+	fs.StringVar(&c.listen, "web.listen-address", exporter.DefaultListenAddress, "address to serve /metrics on")
+	fs.StringVar(&c.webConfig, "web.config.file", "", "exporter-toolkit web config file: TLS and basic auth")
+	fs.StringVar(&c.dir, "dir", "", "generate the log dir here instead of a temporary directory (kept on exit)")
+	fs.StringVar(&c.bootstrap, "bootstrap-server", "", "guard a real broker: its bootstrap address (host:port); needs --log-dirs")
+	fs.StringVar(&logDirs, "log-dirs", "", "comma-separated log dirs of the real broker (its log.dirs)")
+	fs.Uint64Var(&c.capacity, "capacity-bytes", 0, "configured capacity per log dir; 0: the filesystem's (the generated log dir defaults to 256 MiB)")
+	fs.Int64Var(&c.compactFlat, "reserve.compact-flat-bytes", 0, "reserved bytes per compact-only partition; 0: 1 GiB (the generated log dir defaults to 64 MiB)")
+	fs.DurationVar(&c.interval, "interval", 2*time.Second, "scan (and simulation) interval")
+	fs.BoolVar(&c.perPartition, "metrics.per-partition", false, "export per-partition series")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return c, usageError{fmt.Sprintf("demo: unexpected argument %q", fs.Arg(0))}
+	}
+	if logDirs != "" {
+		for _, d := range strings.Split(logDirs, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				c.logDirs = append(c.logDirs, d)
+			}
+		}
+	}
+	if (c.bootstrap == "") != (len(c.logDirs) == 0) {
+		return c, usageError{"demo: --bootstrap-server and --log-dirs go together"}
+	}
+	if c.bootstrap != "" && c.dir != "" {
+		return c, usageError{"demo: --dir is for the generated log dir, not with --bootstrap-server"}
+	}
+	if c.interval <= 0 {
+		return c, usageError{"demo: --interval must be positive"}
+	}
+	if c.compactFlat < 0 {
+		return c, usageError{"demo: --reserve.compact-flat-bytes must not be negative"}
+	}
+	if c.bootstrap == "" && c.capacity == 0 {
+		c.capacity = demoDefaultCapacity
+	}
+	if c.bootstrap == "" && c.compactFlat == 0 {
+		c.compactFlat = demoCompactFlatBytes
+	}
+	return c, nil
+}
+
+func runDemo(ctx context.Context, args []string, _ env, out streams) error {
+	cfg, err := parseDemoFlags(args, out.stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(out.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	version, revision := buildVersion()
+
+	dirs := cfg.logDirs
+	var configs func() agent.ConfigSet
+	var before func(time.Time) error
+	if cfg.bootstrap == "" {
+		dir := cfg.dir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "kafka-disk-guard-demo-")
+			if err != nil {
+				return fmt.Errorf("create demo dir: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			dir = filepath.Join(tmp, "kafka-logs")
+		}
+		topics := demoTopics()
+		now := time.Now()
+		sim, err := newSimulator(dir, topics, now)
+		if err != nil {
+			return err
+		}
+		cs := demoConfigs(topics, now)
+		configs = func() agent.ConfigSet { return cs }
+		before = sim.step
+		dirs = []string{dir}
+		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s (simulated broker: records appended every %s, segments rolled and deleted).\n", dir, cfg.interval)
+	} else {
+		configs, err = brokerConfigSource(cfg.bootstrap, logger)
+		if err != nil {
+			return err
+		}
+	}
+
+	loop := newScanLoop(agent.NewScanner(logger), dirs, cfg.capacity, configs, cfg.interval)
+	loop.before = before
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if _, err := exporter.New(exporter.Config{PerPartition: cfg.perPartition, CompactFlatBytes: cfg.compactFlat, Version: version, Revision: revision}, logger, reg, loop); err != nil {
+		return err
+	}
+	srv, err := exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.listen, WebConfigFile: cfg.webConfig, Version: version}, logger, reg, loop)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	if err := loop.scan("start"); err != nil {
+		return err
+	}
+	printScanTable(out.stdout, loop.Snapshot(), cfg.compactFlat)
+	scheme := "http"
+	if cfg.webConfig != "" {
+		scheme = "https (if the web config enables TLS)"
+	}
+	fmt.Fprintf(out.stdout, "\nMetrics: %s\nServing %s; the log dir keeps changing. Ctrl-C to stop.\n", metricsURL(srv.Addr()), scheme)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Run(gctx) })
+	g.Go(func() error { return loop.Run(gctx) })
+	g.Go(func() error { return printProgress(gctx, out.stdout, loop, 15*time.Second) })
+	err = g.Wait()
+	fmt.Fprintln(out.stdout, "Stopped.")
+	return err
+}
+
+// brokerConfigSource fetches topic configs from the broker now and then at
+// most once a minute, keeping the last good set when a refresh fails.
+func brokerConfigSource(bootstrap string, logger *slog.Logger) (func() agent.ConfigSet, error) {
+	cs, err := brokerTopicConfigs(bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	return func() agent.ConfigSet {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(cs.Time) > time.Minute {
+			next, err := brokerTopicConfigs(bootstrap)
+			if err != nil {
+				logger.Warn("refresh topic configs", "err", err)
+				return cs
+			}
+			cs = next
+		}
+		return cs
+	}, nil
+}
+
+func metricsURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String() + "/metrics"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/metrics"
+}
+
+// topicRow is one line of the scan table.
+type topicRow struct {
+	topic                   string
+	partitions              int
+	states                  map[agent.State]int
+	logBytes, expired, resv int64
+	basis                   reserve.Basis
+}
+
+// printScanTable prints each log dir and a line per topic.
+func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
+	if snap == nil {
+		return
+	}
+	for _, ld := range snap.LogDirs {
+		fmt.Fprintf(w, "\nLog dir %s  broker %d  cluster %s\n", ld.Path, ld.BrokerID, ld.ClusterID)
+		if ld.Err != nil {
+			fmt.Fprintf(w, "  error: %v\n", ld.Err)
+			continue
+		}
+		fmt.Fprintf(w, "  used %s of %s (%.1f%%, %s capacity), pending deletion %s\n\n",
+			humanBytes(int64(ld.Usage.UsedBytes)), humanBytes(int64(ld.Usage.CapacityBytes)), 100*ld.Usage.Ratio(), ld.Usage.Basis,
+			humanBytes(ld.PendingDeleteBytes))
+		rows := map[string]*topicRow{}
+		var other []string
+		for _, p := range ld.Partitions {
+			if p.Kind != agent.KindLive {
+				other = append(other, fmt.Sprintf("%s (%s, %s)", p.Dir, p.Kind, humanBytes(p.DiskBytes)))
+				continue
+			}
+			r := rows[p.Topic]
+			if r == nil {
+				r = &topicRow{topic: p.Topic, states: map[agent.State]int{}}
+				rows[p.Topic] = r
+			}
+			r.partitions++
+			for _, s := range p.Segments {
+				r.states[s.State]++
+				r.logBytes += s.LogBytes
+				r.expired += s.ExpiredBytes
+			}
+			r.expired += p.PendingDeleteBytes
+			tc, ok := snap.Configs[p.Topic]
+			if !ok {
+				tc = snap.Defaults
+			}
+			b, basis := reserve.Partition(reserve.PartitionInput{Config: tc, WriteRateBytesPerSecond: p.WriteRateBytesPerSecond, CompactFlatBytes: compactFlat})
+			r.resv += b
+			r.basis = basis
+		}
+		names := make([]string, 0, len(rows))
+		for n := range rows {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tLOG BYTES\tEXPIRED ON DISK\tRESERVED\tBASIS\t")
+		for _, n := range names {
+			r := rows[n]
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.topic, r.partitions,
+				r.states[agent.StateOpen], r.states[agent.StateClosed], r.states[agent.StateEligible],
+				humanBytes(r.logBytes), humanBytes(r.expired), humanBytes(r.resv), r.basis)
+		}
+		tw.Flush()
+		if len(other) > 0 {
+			fmt.Fprintf(w, "  also: %s\n", strings.Join(other, ", "))
+		}
+	}
+}
+
+// printProgress prints a one-line summary every period.
+func printProgress(ctx context.Context, w io.Writer, src exporter.SnapshotSource, period time.Duration) error {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		snap := src.Snapshot()
+		if snap == nil {
+			continue
+		}
+		states := map[agent.State]int{}
+		var used, capacity uint64
+		var pending, expired int64
+		for _, ld := range snap.LogDirs {
+			used += ld.Usage.UsedBytes
+			capacity += ld.Usage.CapacityBytes
+			pending += ld.PendingDeleteBytes
+			for _, p := range ld.Partitions {
+				if p.Kind != agent.KindLive {
+					continue
+				}
+				for _, s := range p.Segments {
+					states[s.State]++
+					expired += s.ExpiredBytes
+				}
+			}
+		}
+		fmt.Fprintf(w, "%s  segments: %d open, %d closed, %d eligible  expired still on disk %s  pending delete %s  used %s of %s\n",
+			snap.Time.Format("15:04:05"), states[agent.StateOpen], states[agent.StateClosed], states[agent.StateEligible],
+			humanBytes(expired), humanBytes(pending), humanBytes(int64(used)), humanBytes(int64(capacity)))
+	}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
