@@ -234,7 +234,7 @@ func TestPlanDeletions(t *testing.T) {
 		},
 		{
 			rule: "R3.1/protect band keeps purging to the purge band's target", profile: CloudProfile(),
-			obs:  Observed{Snapshot: snap(950, 1000, part("a", 0, 0, 40, seg(0, 1, C), seg(10, 2, E), seg(20, 3, C), seg(30, 4, O)))},
+			obs: Observed{Snapshot: snap(950, 1000, part("a", 0, 0, 40, seg(0, 1, C), seg(10, 2, E), seg(20, 3, C), seg(30, 4, O)))},
 			// need 950-850+1 = 101: two segments, the eligible one expired.
 			want: []del{{"a", 0, 20, 2, 200, 100}},
 		},
