@@ -27,11 +27,17 @@ func ownershipKey(id int32) string { return ownershipKeyPrefix + strconv.Itoa(in
 // no agent ever protected anything.
 func (e *Enforce) LoadOwnership(ctx context.Context) (map[int32]enforcer.Ownership, error) {
 	out := map[int32]enforcer.Ownership{}
-	if err := e.client.RefreshMetadata(e.ownershipTopic); err != nil {
-		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-			return out, nil
-		}
-		return nil, fmt.Errorf("metadata of %s: %w", e.ownershipTopic, err)
+	// DescribeTopics answers a missing topic with a per-topic error at
+	// once (a metadata refresh would retry).
+	md, err := e.admin.DescribeTopics([]string{e.ownershipTopic})
+	if err != nil {
+		return nil, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, err)
+	}
+	if len(md) != 1 || errors.Is(md[0].Err, sarama.ErrUnknownTopicOrPartition) {
+		return out, nil
+	}
+	if !errors.Is(md[0].Err, sarama.ErrNoError) {
+		return nil, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
 	}
 	lo, err := e.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetOldest)
 	if err != nil {
