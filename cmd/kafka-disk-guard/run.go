@@ -33,6 +33,7 @@ func (e usageError) Error() string { return e.msg }
 func commands() map[string]command {
 	return map[string]command{
 		"version": {summary: "print the version", run: runVersion},
+		"reserve": {summary: "reserved-space calculator and admission what-if (spec R5)", run: runReserve},
 	}
 }
 
