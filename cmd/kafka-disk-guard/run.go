@@ -35,6 +35,7 @@ func commands() map[string]command {
 		"version": {summary: "print the version", run: runVersion},
 		"scan":    {summary: "read log dirs once and report every segment's retention state", run: runScan},
 		"demo":    {summary: "generate a live broker log dir (or watch a real broker) and serve its metrics", run: runDemo},
+		"reserve": {summary: "reserved-space calculator and admission what-if (spec R5)", run: runReserve},
 	}
 }
 
