@@ -235,7 +235,9 @@ func filtersByVariables(grafanaExpr string) error {
 
 type filterError struct{ missing []string }
 
-func (e *filterError) Error() string { return "selectors not filtered: " + strings.Join(e.missing, ", ") }
+func (e *filterError) Error() string {
+	return "selectors not filtered: " + strings.Join(e.missing, ", ")
+}
 
 type ruleFile struct {
 	Groups []struct {
