@@ -1,8 +1,12 @@
 package k8scheck
 
 import (
+	"bytes"
+	"os"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // good is a minimal DaemonSet + ConfigMap pair that passes every check;
@@ -143,5 +147,23 @@ func TestUnderAny(t *testing.T) {
 		if got := underAny(tt.path, dirs); got != tt.want {
 			t.Errorf("underAny(%q) = %v, want %v", tt.path, got, tt.want)
 		}
+	}
+}
+
+// TestConfigExampleHasTheChartsShape: deploy/config.example.yaml (for VMs)
+// and the chart's rendered config share one shape, decoded strictly.
+func TestConfigExampleHasTheChartsShape(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg agentConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		t.Fatalf("config.example.yaml: %v", err)
+	}
+	if len(cfg.LogDirs) == 0 || cfg.Kafka == nil || cfg.Kafka.SASL == nil || cfg.Enforcer.Enabled || cfg.Web.ListenAddress != ":9644" {
+		t.Fatalf("unexpected example config: %+v", cfg)
 	}
 }
