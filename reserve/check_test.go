@@ -8,11 +8,6 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
 
-const (
-	mib = int64(1) << 20
-	gib = int64(1) << 30
-)
-
 func offline(storage, reserved int64) State {
 	return State{
 		Defaults: agent.DefaultTopicConfig(), DefaultPartitions: 1, DefaultReplicationFactor: 1,

@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // The reserve subcommand's reports, offline (spec R5.1-R5.4).
 func TestReserveGolden(t *testing.T) {

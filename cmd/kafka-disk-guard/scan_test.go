@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +13,6 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 var scanNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
