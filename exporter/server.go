@@ -34,6 +34,8 @@ type ServerConfig struct {
 	Version string
 	// Now is the clock for staleness. Nil means time.Now.
 	Now func() time.Time
+	// Routes are further handlers served by path (the admission endpoint).
+	Routes map[string]http.Handler
 }
 
 // Validate checks the config and fills in defaults.
@@ -107,6 +109,9 @@ func NewServer(cfg ServerConfig, logger *slog.Logger, gatherer prometheus.Gather
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", s.readyz)
+	for path, h := range cfg.Routes {
+		mux.Handle(path, h)
+	}
 	mux.Handle("/", landing)
 	s.handler = mux
 	return s, nil

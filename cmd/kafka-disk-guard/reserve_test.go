@@ -9,7 +9,6 @@ import (
 	"testing"
 )
 
-
 // The reserve subcommand's reports, offline (spec R5.1-R5.4).
 func TestReserveGolden(t *testing.T) {
 	seed := []string{"--config", "retention.bytes=1073741824", "--config", "segment.bytes=536870912"}

@@ -13,7 +13,6 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
 )
 
-
 var scanNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // scanFixture is a log dir with one topic per rule of spec R1.
