@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,27 +28,10 @@ func TestMain(m *testing.M) {
 	os.Exit(kafkatest.Main(m, kafkatest.Options{RetentionCheckMs: 4000, FileDeleteDelayMs: 3000}, &broker))
 }
 
-// scanSource publishes a snapshot of the broker's log dir on demand.
-type scanSource struct {
-	scanner *agent.Scanner
-	dir     string
-	configs agent.ConfigSet
-	snap    atomic.Pointer[agent.Snapshot]
-}
+// fixedConfigs is the topic configs the test created the topic with.
+type fixedConfigs agent.ConfigSet
 
-func (s *scanSource) Snapshot() *agent.Snapshot { return s.snap.Load() }
-
-func (s *scanSource) rescan() {
-	start := time.Now()
-	ld := s.scanner.ScanLogDir(s.dir)
-	if u, err := agent.DiskUsage(s.dir, 0, ld.DiskBytes); err == nil {
-		ld.Usage = u
-	}
-	snap := agent.BuildSnapshot(time.Now(), []agent.LogDir{ld}, s.configs, agent.Health{
-		LastFullScan: time.Now(), LastFullScanDuration: time.Since(start), ScanErrors: s.scanner.Errors(),
-	})
-	s.snap.Store(&snap)
-}
+func (f fixedConfigs) Current() agent.ConfigSet { return agent.ConfigSet(f) }
 
 // metricsOf scrapes url and returns the sample values by series text.
 func metricsOf(t *testing.T, url string) map[string]float64 {
@@ -92,12 +74,15 @@ func TestMetricsFollowRealBroker(t *testing.T) {
 	})
 	tc := agent.DefaultTopicConfig()
 	tc.RetentionBytes, tc.RetentionMs, tc.SegmentBytes = retBytes, -1, segBytes
-	src := &scanSource{
-		scanner: agent.NewScanner(slog.New(slog.DiscardHandler)),
-		dir:     broker.LogDir,
-		configs: agent.ConfigSet{Topics: map[string]agent.TopicConfig{topic: tc}, Defaults: agent.DefaultTopicConfig(), Time: time.Now()},
+	// The live agent (inotify, re-reads) is the snapshot source, as in production.
+	src, err := agent.New(agent.Config{LogDirs: []string{broker.LogDir}}, slog.New(slog.DiscardHandler),
+		fixedConfigs{Topics: map[string]agent.TopicConfig{topic: tc}, Defaults: agent.DefaultTopicConfig(), Time: time.Now()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	src.rescan()
+	ctx, cancel := context.WithCancel(t.Context())
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- src.Run(ctx) }()
 	reg := prometheus.NewPedanticRegistry()
 	if _, err := New(Config{}, discard(), reg, src); err != nil {
 		t.Fatal(err)
@@ -109,13 +94,15 @@ func TestMetricsFollowRealBroker(t *testing.T) {
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("server: %v", err)
+		}
+		if err := <-agentDone; err != nil {
+			t.Errorf("agent: %v", err)
 		}
 	}()
 	url := "http://" + srv.Addr().String() + "/metrics"
@@ -129,7 +116,6 @@ func TestMetricsFollowRealBroker(t *testing.T) {
 	// Roll: about 20 KB of records in 16 KiB segments.
 	broker.Produce(t, topic, 0, 20, 1000)
 	kafkatest.Eventually(t, 30*time.Second, func() error {
-		src.rescan()
 		m := metricsOf(t, url)
 		if segs(m, "open") != 1 || segs(m, "closed")+segs(m, "eligible") < 1 {
 			return fmt.Errorf("open %v closed %v eligible %v, want a rolled segment", segs(m, "open"), segs(m, "closed"), segs(m, "eligible"))
@@ -143,7 +129,6 @@ func TestMetricsFollowRealBroker(t *testing.T) {
 	var sawEligible, sawPending bool
 	var peak float64
 	kafkatest.Eventually(t, 90*time.Second, func() error {
-		src.rescan()
 		m := metricsOf(t, url)
 		total := segs(m, "open") + segs(m, "closed") + segs(m, "eligible")
 		peak = max(peak, total)
