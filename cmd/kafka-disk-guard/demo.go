@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -67,7 +68,7 @@ flags:
 	fs.StringVar(&logDirs, "log-dirs", "", "comma-separated log dirs of the real broker (its log.dirs)")
 	fs.Uint64Var(&c.capacity, "capacity-bytes", 0, "configured capacity per log dir; 0: the filesystem's (the generated log dir defaults to 256 MiB)")
 	fs.Int64Var(&c.compactFlat, "reserve.compact-flat-bytes", 0, "reserved bytes per compact-only partition; 0: 1 GiB (the generated log dir defaults to 64 MiB)")
-	fs.DurationVar(&c.interval, "interval", 2*time.Second, "scan (and simulation) interval")
+	fs.DurationVar(&c.interval, "interval", time.Second, "how often the simulated broker writes (generated log dir only)")
 	fs.BoolVar(&c.perPartition, "metrics.per-partition", false, "export per-partition series")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -118,8 +119,8 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 	version, revision := buildVersion()
 
 	dirs := cfg.logDirs
-	var configs func() agent.ConfigSet
-	var before func(time.Time) error
+	var configs agent.TopicConfigSource
+	var sim *simulator
 	if cfg.bootstrap == "" {
 		dir := cfg.dir
 		if dir == "" {
@@ -132,76 +133,129 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 		}
 		topics := demoTopics()
 		now := time.Now()
-		sim, err := newSimulator(dir, topics, now)
-		if err != nil {
+		if sim, err = newSimulator(dir, topics, now); err != nil {
 			return err
 		}
-		cs := demoConfigs(topics, now)
-		configs = func() agent.ConfigSet { return cs }
-		before = sim.step
+		configs = staticConfigs(demoConfigs(topics, now))
 		dirs = []string{dir}
-		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s (simulated broker: records appended every %s, segments rolled and deleted).\n", dir, cfg.interval)
+		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s; a simulated broker appends records every %s, rolls segments and deletes expired ones.\n", dir, cfg.interval)
 	} else {
-		configs, err = brokerConfigSource(cfg.bootstrap, logger)
+		bc, err := newBrokerConfigs(cfg.bootstrap, logger)
 		if err != nil {
 			return err
 		}
+		configs = bc
+		defer bc.stop()
 	}
 
-	loop := newScanLoop(agent.NewScanner(logger), dirs, cfg.capacity, configs, cfg.interval)
-	loop.before = before
+	ag, err := agent.New(agent.Config{LogDirs: dirs, CapacityBytes: cfg.capacity}, logger, configs)
+	if err != nil {
+		return usageError{err.Error()}
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if _, err := exporter.New(exporter.Config{PerPartition: cfg.perPartition, CompactFlatBytes: cfg.compactFlat, Version: version, Revision: revision}, logger, reg, loop); err != nil {
+	if _, err := exporter.New(exporter.Config{PerPartition: cfg.perPartition, CompactFlatBytes: cfg.compactFlat, Version: version, Revision: revision}, logger, reg, ag); err != nil {
 		return err
 	}
-	srv, err := exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.listen, WebConfigFile: cfg.webConfig, Version: version}, logger, reg, loop)
+	srv, err := exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.listen, WebConfigFile: cfg.webConfig, Version: version}, logger, reg, ag)
 	if err != nil {
 		return usageError{err.Error()}
 	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-	if err := loop.scan("start"); err != nil {
-		return err
-	}
-	printScanTable(out.stdout, loop.Snapshot(), cfg.compactFlat)
-	scheme := "http"
-	if cfg.webConfig != "" {
-		scheme = "https (if the web config enables TLS)"
-	}
-	fmt.Fprintf(out.stdout, "\nMetrics: %s\nServing %s; the log dir keeps changing. Ctrl-C to stop.\n", metricsURL(srv.Addr()), scheme)
 
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ag.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx) })
-	g.Go(func() error { return loop.Run(gctx) })
-	g.Go(func() error { return printProgress(gctx, out.stdout, loop, 15*time.Second) })
+	if sim != nil {
+		g.Go(func() error { return runSimulator(gctx, sim, cfg.interval) })
+	}
+	g.Go(func() error {
+		for ag.Snapshot() == nil { // the first full scan
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-ag.Updated():
+			}
+		}
+		printScanTable(out.stdout, ag.Snapshot(), cfg.compactFlat)
+		fmt.Fprintf(out.stdout, "\nMetrics: %s\n", metricsURL(srv.Addr()))
+		if cfg.webConfig != "" {
+			fmt.Fprintf(out.stdout, "(https and basic auth as %s sets them)\n", cfg.webConfig)
+		}
+		fmt.Fprintln(out.stdout, "The log dir keeps changing; so do the metrics. Ctrl-C to stop.")
+		return printProgress(gctx, out.stdout, ag, 15*time.Second)
+	})
 	err = g.Wait()
 	fmt.Fprintln(out.stdout, "Stopped.")
 	return err
 }
 
-// brokerConfigSource fetches topic configs from the broker now and then at
-// most once a minute, keeping the last good set when a refresh fails.
-func brokerConfigSource(bootstrap string, logger *slog.Logger) (func() agent.ConfigSet, error) {
+// staticConfigs is the demo's fixed topic configs.
+type staticConfigs agent.ConfigSet
+
+func (s staticConfigs) Current() agent.ConfigSet { return agent.ConfigSet(s) }
+
+// runSimulator steps the simulated broker every interval.
+func runSimulator(ctx context.Context, sim *simulator, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			if err := sim.step(now); err != nil {
+				return fmt.Errorf("simulated broker: %w", err)
+			}
+		}
+	}
+}
+
+// brokerConfigs holds the topic configs read from a real broker, refreshed
+// every minute in the background; Current never blocks on the network.
+type brokerConfigs struct {
+	cur  atomic.Pointer[agent.ConfigSet]
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newBrokerConfigs(bootstrap string, logger *slog.Logger) (*brokerConfigs, error) {
 	cs, err := brokerTopicConfigs(bootstrap)
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	return func() agent.ConfigSet {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(cs.Time) > time.Minute {
-			next, err := brokerTopicConfigs(bootstrap)
-			if err != nil {
-				logger.Warn("refresh topic configs", "err", err)
-				return cs
+	b := &brokerConfigs{done: make(chan struct{})}
+	b.cur.Store(&cs)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.done:
+				return
+			case <-t.C:
+				next, err := brokerTopicConfigs(bootstrap)
+				if err != nil {
+					logger.Warn("refresh topic configs", "err", err)
+					continue
+				}
+				b.cur.Store(&next)
 			}
-			cs = next
 		}
-		return cs
-	}, nil
+	}()
+	return b, nil
+}
+
+// Current implements agent.TopicConfigSource.
+func (b *brokerConfigs) Current() agent.ConfigSet { return *b.cur.Load() }
+
+func (b *brokerConfigs) stop() {
+	close(b.done)
+	b.wg.Wait()
 }
 
 func metricsURL(addr net.Addr) string {
