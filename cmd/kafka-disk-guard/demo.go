@@ -12,14 +12,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
@@ -118,9 +113,12 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 	logger := slog.New(slog.NewTextHandler(out.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	version, revision := buildVersion()
 
-	dirs := cfg.logDirs
-	var configs agent.TopicConfigSource
-	var sim *simulator
+	gc := guardConfig{}
+	gc.LogDirs, gc.CapacityBytes = cfg.logDirs, cfg.capacity
+	gc.Web = webConfig{ListenAddress: cfg.listen, ConfigFile: cfg.webConfig}
+	gc.Metrics.PerPartition = cfg.perPartition
+	gc.Admission.CompactFlatBytes = cfg.compactFlat
+	var hooks serveHooks
 	if cfg.bootstrap == "" {
 		dir := cfg.dir
 		if dir == "" {
@@ -133,69 +131,44 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 		}
 		topics := demoTopics()
 		now := time.Now()
-		if sim, err = newSimulator(dir, topics, now); err != nil {
-			return err
-		}
-		configs = staticConfigs(demoConfigs(topics, now))
-		dirs = []string{dir}
-		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s; a simulated broker appends records every %s, rolls segments and deletes expired ones.\n", dir, cfg.interval)
-	} else {
-		bc, err := newBrokerConfigs(cfg.bootstrap, logger)
+		sim, err := newSimulator(dir, topics, now)
 		if err != nil {
 			return err
 		}
-		configs = bc
-		defer bc.stop()
+		cs := demoConfigs(topics, now)
+		hooks.offline = &cs
+		gc.LogDirs = []string{dir}
+		hooks.extra = append(hooks.extra, func(ctx context.Context, _ *agent.Agent, _ string) error {
+			return runSimulator(ctx, sim, cfg.interval)
+		})
+		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s; a simulated broker appends records every %s, rolls segments and deletes expired ones.\n", dir, cfg.interval)
+	} else {
+		gc.Kafka.BootstrapServers = splitList(cfg.bootstrap)
 	}
-
-	ag, err := agent.New(agent.Config{LogDirs: dirs, CapacityBytes: cfg.capacity}, logger, configs)
-	if err != nil {
+	if err := gc.validate(); err != nil {
 		return usageError{err.Error()}
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if _, err := exporter.New(exporter.Config{PerPartition: cfg.perPartition, CompactFlatBytes: cfg.compactFlat, Version: version, Revision: revision}, logger, reg, ag); err != nil {
-		return err
-	}
-	srv, err := exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.listen, WebConfigFile: cfg.webConfig, Version: version}, logger, reg, ag)
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	if err := srv.Listen(); err != nil {
-		return err
-	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ag.Run(gctx) })
-	g.Go(func() error { return srv.Run(gctx) })
-	if sim != nil {
-		g.Go(func() error { return runSimulator(gctx, sim, cfg.interval) })
-	}
-	g.Go(func() error {
+	hooks.extra = append(hooks.extra, func(ctx context.Context, ag *agent.Agent, addr string) error {
 		for ag.Snapshot() == nil { // the first full scan
 			select {
-			case <-gctx.Done():
+			case <-ctx.Done():
 				return nil
 			case <-ag.Updated():
 			}
 		}
 		printScanTable(out.stdout, ag.Snapshot(), cfg.compactFlat)
-		fmt.Fprintf(out.stdout, "\nMetrics: %s\n", metricsURL(srv.Addr()))
+		fmt.Fprintf(out.stdout, "\nMetrics: %s\n", metricsURL(addr))
 		if cfg.webConfig != "" {
 			fmt.Fprintf(out.stdout, "(https and basic auth as %s sets them)\n", cfg.webConfig)
 		}
+		fmt.Fprintln(out.stdout, "The enforcer runs in observe mode: it reports what it would do, and does nothing.")
 		fmt.Fprintln(out.stdout, "The log dir keeps changing; so do the metrics. Ctrl-C to stop.")
-		return printProgress(gctx, out.stdout, ag, 15*time.Second)
+		return printProgress(ctx, out.stdout, ag, 15*time.Second)
 	})
-	err = g.Wait()
+	err = serve(ctx, gc, logger, version, revision, hooks)
 	fmt.Fprintln(out.stdout, "Stopped.")
 	return err
 }
-
-// staticConfigs is the demo's fixed topic configs.
-type staticConfigs agent.ConfigSet
-
-func (s staticConfigs) Current() agent.ConfigSet { return agent.ConfigSet(s) }
 
 // runSimulator steps the simulated broker every interval.
 func runSimulator(ctx context.Context, sim *simulator, interval time.Duration) error {
@@ -213,55 +186,11 @@ func runSimulator(ctx context.Context, sim *simulator, interval time.Duration) e
 	}
 }
 
-// brokerConfigs holds the topic configs read from a real broker, refreshed
-// every minute in the background; Current never blocks on the network.
-type brokerConfigs struct {
-	cur  atomic.Pointer[agent.ConfigSet]
-	done chan struct{}
-	wg   sync.WaitGroup
-}
 
-func newBrokerConfigs(bootstrap string, logger *slog.Logger) (*brokerConfigs, error) {
-	cs, err := brokerTopicConfigs(bootstrap)
+func metricsURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, err
-	}
-	b := &brokerConfigs{done: make(chan struct{})}
-	b.cur.Store(&cs)
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			select {
-			case <-b.done:
-				return
-			case <-t.C:
-				next, err := brokerTopicConfigs(bootstrap)
-				if err != nil {
-					logger.Warn("refresh topic configs", "err", err)
-					continue
-				}
-				b.cur.Store(&next)
-			}
-		}
-	}()
-	return b, nil
-}
-
-// Current implements agent.TopicConfigSource.
-func (b *brokerConfigs) Current() agent.ConfigSet { return *b.cur.Load() }
-
-func (b *brokerConfigs) stop() {
-	close(b.done)
-	b.wg.Wait()
-}
-
-func metricsURL(addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return addr.String() + "/metrics"
+		return addr + "/metrics"
 	}
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "localhost"

@@ -177,16 +177,28 @@ func runGuard(ctx context.Context, args []string, getenv env, out streams) error
 	ver, rev := buildVersion()
 	logger.Info("starting", "version", ver, "log_dirs", cfg.LogDirs, "enforce", cfg.Enforcer.Enabled,
 		"profile", cfg.Enforcer.Profile, "kafka", strings.Join(cfg.Kafka.BootstrapServers, ","))
-	return serve(ctx, cfg, logger, ver, rev, nil)
+	return serve(ctx, cfg, logger, ver, rev, serveHooks{})
 }
 
-// serve wires the parts and runs them until ctx ends or one fails. ready,
-// when not nil, receives the bound HTTP address once listening.
-func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev string, ready func(addr string)) error {
+// serveHooks let the demo reuse serve.
+type serveHooks struct {
+	// ready receives the bound HTTP address once listening.
+	ready func(addr string)
+	// offline, when set, are the topic configs used without a cluster.
+	offline *agent.ConfigSet
+	// extra parts run beside the guard's own, with the same lifetime.
+	extra []func(ctx context.Context, a *agent.Agent, addr string) error
+}
+
+// serve wires the parts and runs them until ctx ends or one fails.
+func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev string, hooks serveHooks) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	offline := agent.ConfigSet{Defaults: agent.DefaultTopicConfig(), Time: time.Now()}
+	if hooks.offline != nil {
+		offline = *hooks.offline
+	}
 	if cfg.TopicConfigs.File != "" {
 		cs, err := agent.LoadConfigFile(cfg.TopicConfigs.File, offline.Defaults)
 		if err != nil {
@@ -221,12 +233,16 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-	logger.Info("serving", "address", srv.Addr().String(), "paths", routeList(routes))
-	if ready != nil {
-		ready(srv.Addr().String())
+	addr := srv.Addr().String()
+	logger.Info("serving", "address", addr, "paths", routeList(routes))
+	if hooks.ready != nil {
+		hooks.ready(addr)
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
+	for _, part := range hooks.extra {
+		g.Go(func() error { return part(ctx, a, addr) })
+	}
 	g.Go(func() error { return a.Run(ctx) })
 	g.Go(func() error { return enf.Run(ctx) })
 	g.Go(func() error { return srv.Run(ctx) })
