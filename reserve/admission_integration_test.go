@@ -52,16 +52,25 @@ func (s *switchSource) ReadCluster(ctx context.Context) (reserve.ClusterInfo, er
 	return src.ReadCluster(ctx)
 }
 
-// buildPlugin builds the CreateTopicPolicy jar with Maven (once per run:
-// the test that needs it is the only one).
-func buildPlugin(t *testing.T, root string) string {
-	t.Helper()
+// pluginBuild builds the CreateTopicPolicy jar with Maven once per test run.
+var pluginBuild = sync.OnceValues(func() (string, error) {
+	root, err := kafkatest.RepoRoot()
+	if err != nil {
+		return "", err
+	}
 	out, err := exec.Command(filepath.Join(root, "scripts", "build-plugin.sh")).CombinedOutput()
 	if err != nil {
-		t.Fatalf("build plugin: %v\n%s", err, out)
+		return "", fmt.Errorf("build plugin: %w\n%s", err, out)
 	}
 	jar := filepath.Join(root, "plugin", "target", "kafka-disk-guard-policy.jar")
-	if _, err := os.Stat(jar); err != nil {
+	_, err = os.Stat(jar)
+	return jar, err
+})
+
+func buildPlugin(t *testing.T) string {
+	t.Helper()
+	jar, err := pluginBuild()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return jar
@@ -98,7 +107,7 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jar := buildPlugin(t, root)
+	jar := buildPlugin(t)
 	cli := buildCLI(t, root)
 
 	// Each broker "has" 10 GiB of configured storage; the limit is 90%.
@@ -279,6 +288,43 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 				t.Errorf("message %q lacks %q", err.Error(), want)
 			}
 		}
+	})
+}
+
+// With on.unreachable=allow (the default) a guard that cannot answer
+// lets topics through, and the broker logs a warning.
+func TestAdmissionGuardUnreachableAllows(t *testing.T) {
+	jar := buildPlugin(t)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	url := closed.URL + "/api/v1/reserve/check"
+	closed.Close() // nothing listens there any more
+	broker, err := kafkatest.Start(kafkatest.Options{
+		Classpath: []string{jar},
+		Props: []string{
+			"create.topic.policy.class.name=io.kafkadiskguard.policy.ReservedSpacePolicy",
+			"kafka.disk.guard.url=" + url,
+			"kafka.disk.guard.timeout.ms=1000",
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := broker.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if !strings.Contains(broker.ServerLog(), "on unreachable: allow") {
+		t.Fatal("the broker did not load the policy with on.unreachable=allow")
+	}
+	if err := broker.Admin(t).CreateTopic("while-down", topicDetail(1), false); err != nil {
+		t.Fatalf("create with the guard down and on.unreachable=allow: %v", err)
+	}
+	kafkatest.Eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(broker.ServerLog(), "gave no answer for topic while-down") {
+			return errors.New("no warning in server.log")
+		}
+		return nil
 	})
 }
 
