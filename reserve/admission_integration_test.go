@@ -200,6 +200,22 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 		assertNoTopic(t, admin, "too-big")
 	})
 
+	t.Run("R5.4 a manual replica assignment past the limit is refused too", func(t *testing.T) {
+		d := topicDetail(-1)
+		d.ReplicationFactor = -1
+		d.ReplicaAssignment = map[int32][]int32{0: {1}, 1: {1}, 2: {1}, 3: {1}}
+		err := admin.CreateTopic("too-big-assigned", d, false)
+		if !errors.Is(err, sarama.ErrPolicyViolation) {
+			t.Fatalf("err = %v, want POLICY_VIOLATION", err)
+		}
+		for _, want := range []string{"broker 1 would be at 93.5%", "create topic too-big-assigned: 4 partition(s) x 1 replica(s)"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("message %q lacks %q", err.Error(), want)
+			}
+		}
+		assertNoTopic(t, admin, "too-big-assigned")
+	})
+
 	t.Run("R5.4 a topic past the limit is refused at Kafka's TopicCommand", func(t *testing.T) {
 		cmd := exec.Command(filepath.Join(root, "scripts", "kafka.sh"), "tool", "org.apache.kafka.tools.TopicCommand",
 			"--bootstrap-server", broker.Addr, "--create", "--topic", "too-big", "--partitions", "4", "--replication-factor", "1",
