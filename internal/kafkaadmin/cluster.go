@@ -1,5 +1,3 @@
-// Package kafkaadmin adapts Sarama's ClusterAdmin to the interfaces the
-// guard's packages declare.
 package kafkaadmin
 
 import (
