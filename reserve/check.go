@@ -80,6 +80,9 @@ type Request struct {
 
 // Figures are reserved bytes against storage, before and after a request.
 type Figures struct {
+	BrokerID            *int32  `json:"broker_id,omitempty"`
+	StorageBasis        string  `json:"storage_basis,omitempty"`
+	NewReplicasOnBroker int32   `json:"new_replicas,omitempty"`
 	StorageBytes        int64   `json:"storage_bytes"`
 	ReservedBytes       int64   `json:"reserved_bytes"`
 	RequestedBytes      int64   `json:"requested_bytes"`
@@ -87,9 +90,6 @@ type Figures struct {
 	PercentBefore       float64 `json:"percent_before"`
 	PercentAfter        float64 `json:"percent_after"`
 	OverLimit           bool    `json:"over_limit"`
-	BrokerID            *int32  `json:"broker_id,omitempty"`
-	StorageBasis        string  `json:"storage_basis,omitempty"`
-	NewReplicasOnBroker int32   `json:"new_replicas,omitempty"`
 }
 
 // Decision is the answer to a Request.

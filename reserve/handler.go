@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 )
 
 // maxRequestBytes bounds a request body.
@@ -40,6 +41,7 @@ func NewHandler(cfg Config, logger *slog.Logger, src ClusterSource) http.Handler
 		if req.Operation == "" {
 			req.Operation = CreateTopic
 		}
+		start := time.Now()
 		info, err := src.ReadCluster(r.Context())
 		if err != nil {
 			logger.Warn("cluster read failed", "topic", req.Topic, "err", err)
@@ -63,7 +65,8 @@ func NewHandler(cfg Config, logger *slog.Logger, src ClusterSource) http.Handler
 		}
 		logger.Info("admission decided", "topic", req.Topic, "operation", string(req.Operation),
 			"allowed", d.Allowed, "requested_bytes", d.Cluster.RequestedBytes,
-			"percent_before", d.Cluster.PercentBefore, "percent_after", d.Cluster.PercentAfter)
+			"percent_before", d.Cluster.PercentBefore, "percent_after", d.Cluster.PercentAfter,
+			"duration_seconds", time.Since(start).Seconds())
 		writeJSON(w, http.StatusOK, d)
 	})
 }

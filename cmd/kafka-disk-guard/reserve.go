@@ -32,11 +32,9 @@ type reserveConfig struct {
 	currentPartitions int
 
 	// online
-	bootstrap     string
-	saslMechanism string
-	saslUser      string
-	saslPassword  string
-	timeout       time.Duration
+	bootstrap string
+	conn      kafkaadmin.Config
+	timeout   time.Duration
 }
 
 // policyViolation is a refused request: main exits 1 with its message.
@@ -128,9 +126,14 @@ flags:
 	fs.Var(bytesFlag{&c.reservedBytes}, "reserved-bytes", "offline: the bytes reserved now")
 	fs.IntVar(&c.currentPartitions, "current-partitions", 0, "offline with --add-partitions: the topic's partitions now")
 	fs.StringVar(&c.bootstrap, "bootstrap-server", "", "online: comma-separated broker addresses")
-	fs.StringVar(&c.saslMechanism, "sasl-mechanism", "", "online: PLAIN (empty: no SASL)")
-	fs.StringVar(&c.saslUser, "sasl-username", "", "online: SASL user")
-	fs.StringVar(&c.saslPassword, "sasl-password", "", "online: SASL password (or env KDG_SASL_PASSWORD)")
+	fs.StringVar(&c.conn.SASL.Mechanism, "sasl-mechanism", "", "online: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL)")
+	fs.StringVar(&c.conn.SASL.Username, "sasl-username", "", "online: SASL user")
+	fs.StringVar(&c.conn.SASL.Password, "sasl-password", "", "online: SASL password (or env KDG_SASL_PASSWORD)")
+	fs.StringVar(&c.conn.SASL.PasswordFile, "sasl-password-file", "", "online: file holding the SASL password")
+	fs.BoolVar(&c.conn.TLS.Enabled, "tls", false, "online: connect with TLS")
+	fs.StringVar(&c.conn.TLS.CAFile, "tls-ca-file", "", "online: CA bundle for the brokers' certificates")
+	fs.StringVar(&c.conn.TLS.CertFile, "tls-cert-file", "", "online: client certificate (mutual TLS)")
+	fs.StringVar(&c.conn.TLS.KeyFile, "tls-key-file", "", "online: client key (mutual TLS)")
 	fs.Var(bytesFlag{&c.policy.BrokerStorageBytes}, "broker-storage-bytes", "online: each broker's configured storage, instead of DescribeLogDirs total bytes")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "online: time allowed to read the cluster")
 	if err := fs.Parse(args); err != nil {
@@ -142,8 +145,8 @@ flags:
 	if fs.NArg() > 0 {
 		return c, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	if c.saslPassword == "" {
-		c.saslPassword = getenv("KDG_SASL_PASSWORD")
+	if c.conn.SASL.Password == "" {
+		c.conn.SASL.Password = getenv("KDG_SASL_PASSWORD")
 	}
 	c.request.Operation = reserve.CreateTopic
 	if *add {
@@ -164,13 +167,19 @@ flags:
 		return c, usageError{"give --bootstrap-server (online) or --storage-bytes (offline)"}
 	case c.bootstrap != "" && (c.storageBytes > 0 || c.reservedBytes > 0):
 		return c, usageError{"--storage-bytes and --reserved-bytes are offline figures: not with --bootstrap-server"}
-	case c.saslMechanism != "" && c.saslMechanism != sarama.SASLTypePlaintext:
-		return c, usageError{fmt.Sprintf("--sasl-mechanism %q: only PLAIN is supported", c.saslMechanism)}
 	case c.bootstrap == "" && *add && c.currentPartitions <= 0:
 		return c, usageError{"offline --add-partitions needs --current-partitions"}
 	}
 	if err := c.policy.Validate(); err != nil {
 		return c, usageError{err.Error()}
+	}
+	if c.bootstrap != "" {
+		c.conn.BootstrapServers = strings.Split(c.bootstrap, ",")
+		c.conn.ClientID = "kafka-disk-guard-reserve"
+		c.conn.Timeout = c.timeout
+		if err := c.conn.Validate(); err != nil {
+			return c, usageError{err.Error()}
+		}
 	}
 	return c, nil
 }
@@ -243,19 +252,12 @@ func offlineState(c reserveConfig) (reserve.State, error) {
 }
 
 func readClusterState(ctx context.Context, c reserveConfig) (reserve.State, error) {
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V3_3_0_0 // DescribeLogDirs v4: log dir total bytes
-	sc.ClientID = "kafka-disk-guard-reserve"
-	sc.Net.DialTimeout = c.timeout
-	sc.Net.ReadTimeout = c.timeout
-	sc.Admin.Timeout = c.timeout
-	if c.saslMechanism != "" {
-		sc.Net.SASL.Enable = true
-		sc.Net.SASL.Mechanism = sarama.SASLMechanism(c.saslMechanism)
-		sc.Net.SASL.User = c.saslUser
-		sc.Net.SASL.Password = c.saslPassword
+	sc, err := c.conn.SaramaConfig()
+	if err != nil {
+		return reserve.State{}, err
 	}
-	admin, err := sarama.NewClusterAdmin(strings.Split(c.bootstrap, ","), sc)
+	sc.Version = sarama.V3_3_0_0 // DescribeLogDirs v4: each log dir's total bytes
+	admin, err := sarama.NewClusterAdmin(c.conn.BootstrapServers, sc)
 	if err != nil {
 		return reserve.State{}, fmt.Errorf("connect to %s: %w", c.bootstrap, err)
 	}

@@ -1,5 +1,3 @@
-// Package kafkaadmin adapts Sarama's ClusterAdmin to the interfaces the
-// guard's packages declare.
 package kafkaadmin
 
 import (
@@ -27,12 +25,36 @@ type ClusterAdmin interface {
 // DescribeLogDirs v4 (Kafka 3.3+) gives each log dir's total bytes; the
 // Sarama config's Version must be at least V3_3_0_0 for it.
 type ClusterReader struct {
-	admin ClusterAdmin
+	admin clusterAPI
 }
 
 // NewClusterReader returns a reader over admin.
 func NewClusterReader(admin ClusterAdmin) *ClusterReader {
-	return &ClusterReader{admin: admin}
+	return &ClusterReader{admin: saramaAPI{admin}}
+}
+
+// clusterAPI is ClusterAdmin with DescribeCluster reduced to broker ids
+// (a sarama.Broker's id cannot be set outside Sarama: this keeps the reader
+// testable with a fake).
+type clusterAPI interface {
+	brokerIDs() ([]int32, error)
+	DescribeTopics(topics []string) ([]*sarama.TopicMetadata, error)
+	DescribeConfigs(resources []*sarama.ConfigResource, options sarama.DescribeConfigsOptions) ([]*sarama.ConfigResourceResult, error)
+	DescribeLogDirs(brokerIDs []int32) (map[int32][]sarama.DescribeLogDirsResponseDirMetadata, error)
+}
+
+type saramaAPI struct{ ClusterAdmin }
+
+func (s saramaAPI) brokerIDs() ([]int32, error) {
+	brokers, _, err := s.DescribeCluster()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int32, 0, len(brokers))
+	for _, b := range brokers {
+		ids = append(ids, b.ID())
+	}
+	return ids, nil
 }
 
 var _ reserve.ClusterSource = (*ClusterReader)(nil)
@@ -42,16 +64,12 @@ var _ reserve.ClusterSource = (*ClusterReader)(nil)
 // the read, so a decision never rests on a partial view.
 func (r *ClusterReader) ReadCluster(ctx context.Context) (reserve.ClusterInfo, error) {
 	var info reserve.ClusterInfo
-	brokers, _, err := r.admin.DescribeCluster()
+	ids, err := r.admin.brokerIDs()
 	if err != nil {
 		return info, fmt.Errorf("describe cluster: %w", err)
 	}
-	if len(brokers) == 0 {
+	if len(ids) == 0 {
 		return info, errors.New("describe cluster: no brokers")
-	}
-	ids := make([]int32, 0, len(brokers))
-	for _, b := range brokers {
-		ids = append(ids, b.ID())
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	if err := ctx.Err(); err != nil {
