@@ -15,7 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
@@ -185,7 +184,6 @@ func runSimulator(ctx context.Context, sim *simulator, interval time.Duration) e
 		}
 	}
 }
-
 
 func metricsURL(addr string) string {
 	host, port, err := net.SplitHostPort(addr)

@@ -30,11 +30,12 @@ type kafkaLink struct {
 	ownTopic string
 	logger   *slog.Logger
 
-	mu       sync.Mutex
-	enforce  *kafkaadmin.Enforce
-	admin    sarama.ClusterAdmin
-	configs  *agent.ConfigRefresher
-	reserveH http.Handler
+	mu           sync.Mutex
+	enforce      *kafkaadmin.Enforce
+	admin        sarama.ClusterAdmin
+	reserveAdmin sarama.ClusterAdmin
+	configs      *agent.ConfigRefresher
+	reserveH     http.Handler
 }
 
 // configSource switches the agent from offline configs to the cluster's
@@ -93,16 +94,25 @@ func (k *kafkaLink) connect(brokerID int32, topics func() []string, initial agen
 		admin.Close()
 		return err
 	}
-	refresher, err := agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: refresh}, k.logger,
-		kafkaadmin.NewConfigFetcher(client, brokerID), topics, initial)
+	// Admission gets a connection of its own: a broker serves one request
+	// per connection at a time, and a topic creation waits on its answer.
+	_, reserveAdmin, err := kafkaadmin.Connect(k.cfg)
 	if err != nil {
 		enf.Close()
 		admin.Close()
 		return err
 	}
+	refresher, err := agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: refresh}, k.logger,
+		kafkaadmin.NewConfigFetcher(client, brokerID), topics, initial)
+	if err != nil {
+		enf.Close()
+		admin.Close()
+		reserveAdmin.Close()
+		return err
+	}
 	k.mu.Lock()
-	k.enforce, k.admin, k.configs = enf, admin, refresher
-	k.reserveH = reserve.NewHandler(admission, k.logger, kafkaadmin.NewClusterReader(admin))
+	k.enforce, k.admin, k.reserveAdmin, k.configs = enf, admin, reserveAdmin, refresher
+	k.reserveH = reserve.NewHandler(admission, k.logger, kafkaadmin.NewClusterReader(reserveAdmin))
 	k.mu.Unlock()
 	return nil
 }
@@ -113,10 +123,12 @@ func (k *kafkaLink) close() {
 	if k.enforce != nil {
 		k.enforce.Close()
 	}
-	if k.admin != nil {
-		k.admin.Close()
+	for _, a := range []sarama.ClusterAdmin{k.admin, k.reserveAdmin} {
+		if a != nil {
+			a.Close()
+		}
 	}
-	k.enforce, k.admin = nil, nil
+	k.enforce, k.admin, k.reserveAdmin = nil, nil, nil
 }
 
 func (k *kafkaLink) get() (*kafkaadmin.Enforce, error) {
