@@ -6,6 +6,7 @@
 #   scripts/kafka.sh up   [options]        format storage and start, wait until it answers
 #   scripts/kafka.sh down   --dir DIR      stop it cleanly (and unmount its tmpfs)
 #   scripts/kafka.sh status --dir DIR      exit 0 when it runs and answers
+#   scripts/kafka.sh tool CLASS ARGS...    run a Kafka tool class (e.g. org.apache.kafka.tools.TopicCommand)
 #
 # Options for up (each also an environment variable):
 #   --dir DIR                    KDG_KAFKA_DIR       work dir (config, pid, logs, data)   [/tmp/kdg-kafka]
@@ -14,6 +15,7 @@
 #   --retention-check-ms N       KDG_KAFKA_RETENTION_CHECK_MS   log.retention.check.interval.ms [300000]
 #   --file-delete-delay-ms N     KDG_KAFKA_FILE_DELETE_DELAY_MS file.delete.delay.ms [60000]
 #   --prop KEY=VALUE             extra server.properties line (repeatable)
+#   KDG_KAFKA_CLASSPATH=a.jar:b.jar  extra jars on the broker classpath (plugins)
 #
 # Listeners: PLAINTEXT on 127.0.0.1:PORT (anonymous, ordinary clients),
 # SASL_PLAINTEXT/PLAIN on PORT+1 with users guard/guard-secret and
@@ -27,7 +29,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka/pom.xml")
 CACHE=${KDG_CACHE:-$HOME/.cache/kafka-disk-guard}
-LIBS=$CACHE/kafka-$KAFKA_VERSION/libs
+POM_HASH=$(sha256sum "$here/kafka/pom.xml" | cut -c1-12)
+LIBS=$CACHE/kafka-$KAFKA_VERSION-$POM_HASH/libs
 
 die() { echo "kafka.sh: $*" >&2; exit 1; }
 
@@ -123,7 +126,7 @@ EOF
   local p
   for p in "${EXTRA_PROPS[@]+"${EXTRA_PROPS[@]}"}"; do echo "$p" >> "$DIR/server.properties"; done
 
-  local cp="$LIBS/*"
+  local cp="$LIBS/*${KDG_KAFKA_CLASSPATH:+:$KDG_KAFKA_CLASSPATH}"
   "$java" -cp "$cp" -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$DIR/logs" \
     kafka.tools.StorageTool format --standalone -t "$("$java" -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)" \
     -c "$DIR/server.properties" > "$DIR/logs/format.log" 2>&1 || { cat "$DIR/logs/format.log" >&2; die "storage format failed"; }
@@ -160,6 +163,7 @@ down() {
 cmd=${1:-}; [ $# -gt 0 ] && shift
 case "$cmd" in
   fetch) fetch; echo "$LIBS" ;;
+  tool) fetch; cls=$1; shift; exec "$(java_bin)" -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="${TMPDIR:-/tmp}" -cp "$LIBS/*" "$cls" "$@" ;;
   up) parse "$@"; up ;;
   down) parse "$@"; down ;;
   status) parse "$@"; running && answers ;;

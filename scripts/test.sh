@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every test of kafka-disk-guard: go vet, unit tests with -race, and the
+# integration tests against a real Apache Kafka broker (started by the tests
+# through scripts/kafka.sh), then the deployment checks when present.
+# A broker that cannot start fails the run: nothing is skipped.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+fail() { echo "test.sh: $*" >&2; exit 1; }
+command -v go >/dev/null || fail "go is not installed"
+command -v java >/dev/null || fail "java is not installed (the test broker needs Java 17+)"
+command -v mvn >/dev/null || fail "mvn is not installed (it fetches the broker jars from Maven Central)"
+command -v kcat >/dev/null || fail "kcat is not installed (Debian package kcat; .ci/run installs it)"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "fetch broker jars"
+scripts/kafka.sh fetch >/dev/null
+
+step "go vet"
+go vet ./...
+go vet -tags integration ./...
+
+step "unit tests (-race)"
+go test -race -count=1 ./...
+
+# Packages whose tests change with the integration tag; one broker-using
+# package at a time so timing-sensitive tests get the machine's cores.
+step "integration tests against a real broker (-race)"
+pkgs=$(go list -tags integration -f '{{.ImportPath}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}' ./... |
+  while read -r pkg files; do
+    for f in $files; do
+      dir=$(go list -f '{{.Dir}}' "$pkg")
+      if head -n 3 "$dir/$f" | grep -q '^//go:build integration'; then echo "$pkg"; break; fi
+    done
+  done)
+[ -n "$pkgs" ] || fail "no integration test package found"
+go test -race -count=1 -p 1 -timeout 30m -tags integration $pkgs
+
+if [ -x scripts/check-deploy.sh ]; then
+  step "deployment checks (helm, promtool, dashboards)"
+  scripts/check-deploy.sh
+fi
+echo
+echo "test.sh: all tests passed"
