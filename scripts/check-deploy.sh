@@ -136,6 +136,7 @@ refuse "relative log dir" "/config/logDirs/0" --set 'config.logDirs={data}'
 refuse "custom preset without globs" "set dataLayout.kubeletPods.logDirGlobs" \
 	--set dataLayout.type=kubeletPods --set dataLayout.kubeletPods.preset=custom
 refuse "SASL without a password" "needs kafka.sasl.password" --set 'kafka.bootstrapServers={k:9092}' --set kafka.sasl.enabled=true
+refuse "ServiceMonitor and PodMonitor together" "not both" --set serviceMonitor.enabled=true --set podMonitor.enabled=true
 refuse "ServiceMonitor in sidecar mode" "use podMonitor in sidecar mode" --set mode=sidecar --set serviceMonitor.enabled=true
 
 # --- 4. systemd ---------------------------------------------------------

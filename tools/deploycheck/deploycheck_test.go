@@ -427,3 +427,19 @@ func TestChartCopiesInSync(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatingDocLinks: every in-page link of docs/operating.md points to
+// a heading that exists.
+func TestOperatingDocLinks(t *testing.T) {
+	md := string(readFile(t, "docs/operating.md"))
+	anchors := githubAnchors(md)
+	links := regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(md, -1)
+	if len(links) < 10 {
+		t.Fatalf("only %d in-page links found", len(links))
+	}
+	for _, l := range links {
+		if !anchors[l[1]] {
+			t.Errorf("link #%s: no such heading", l[1])
+		}
+	}
+}

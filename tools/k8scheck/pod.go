@@ -200,8 +200,10 @@ type agentConfig struct {
 			PasswordFile string `yaml:"passwordFile"`
 		} `yaml:"sasl"`
 		TLS *struct {
-			Enabled bool   `yaml:"enabled"`
-			CAFile  string `yaml:"caFile"`
+			Enabled  bool   `yaml:"enabled"`
+			CAFile   string `yaml:"caFile"`
+			CertFile string `yaml:"certFile"`
+			KeyFile  string `yaml:"keyFile"`
 		} `yaml:"tls"`
 	} `yaml:"kafka"`
 	Enforcer struct {
@@ -299,8 +301,15 @@ func checkAgentConfig(c *corev1.Container, vols map[string]corev1.Volume, config
 		if k.SASL != nil && !files[k.SASL.PasswordFile] {
 			fail("config.yaml: kafka.sasl.passwordFile %q is not a mounted secret file", k.SASL.PasswordFile)
 		}
-		if k.TLS != nil && k.TLS.CAFile != "" && !files[k.TLS.CAFile] {
-			fail("config.yaml: kafka.tls.caFile %q is not a mounted secret file", k.TLS.CAFile)
+		if k.TLS != nil {
+			for field, f := range map[string]string{"caFile": k.TLS.CAFile, "certFile": k.TLS.CertFile, "keyFile": k.TLS.KeyFile} {
+				if f != "" && !files[f] {
+					fail("config.yaml: kafka.tls.%s %q is not a mounted secret file", field, f)
+				}
+			}
+			if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
+				fail("config.yaml: kafka.tls.certFile and keyFile go together")
+			}
 		}
 	}
 	return errs

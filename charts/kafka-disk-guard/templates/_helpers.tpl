@@ -64,8 +64,13 @@ app.kubernetes.io/part-of: kafka-disk-guard
 {{- if or (and .Values.kafka.sasl.enabled (not .Values.kafka.sasl.existingSecret)) (and .Values.kafka.tls.enabled .Values.kafka.tls.ca (not .Values.kafka.tls.existingSecret)) -}}true{{- end -}}
 {{- end -}}
 
+{{/* Secret with a client certificate for mutual TLS (e.g. Strimzi's KafkaUser with tls authentication). */}}
+{{- define "kdg.clientCertSecret" -}}
+{{- if .Values.kafka.tls.enabled -}}{{- .Values.kafka.tls.clientCert.existingSecret -}}{{- end -}}
+{{- end -}}
+
 {{- define "kdg.needsSecret" -}}
-{{- if or (include "kdg.saslSecret" .) (include "kdg.tlsSecret" .) -}}true{{- end -}}
+{{- if or (include "kdg.saslSecret" .) (include "kdg.tlsSecret" .) (include "kdg.clientCertSecret" .) -}}true{{- end -}}
 {{- end -}}
 
 {{/* Port name: sidecar ports must not clash with the Kafka container's. */}}
@@ -114,6 +119,10 @@ app.kubernetes.io/part-of: kafka-disk-guard
 {{- $tls := dict "enabled" .Values.kafka.tls.enabled -}}
 {{- if include "kdg.tlsSecret" . -}}
 {{- $_ := set $tls "caFile" "/etc/kafka-disk-guard/secrets/ca.crt" -}}
+{{- end -}}
+{{- if include "kdg.clientCertSecret" . -}}
+{{- $_ := set $tls "certFile" "/etc/kafka-disk-guard/secrets/tls.crt" -}}
+{{- $_ := set $tls "keyFile" "/etc/kafka-disk-guard/secrets/tls.key" -}}
 {{- end -}}
 {{- $_ := set $kafka "tls" $tls -}}
 {{- $_ := set $cfg "kafka" $kafka -}}
@@ -218,6 +227,15 @@ volumeMounts:
           items:
             - key: {{ $.Values.kafka.tls.caKey }}
               path: ca.crt
+      {{- end }}
+      {{- with include "kdg.clientCertSecret" . }}
+      - secret:
+          name: {{ . }}
+          items:
+            - key: {{ $.Values.kafka.tls.clientCert.certKey }}
+              path: tls.crt
+            - key: {{ $.Values.kafka.tls.clientCert.keyKey }}
+              path: tls.key
       {{- end }}
 {{- end }}
 {{- if .Values.web.configSecret }}
