@@ -85,6 +85,7 @@ echo "helm: $HELM ($(cat "$BIN/helm.version")), promtool: $PROMTOOL ($("$PROMTOO
 step "tools: go vet, go test (dashboards, alerts, runbooks, chart copies, validator)"
 (cd "$ROOT/tools" && go vet ./... && go test -count=1 ./...) || fail "tools tests"
 (cd "$ROOT/tools" && go build -o "$WORK/k8svalidate" ./cmd/k8svalidate) || fail "build k8svalidate"
+(cd "$ROOT" && go build -o "$WORK/kafka-disk-guard" ./cmd/kafka-disk-guard) || fail "build kafka-disk-guard"
 
 # --- 2. promtool --------------------------------------------------------
 step "promtool check rules"
@@ -108,7 +109,9 @@ for values in "$CHART"/ci/*-values.yaml; do
 	[ -n "$expect" ] || fail "$values has no '# expect: Kind,...' line"
 	"$HELM" template kdg "$CHART" --namespace kafka --kube-version "$KUBE_VERSION" -f "$values" \
 		>"$WORK/$name.yaml" || fail "helm template $name"
-	"$WORK/k8svalidate" -name "$name" -expect "$expect" <"$WORK/$name.yaml" || fail "k8svalidate $name"
+	"$WORK/k8svalidate" -name "$name" -expect "$expect" -dump-config "$WORK/$name.config.yaml" <"$WORK/$name.yaml" || fail "k8svalidate $name"
+	# The guard itself must accept the configuration the chart renders.
+	"$WORK/kafka-disk-guard" check-config "$WORK/$name.config.yaml" || fail "chart $name renders a config the guard refuses"
 done
 
 step "PrometheusRule carries the active profile's band group only"

@@ -186,3 +186,17 @@ func (s *syncWriter) String() string {
 	defer s.mu.Unlock()
 	return s.w.(*bytes.Buffer).String()
 }
+
+// The shipped example configuration is one the guard accepts.
+func TestExampleConfigLoads(t *testing.T) {
+	c, err := loadConfigFile(filepath.Join("..", "..", "deploy", "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Enforcer.Enabled {
+		t.Error("the example must not enforce: observe mode is the default (R4.4)")
+	}
+}

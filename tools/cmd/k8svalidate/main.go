@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"os"
 	"sort"
 	"strings"
@@ -25,6 +26,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("k8svalidate", flag.ContinueOnError)
 	expect := fs.String("expect", "", "comma-separated kinds that must be rendered at least once")
 	name := fs.String("name", "stdin", "name of the input in messages")
+	dumpConfig := fs.String("dump-config", "", "write the rendered guard config.yaml here, for `kafka-disk-guard check-config`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,6 +54,22 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	for _, k := range strings.Split(*expect, ",") {
 		if k = strings.TrimSpace(k); k != "" && kinds[k] == 0 {
 			problems = append(problems, fmt.Sprintf("expected at least one %s, rendered none", k))
+		}
+	}
+	if *dumpConfig != "" {
+		found := false
+		for _, o := range objs {
+			if cm, ok := o.Obj.(*corev1.ConfigMap); ok {
+				if raw, ok := cm.Data["config.yaml"]; ok {
+					if err := os.WriteFile(*dumpConfig, []byte(raw), 0o644); err != nil {
+						return err
+					}
+					found = true
+				}
+			}
+		}
+		if !found {
+			problems = append(problems, "no ConfigMap with a config.yaml rendered")
 		}
 	}
 	if len(problems) > 0 {
