@@ -137,9 +137,9 @@ func TestScanBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, _ := generate(t, badInputSpec())
 			logger, logs := testLogger(t)
-			s := NewScanner(logger)
+			s := testScanner(t, logger)
 			tc.break_(t, dir, s)
-			ld := s.ScanLogDir(dir)
+			ld := s.ScanLogDir(dir, nil)
 			if ld.Err != nil {
 				t.Fatalf("scan gave up: %v", ld.Err)
 			}
@@ -159,9 +159,9 @@ func TestScanErrorLoggedOnceCountedEachTime(t *testing.T) {
 	dir, _ := generate(t, badInputSpec())
 	write(t, filepath.Join(dir, "a-0", "junk"), "x")
 	logger, logs := testLogger(t)
-	s := NewScanner(logger)
-	s.ScanLogDir(dir)
-	s.ScanLogDir(dir)
+	s := testScanner(t, logger)
+	s.ScanLogDir(dir, nil)
+	s.ScanLogDir(dir, nil)
 	if n := s.Errors()[ErrBadName]; n != 2 {
 		t.Errorf("R6: counted %d, want 2", n)
 	}
@@ -172,9 +172,9 @@ func TestScanErrorLoggedOnceCountedEachTime(t *testing.T) {
 
 func TestScanLogDirMissing(t *testing.T) {
 	logger, _ := testLogger(t)
-	s := NewScanner(logger)
+	s := testScanner(t, logger)
 	for _, path := range []string{filepath.Join(t.TempDir(), "gone"), writeTemp(t)} {
-		ld := s.ScanLogDir(path)
+		ld := s.ScanLogDir(path, nil)
 		if ld.Err == nil || ld.BrokerID != -1 {
 			t.Errorf("R6: %s: err %v", path, ld.Err)
 		}
@@ -190,8 +190,8 @@ func TestScanLogDirMissing(t *testing.T) {
 func TestScanUnreadableDir(t *testing.T) {
 	if dir := os.Getenv("KDG_PERMISSION_HELPER_DIR"); dir != "" {
 		logger, _ := testLogger(t)
-		s := NewScanner(logger)
-		ld := s.ScanLogDir(dir)
+		s := testScanner(t, logger)
+		ld := s.ScanLogDir(dir, nil)
 		out := map[string]any{"errors": s.Errors(), "partitions": len(ld.Partitions), "b0": len(findPartition(t, ld, "b-0").Segments)}
 		json.NewEncoder(os.Stdout).Encode(out)
 		return
@@ -244,8 +244,8 @@ func TestScanUnreadableDir(t *testing.T) {
 		}
 	} else {
 		logger, _ := testLogger(t)
-		s := NewScanner(logger)
-		ld := s.ScanLogDir(dir)
+		s := testScanner(t, logger)
+		ld := s.ScanLogDir(dir, nil)
 		res.Errors, res.Partitions, res.B0 = s.Errors(), len(ld.Partitions), len(findPartition(t, ld, "b-0").Segments)
 	}
 	if res.Errors[ErrPermission] == 0 {

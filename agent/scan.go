@@ -13,10 +13,29 @@ import (
 	"time"
 )
 
+// ScannerConfig configures a Scanner.
+type ScannerConfig struct {
+	// Workers is how many partition directories a full scan reads at once
+	// (default 4: the scan waits on system calls, not on the CPU).
+	Workers int
+}
+
+// Validate fills in defaults and checks the values.
+func (c *ScannerConfig) Validate() error {
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.Workers < 0 || c.Workers > 256 {
+		return fmt.Errorf("workers %d: want 1-256", c.Workers)
+	}
+	return nil
+}
+
 // Scanner reads broker log dirs from disk. It keeps no state about their
 // content, only cumulative error counts (spec R6), so one Scanner may serve
 // full scans and partition re-reads from several goroutines.
 type Scanner struct {
+	cfg    ScannerConfig
 	logger *slog.Logger
 	bufs   sync.Pool
 
@@ -36,14 +55,18 @@ const maxLoggedErrors = 4096
 const scratchSize = 16 << 10
 
 // NewScanner returns a Scanner that logs each distinct bad input once.
-func NewScanner(logger *slog.Logger) *Scanner {
+func NewScanner(cfg ScannerConfig, logger *slog.Logger) (*Scanner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("scanner: %w", err)
+	}
 	s := &Scanner{
+		cfg:    cfg,
 		logger: logger.With("component", "scanner"),
 		errs:   make(map[ErrorKind]uint64),
 		logged: make(map[string]struct{}),
 	}
 	s.bufs.New = func() any { b := make([]byte, scratchSize); return &b }
-	return s
+	return s, nil
 }
 
 // Errors returns a copy of the cumulative error counts by kind.
@@ -94,7 +117,13 @@ func errKind(err error) ErrorKind {
 // out; a missing or unreadable log dir yields a LogDir with Err set.
 // Segments come back unclassified (State empty): see Classify and
 // BuildSnapshot. Usage is not filled in: see DiskUsage.
-func (s *Scanner) ScanLogDir(path string) LogDir {
+//
+// prev, when not nil, is an earlier scan of the same log dir: closed
+// segments whose files kept their sizes take their largest timestamp from
+// it instead of reading their time index again (Kafka never rewrites a
+// closed segment's time index in place), so a periodic full scan costs
+// little more than listing and stat'ing the files.
+func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 	ld := LogDir{Path: path, BrokerID: -1}
 	root, err := os.OpenRoot(path)
 	if err != nil {
@@ -131,13 +160,17 @@ func (s *Scanner) ScanLogDir(path string) LogDir {
 		ld.OtherBytes += diskBytes(fi)
 	}
 	cp := s.readCheckpoints(root, path)
-	bufp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bufp)
+	type job struct {
+		name, full, topic string
+		part              int32
+		kind              PartitionKind
+	}
+	var jobs []job
 	for _, e := range entries {
 		name := e.Name()
 		full := filepath.Join(path, name)
 		if !e.IsDir() {
-			fi, err := root.Lstat(name)
+			fi, err := e.Info() // loaded by ReadDir: entries of a Root are lstat'ed as they are listed
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) { // checkpoint files are replaced by rename all the time
 					s.report(errKind(err), full, err)
@@ -166,12 +199,40 @@ func (s *Scanner) ScanLogDir(path string) LogDir {
 			}
 			continue
 		}
-		p, err := s.readPartition(root, name, full, topic, part, kind, &cp, *bufp)
-		if err != nil {
-			s.report(errKind(err), full, err)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
+		jobs = append(jobs, job{name, full, topic, part, kind})
+	}
+	parts := make([]Partition, len(jobs))
+	ok := make([]bool, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(s.cfg.Workers, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bufp := s.bufs.Get().(*[]byte)
+			defer s.bufs.Put(bufp)
+			for i := range next {
+				j := jobs[i]
+				p, err := s.readPartition(root, j.name, j.full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind), *bufp)
+				if err != nil {
+					s.report(errKind(err), j.full, err)
+					if errors.Is(err, fs.ErrNotExist) {
+						continue
+					}
+				}
+				parts[i], ok[i] = p, true
 			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	ld.Partitions = make([]Partition, 0, len(jobs))
+	for i, p := range parts {
+		if !ok[i] {
+			continue
 		}
 		ld.DiskBytes += p.DiskBytes
 		ld.PendingDeleteBytes += p.PendingDeleteBytes
@@ -181,19 +242,20 @@ func (s *Scanner) ScanLogDir(path string) LogDir {
 	return ld
 }
 
-func sortPartitions(ps []Partition) {
-	slices.SortFunc(ps, func(a, b Partition) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
+func sortPartitions(ps []Partition) { slices.SortFunc(ps, comparePartitions) }
+
+// comparePartitions orders partitions by topic, partition, then kind.
+func comparePartitions(a, b Partition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	if a.Partition != b.Partition {
+		if a.Partition < b.Partition {
+			return -1
 		}
-		if a.Partition != b.Partition {
-			if a.Partition < b.Partition {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(string(a.Kind), string(b.Kind))
-	})
+		return 1
+	}
+	return strings.Compare(string(a.Kind), string(b.Kind))
 }
 
 // ReadCheckpoints reads log-start-offset-checkpoint and
@@ -229,10 +291,11 @@ func (s *Scanner) readCheckpoints(root *os.Root, path string) Checkpoints {
 
 // ReadPartition re-reads one partition directory (dir is its name under
 // logDir), with the log dir's checkpoints (see ReadCheckpoints; the caller
-// may cache them). The live watcher calls it on file events. A directory
+// may cache them) and, when not nil, its previous state (see ScanLogDir).
+// The live watcher calls it on file events. A directory
 // that is gone returns an error matching fs.ErrNotExist; other bad input is
 // counted, logged once and skipped.
-func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints) (Partition, error) {
+func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints, prev *Partition) (Partition, error) {
 	full := filepath.Join(logDir, dir)
 	topic, part, kind, ok := ParsePartitionDirName(dir)
 	if !ok {
@@ -247,7 +310,7 @@ func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints) (Partition, 
 	defer root.Close()
 	bufp := s.bufs.Get().(*[]byte)
 	defer s.bufs.Put(bufp)
-	p, err := s.readPartition(root, dir, full, topic, part, kind, &cp, *bufp)
+	p, err := s.readPartition(root, dir, full, topic, part, kind, &cp, prev, *bufp)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.report(errKind(err), full, err)
 	}
@@ -275,18 +338,21 @@ type segFile struct {
 }
 
 // readPartition reads the partition directory name under parent.
-func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, buf []byte) (Partition, error) {
+func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, prev *Partition, buf []byte) (Partition, error) {
 	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1}
-	root, err := parent.OpenRoot(name)
+	// One descriptor for the directory: ReadDir lstat's each entry
+	// relative to it (a Root's files do), and segment files are opened
+	// relative to it.
+	dir, err := parent.Open(name)
 	if err != nil {
 		return p, fmt.Errorf("open partition dir: %w", err)
 	}
-	defer root.Close()
-	if fi, err := root.Lstat("."); err == nil {
+	defer dir.Close()
+	if fi, err := dir.Stat(); err == nil {
 		p.DiskBytes += diskBytes(fi) // the directory itself, as du counts it
 		p.OtherBytes += diskBytes(fi)
 	}
-	entries, err := readDir(root, ".")
+	entries, err := dir.ReadDir(-1)
 	if err != nil {
 		return p, fmt.Errorf("read partition dir: %w", err)
 	}
@@ -295,6 +361,11 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 	}
 	if kind == KindDeleted {
 		// A deleted topic's directory: everything in it waits for deletion.
+		root, err := parent.OpenRoot(name)
+		if err != nil {
+			return p, fmt.Errorf("open partition dir: %w", err)
+		}
+		defer root.Close()
 		for _, e := range entries {
 			d := s.duRoot(root, e.Name(), filepath.Join(full, e.Name()))
 			p.DiskBytes += d
@@ -306,7 +377,7 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 	for _, e := range entries {
 		fname := e.Name()
 		if e.IsDir() {
-			d := s.duRoot(root, fname, filepath.Join(full, fname))
+			d := s.duDir(parent, name, fname, filepath.Join(full, fname))
 			p.DiskBytes += d
 			p.OtherBytes += d
 			s.report(ErrBadName, filepath.Join(full, fname), errors.New("unexpected directory in a partition directory"))
@@ -316,16 +387,13 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 		if !ok {
 			s.report(ErrBadName, filepath.Join(full, fname), errors.New("not a segment file name"))
 		}
-		f := segFile{base: base, kind: fk, name: fname, disk: -1}
-		if fk != fileTimeIndex { // time indexes are measured when opened
-			fi, err := root.Lstat(fname)
-			if err != nil {
-				s.report(errKind(err), filepath.Join(full, fname), err)
-				continue
-			}
-			f.disk, f.apparent, f.mtime = diskBytes(fi), fi.Size(), fi.ModTime().UnixMilli()
+		fi, err := e.Info() // no system call: ReadDir in a Root already lstat'ed it
+		if err != nil {
+			s.report(errKind(err), filepath.Join(full, fname), err)
+			continue
 		}
-		files = append(files, f)
+		files = append(files, segFile{base: base, kind: fk, name: fname,
+			disk: diskBytes(fi), apparent: fi.Size(), mtime: fi.ModTime().UnixMilli()})
 	}
 	slices.SortFunc(files, func(a, b segFile) int {
 		if a.base != b.base {
@@ -368,14 +436,6 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 		}
 		if !hasLog || group[0].base < 0 {
 			for _, f := range group {
-				if f.disk < 0 {
-					fi, err := root.Lstat(f.name)
-					if err != nil {
-						s.report(errKind(err), filepath.Join(full, f.name), err)
-						continue
-					}
-					f.disk, f.apparent = diskBytes(fi), fi.Size()
-				}
 				p.DiskBytes += f.disk
 				if f.kind == fileDeleted {
 					p.PendingDeleteBytes += f.disk
@@ -386,7 +446,11 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 			continue
 		}
 		active := nseg == len(p.Segments)+1
-		seg := s.readSegment(root, full, group, active, &p, buf)
+		seg, ok := s.readSegment(dir, full, group, active, &p, prevSegment(prev, group[0].base), buf)
+		if !ok {
+			nseg--
+			continue
+		}
 		p.DiskBytes += seg.DiskBytes
 		p.Segments = append(p.Segments, seg)
 	}
@@ -395,20 +459,21 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 
 // readSegment measures one segment's files and finds its largest
 // timestamp (spec R1.3). For the active segment it also finds the log end
-// offset and the expiry curve (R1.6).
-func (s *Scanner) readSegment(root *os.Root, dir string, group []segFile, active bool, p *Partition, buf []byte) Segment {
-	seg := Segment{BaseOffset: group[0].base, LargestTimestamp: time.Time{}}
+// offset and the expiry curve (R1.6). ok is false when the segment's files
+// vanished after the directory was listed: Kafka renames all of a
+// segment's files when it deletes it.
+func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bool, p *Partition, prev *Segment, buf []byte) (seg Segment, ok bool) {
+	seg = Segment{BaseOffset: group[0].base}
 	var logName, indexName, timeName string
-	var logMtime int64
+	var logMtime, timeSize, indexSize int64
 	for _, f := range group {
 		switch f.kind {
 		case fileLog:
 			seg.LogBytes, logMtime, logName = f.apparent, f.mtime, f.name
 		case fileIndex:
-			indexName = f.name
+			indexName, indexSize = f.name, f.apparent
 		case fileTimeIndex:
-			timeName = f.name
-			continue // measured below
+			timeName, timeSize = f.name, f.apparent
 		case fileDeleted:
 			p.PendingDeleteBytes += f.disk
 			p.DiskBytes += f.disk
@@ -423,55 +488,91 @@ func (s *Scanner) readSegment(root *os.Root, dir string, group []segFile, active
 	}
 	ts := int64(-1)
 	var nTime int64
-	var ti *os.File
+	var ti segReader
+	if !active && prev != nil && prev.LogBytes == seg.LogBytes && prev.ApparentBytes == seg.ApparentBytes && prev.TimestampSource != "" {
+		// Unchanged closed segment: its time index is as it was.
+		seg.LargestTimestamp, seg.TimestampSource = prev.LargestTimestamp, prev.TimestampSource
+		return seg, true
+	}
 	if timeName != "" {
 		var err error
-		ti, err = root.Open(timeName)
+		ti, err = openAt(d, timeName)
 		if err != nil {
 			s.report(errKind(err), filepath.Join(dir, timeName), err)
+			if errors.Is(err, fs.ErrNotExist) {
+				return seg, false
+			}
 		} else {
 			defer ti.Close()
-			fi, err := ti.Stat()
+			ts, nTime, err = lastTimestamp(ti, timeSize, buf)
 			if err != nil {
-				s.report(errKind(err), filepath.Join(dir, timeName), err)
-			} else {
-				seg.DiskBytes += diskBytes(fi)
-				seg.ApparentBytes += fi.Size()
-				ts, nTime, err = lastTimestamp(ti, fi.Size(), buf)
-				if err != nil {
-					s.report(errKind(err), filepath.Join(dir, timeName), fmt.Errorf("read time index: %w", err))
-				}
+				s.report(errKind(err), filepath.Join(dir, timeName), fmt.Errorf("read time index: %w", err))
 			}
 		}
 	}
 	if active && logName != "" {
-		s.readActive(root, dir, logName, indexName, seg.LogBytes, ti, nTime, &ts, p, buf)
+		s.readActive(d, dir, logName, indexName, indexSize, seg.LogBytes, ti, nTime, &ts, p, buf)
 	}
 	if ts >= 0 {
 		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(ts), TimestampFromTimeIndex
 	} else {
 		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(logMtime), TimestampFromMtime
 	}
-	return seg
+	return seg, true
+}
+
+// prevPartition finds a partition in an earlier scan (partitions are sorted).
+func prevPartition(prev *LogDir, topic string, part int32, kind PartitionKind) *Partition {
+	if prev == nil {
+		return nil
+	}
+	ps := prev.Partitions
+	i, found := slices.BinarySearchFunc(ps, Partition{Topic: topic, Partition: part, Kind: kind}, comparePartitions)
+	if !found {
+		return nil
+	}
+	return &ps[i]
+}
+
+// prevSegment finds a closed segment of an earlier scan by base offset;
+// the earlier active segment does not count (it was still growing).
+func prevSegment(prev *Partition, base int64) *Segment {
+	if prev == nil || len(prev.Segments) < 2 {
+		return nil
+	}
+	closed := prev.Segments[:len(prev.Segments)-1]
+	i, found := slices.BinarySearchFunc(closed, base, func(s Segment, b int64) int {
+		switch {
+		case s.BaseOffset < b:
+			return -1
+		case s.BaseOffset > b:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return nil
+	}
+	return &closed[i]
 }
 
 // readActive reads what only the active segment needs: the batches
 // appended since its last index entry (their max timestamp and the log end
 // offset) and the expiry curve.
-func (s *Scanner) readActive(root *os.Root, dir, logName, indexName string, logBytes int64, ti *os.File, nTime int64, ts *int64, p *Partition, buf []byte) {
+func (s *Scanner) readActive(d *os.File, dir, logName, indexName string, indexSize, logBytes int64, ti indexFile, nTime int64, ts *int64, p *Partition, buf []byte) {
 	var nOff, pos int64
-	var oi *os.File
+	var oi indexFile
 	if indexName != "" {
-		f, err := root.Open(indexName)
+		f, err := openAt(d, indexName)
 		if err != nil {
 			s.report(errKind(err), filepath.Join(dir, indexName), err)
 		} else {
 			defer f.Close()
-			if fi, err := f.Stat(); err == nil {
-				if fi.Size()%offsetEntrySize != 0 {
+			{
+				if indexSize%offsetEntrySize != 0 {
 					s.report(ErrCorruptIndex, filepath.Join(dir, indexName), errors.New("offset index length is not a multiple of 8"))
 				}
-				if nOff, err = validEntries(f, fi.Size(), offsetEntrySize, buf); err == nil {
+				if nOff, err = validEntries(f, indexSize, offsetEntrySize, buf); err == nil {
 					pos, err = lastOffsetPosition(f, nOff, buf)
 				}
 				if err != nil {
@@ -487,7 +588,7 @@ func (s *Scanner) readActive(root *os.Root, dir, logName, indexName string, logB
 		s.report(ErrCorruptIndex, filepath.Join(dir, indexName), errors.New("offset index points past the end of the log"))
 		pos = 0
 	}
-	if lf, err := root.Open(logName); err != nil {
+	if lf, err := openAt(d, logName); err != nil {
 		s.report(errKind(err), filepath.Join(dir, logName), err)
 	} else {
 		maxTs, next, err := batchTail(lf, pos, logBytes, buf)
@@ -510,6 +611,18 @@ func (s *Scanner) readActive(root *os.Root, dir, logName, indexName string, logB
 		}
 		p.OpenExpiry = pts
 	}
+}
+
+// duDir sums the disk bytes of sub, a directory inside the partition
+// directory name under parent.
+func (s *Scanner) duDir(parent *os.Root, name, sub, full string) int64 {
+	root, err := parent.OpenRoot(name)
+	if err != nil {
+		s.report(errKind(err), full, err)
+		return 0
+	}
+	defer root.Close()
+	return s.duRoot(root, sub, full)
 }
 
 // duRoot sums the disk bytes of name under root, recursively (for

@@ -112,11 +112,14 @@ func runScan(ctx context.Context, args []string, getenv env, out streams) error 
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(out.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	scanner := agent.NewScanner(logger)
+	scanner, err := agent.NewScanner(agent.ScannerConfig{}, logger)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	dirs := make([]agent.LogDir, 0, len(cfg.LogDirs))
 	for _, path := range cfg.LogDirs {
-		ld := scanner.ScanLogDir(path)
+		ld := scanner.ScanLogDir(path, nil)
 		if ld.Err == nil {
 			u, err := agent.DiskUsage(path, cfg.CapacityBytes, ld.DiskBytes)
 			if err != nil {
