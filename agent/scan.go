@@ -98,9 +98,14 @@ func (s *Scanner) report(kind ErrorKind, path string, err error) {
 	}
 }
 
+// errNotDir: a name that looks like a partition directory is a file.
+var errNotDir = errors.New("not a directory")
+
 // errKind maps an I/O error to its ErrorKind.
 func errKind(err error) ErrorKind {
 	switch {
+	case errors.Is(err, errNotDir):
+		return ErrBadName
 	case errors.Is(err, fs.ErrNotExist):
 		return ErrVanished
 	case errors.Is(err, fs.ErrPermission):
@@ -136,7 +141,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 		return ld
 	}
 	defer root.Close()
-	entries, err := readDir(root, ".")
+	names, err := readDirNames(root)
 	if err != nil {
 		kind := errKind(err)
 		if kind == ErrVanished {
@@ -161,25 +166,25 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 	}
 	cp := s.readCheckpoints(root, path)
 	type job struct {
-		name, full, topic string
-		part              int32
-		kind              PartitionKind
+		name, topic string
+		part        int32
+		kind        PartitionKind
 	}
-	var jobs []job
-	for _, e := range entries {
-		name := e.Name()
+	jobs := make([]job, 0, len(names))
+	for _, name := range names {
+		if topic, part, kind, ok := ParsePartitionDirName(name); ok {
+			jobs = append(jobs, job{name, topic, part, kind})
+			continue
+		}
 		full := filepath.Join(path, name)
-		if !e.IsDir() {
-			fi, err := e.Info() // loaded by ReadDir: entries of a Root are lstat'ed as they are listed
-			if err != nil {
-				if !errors.Is(err, fs.ErrNotExist) { // checkpoint files are replaced by rename all the time
-					s.report(errKind(err), full, err)
-				}
-				continue
+		fi, err := root.Lstat(name)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) { // checkpoint files are replaced by rename all the time
+				s.report(errKind(err), full, err)
 			}
-			if fi.IsDir() {
-				continue // raced with a rename; the next scan sees it
-			}
+			continue
+		}
+		if !fi.IsDir() {
 			d := diskBytes(fi)
 			ld.DiskBytes += d
 			if strings.HasSuffix(name, ".deleted") {
@@ -189,17 +194,12 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			}
 			continue
 		}
-		topic, part, kind, ok := ParsePartitionDirName(name)
-		if !ok {
-			d := s.duRoot(root, name, full)
-			ld.DiskBytes += d
-			ld.OtherBytes += d
-			if name != "lost+found" {
-				s.report(ErrBadName, full, errors.New("not a partition directory name"))
-			}
-			continue
+		d := s.duRoot(root, name, full)
+		ld.DiskBytes += d
+		ld.OtherBytes += d
+		if name != "lost+found" {
+			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
-		jobs = append(jobs, job{name, full, topic, part, kind})
 	}
 	parts := make([]Partition, len(jobs))
 	ok := make([]bool, len(jobs))
@@ -213,9 +213,10 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			defer s.bufs.Put(bufp)
 			for i := range next {
 				j := jobs[i]
-				p, err := s.readPartition(root, j.name, j.full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind), *bufp)
+				full := filepath.Join(path, j.name)
+				p, err := s.readPartition(root, j.name, full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind), *bufp)
 				if err != nil {
-					s.report(errKind(err), j.full, err)
+					s.report(errKind(err), full, err)
 					if errors.Is(err, fs.ErrNotExist) {
 						continue
 					}
@@ -229,15 +230,18 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 	}
 	close(next)
 	wg.Wait()
-	ld.Partitions = make([]Partition, 0, len(jobs))
-	for i, p := range parts {
+	n := 0
+	for i := range parts {
 		if !ok[i] {
 			continue
 		}
-		ld.DiskBytes += p.DiskBytes
-		ld.PendingDeleteBytes += p.PendingDeleteBytes
-		ld.Partitions = append(ld.Partitions, p)
+		ld.DiskBytes += parts[i].DiskBytes
+		ld.PendingDeleteBytes += parts[i].PendingDeleteBytes
+		parts[n] = parts[i]
+		n++
 	}
+	clear(parts[n:])
+	ld.Partitions = parts[:n:n]
 	sortPartitions(ld.Partitions)
 	return ld
 }
@@ -317,6 +321,16 @@ func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints, prev *Partit
 	return p, err
 }
 
+// readDirNames lists root's entries without stat'ing them.
+func readDirNames(root *os.Root) ([]string, error) {
+	d, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
 // readDir lists a directory under root ("." for root itself).
 func readDir(root *os.Root, name string) ([]os.DirEntry, error) {
 	d, err := root.Open(name)
@@ -349,6 +363,9 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 	}
 	defer dir.Close()
 	if fi, err := dir.Stat(); err == nil {
+		if !fi.IsDir() {
+			return p, fmt.Errorf("partition dir: %w", errNotDir)
+		}
 		p.DiskBytes += diskBytes(fi) // the directory itself, as du counts it
 		p.OtherBytes += diskBytes(fi)
 	}
