@@ -246,10 +246,10 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 	return ld
 }
 
-func sortPartitions(ps []Partition) { slices.SortFunc(ps, comparePartitions) }
+func sortPartitions(ps []Partition) { slices.SortFunc(ps, partitionOrder) }
 
-// comparePartitions orders partitions by topic, partition, then kind.
-func comparePartitions(a, b Partition) int {
+// partitionOrder orders partitions by topic, partition, then kind.
+func partitionOrder(a, b Partition) int {
 	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 		return c
 	}
@@ -544,7 +544,7 @@ func prevPartition(prev *LogDir, topic string, part int32, kind PartitionKind) *
 		return nil
 	}
 	ps := prev.Partitions
-	i, found := slices.BinarySearchFunc(ps, Partition{Topic: topic, Partition: part, Kind: kind}, comparePartitions)
+	i, found := slices.BinarySearchFunc(ps, Partition{Topic: topic, Partition: part, Kind: kind}, partitionOrder)
 	if !found {
 		return nil
 	}

@@ -56,7 +56,10 @@ func BuildSnapshot(now time.Time, dirs []LogDir, configs ConfigSet, health Healt
 
 // DiskUsage computes a log dir's usage (spec R2.1). With capacity > 0 (a
 // configured PVC size or quota), used is the bytes under the log dir
-// (dirBytes, from a scan). Otherwise it is the filesystem's, from statfs.
+// (dirBytes, from a scan). Otherwise it is the filesystem's, from statfs,
+// as df reports it: capacity is used + available, so blocks reserved for
+// root (which a broker running as an ordinary user cannot write) are left
+// out and the ratio equals df's Use%.
 func DiskUsage(path string, capacity uint64, dirBytes int64) (Usage, error) {
 	if capacity > 0 {
 		used := uint64(max(dirBytes, 0))
@@ -70,5 +73,5 @@ func DiskUsage(path string, capacity uint64, dirBytes int64) (Usage, error) {
 	if err != nil {
 		return Usage{Basis: CapacityFilesystem}, fmt.Errorf("statfs %s: %w", path, err)
 	}
-	return Usage{CapacityBytes: st.Total, UsedBytes: st.Used, AvailableBytes: st.Free, Basis: CapacityFilesystem}, nil
+	return Usage{CapacityBytes: st.Used + st.Free, UsedBytes: st.Used, AvailableBytes: st.Free, Basis: CapacityFilesystem}, nil
 }
