@@ -463,7 +463,13 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 			continue
 		}
 		active := nseg == len(p.Segments)+1
-		seg, ok := s.readSegment(dir, full, group, active, &p, prevSegment(prev, group[0].base), buf)
+		var ps *Segment
+		if active {
+			ps = prevActive(prev, group[0].base)
+		} else {
+			ps = prevSegment(prev, group[0].base)
+		}
+		seg, ok := s.readSegment(dir, full, group, active, &p, ps, prev, buf)
 		if !ok {
 			nseg--
 			continue
@@ -479,7 +485,7 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 // offset and the expiry curve (R1.6). ok is false when the segment's files
 // vanished after the directory was listed: Kafka renames all of a
 // segment's files when it deletes it.
-func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bool, p *Partition, prev *Segment, buf []byte) (seg Segment, ok bool) {
+func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bool, p *Partition, prev *Segment, prevPart *Partition, buf []byte) (seg Segment, ok bool) {
 	seg = Segment{BaseOffset: group[0].base}
 	var logName, indexName, timeName string
 	var logMtime, timeSize, indexSize int64
@@ -506,9 +512,14 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 	ts := int64(-1)
 	var nTime int64
 	var ti segReader
-	if !active && prev != nil && prev.LogBytes == seg.LogBytes && prev.ApparentBytes == seg.ApparentBytes && prev.TimestampSource != "" {
-		// Unchanged closed segment: its time index is as it was.
+	if prev != nil && prev.LogBytes == seg.LogBytes && prev.ApparentBytes == seg.ApparentBytes && prev.DiskBytes == seg.DiskBytes && prev.TimestampSource != "" {
+		// Unchanged segment: a closed segment's time index is as it was;
+		// an active segment that did not grow got no record and no index
+		// entry (Kafka appends both together).
 		seg.LargestTimestamp, seg.TimestampSource = prev.LargestTimestamp, prev.TimestampSource
+		if active {
+			p.LogEndOffset, p.OpenExpiry = prevPart.LogEndOffset, prevPart.OpenExpiry
+		}
 		return seg, true
 	}
 	if timeName != "" {
@@ -549,6 +560,15 @@ func prevPartition(prev *LogDir, topic string, part int32, kind PartitionKind) *
 		return nil
 	}
 	return &ps[i]
+}
+
+// prevActive returns the earlier scan's active segment when it has the
+// same base offset.
+func prevActive(prev *Partition, base int64) *Segment {
+	if prev == nil || len(prev.Segments) == 0 || prev.Segments[len(prev.Segments)-1].BaseOffset != base {
+		return nil
+	}
+	return &prev.Segments[len(prev.Segments)-1]
 }
 
 // prevSegment finds a closed segment of an earlier scan by base offset;

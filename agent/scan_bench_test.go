@@ -80,3 +80,16 @@ func BenchmarkClassify(b *testing.B) {
 		p = Classify(p, c, testNow)
 	}
 }
+
+// BenchmarkRescanLogDir is the agent's periodic full scan: the previous
+// result is passed in, unchanged closed segments are not opened.
+func BenchmarkRescanLogDir(b *testing.B) {
+	dir, segs := benchDir(b, 500, 10)
+	s := testScanner(b, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	prev := s.ScanLogDir(dir, nil)
+	b.ResetTimer()
+	for b.Loop() {
+		prev = s.ScanLogDir(dir, &prev)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(segs), "ns/segment")
+}

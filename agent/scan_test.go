@@ -179,14 +179,26 @@ func TestRescanReusesClosedSegments(t *testing.T) {
 	if got := findPartition(t, fresh, "t-0").Segments[0].LargestTimestamp; !got.Equal(testNow.Add(-45 * time.Hour)) {
 		t.Errorf("without prev: %v, want the file's value", got)
 	}
-	// The active segment is always read again.
+	// An active segment that did not grow is taken from prev; one that
+	// grew is read again.
 	p := findPartition(t, first, "t-1")
 	p.Segments[2].LargestTimestamp = time.Unix(0, 0)
 	re, err := s.ReadPartition(dir, "t-1", s.ReadCheckpoints(dir), &p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !re.Segments[2].LargestTimestamp.Equal(time.Unix(0, 0)) || re.LogEndOffset != p.LogEndOffset {
+		t.Errorf("unchanged active segment: timestamp %v, log end %d: want prev's", re.Segments[2].LargestTimestamp, re.LogEndOffset)
+	}
+	act := filepath.Join(dir, "t-1", logdirgen.FileName(p.Segments[2].BaseOffset, ".log"))
+	if err := os.Truncate(act, p.Segments[2].LogBytes+4096); err != nil {
+		t.Fatal(err)
+	}
+	re, err = s.ReadPartition(dir, "t-1", s.ReadCheckpoints(dir), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !re.Segments[2].LargestTimestamp.Equal(testNow.Add(-time.Hour)) {
-		t.Errorf("active segment timestamp %v came from prev", re.Segments[2].LargestTimestamp)
+		t.Errorf("grown active segment timestamp %v came from prev", re.Segments[2].LargestTimestamp)
 	}
 }
