@@ -351,6 +351,12 @@ type segFile struct {
 	mtime    int64 // unix ms
 }
 
+// FileName renders a segment file name: the base offset in 20 digits and
+// the suffix (".log", ".index", ".timeindex", ...).
+func FileName(baseOffset int64, suffix string) string {
+	return fmt.Sprintf("%020d%s", baseOffset, suffix)
+}
+
 // readPartition reads the partition directory name under parent.
 func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, prev *Partition, buf []byte) (Partition, error) {
 	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1}
@@ -369,48 +375,46 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 		p.DiskBytes += diskBytes(fi) // the directory itself, as du counts it
 		p.OtherBytes += diskBytes(fi)
 	}
-	entries, err := dir.ReadDir(-1)
+	if kind == KindDeleted {
+		// A deleted topic's directory: everything in it waits for deletion.
+		p.PendingDeleteBytes += s.duDir(parent, name, ".", full) - p.DiskBytes
+		p.DiskBytes = p.OtherBytes + p.PendingDeleteBytes
+		return p, nil
+	}
+	files := make([]segFile, 0, 64)
+	var subdirs []string
+	err = listDir(dir, buf, func(fname string, st entryStat, err error) {
+		if err != nil {
+			s.report(errKind(err), filepath.Join(full, fname), err)
+			return
+		}
+		if st.isDir {
+			subdirs = append(subdirs, strings.Clone(fname))
+			return
+		}
+		base, fk, ok := parseSegmentFileName(fname)
+		if !ok {
+			s.report(ErrBadName, filepath.Join(full, fname), errors.New("not a segment file name"))
+		}
+		f := segFile{base: base, kind: fk, disk: st.disk, apparent: st.apparent, mtime: st.mtimeMs}
+		if fk == fileLog || fk == fileIndex || fk == fileTimeIndex {
+			f.name = "" // rebuilt from the base offset when the file is opened
+		} else {
+			f.name = strings.Clone(fname)
+		}
+		files = append(files, f)
+	})
 	if err != nil {
 		return p, fmt.Errorf("read partition dir: %w", err)
 	}
 	if s.afterList != nil {
 		s.afterList(full)
 	}
-	if kind == KindDeleted {
-		// A deleted topic's directory: everything in it waits for deletion.
-		root, err := parent.OpenRoot(name)
-		if err != nil {
-			return p, fmt.Errorf("open partition dir: %w", err)
-		}
-		defer root.Close()
-		for _, e := range entries {
-			d := s.duRoot(root, e.Name(), filepath.Join(full, e.Name()))
-			p.DiskBytes += d
-			p.PendingDeleteBytes += d
-		}
-		return p, nil
-	}
-	files := make([]segFile, 0, len(entries))
-	for _, e := range entries {
-		fname := e.Name()
-		if e.IsDir() {
-			d := s.duDir(parent, name, fname, filepath.Join(full, fname))
-			p.DiskBytes += d
-			p.OtherBytes += d
-			s.report(ErrBadName, filepath.Join(full, fname), errors.New("unexpected directory in a partition directory"))
-			continue
-		}
-		base, fk, ok := parseSegmentFileName(fname)
-		if !ok {
-			s.report(ErrBadName, filepath.Join(full, fname), errors.New("not a segment file name"))
-		}
-		fi, err := e.Info() // no system call: ReadDir in a Root already lstat'ed it
-		if err != nil {
-			s.report(errKind(err), filepath.Join(full, fname), err)
-			continue
-		}
-		files = append(files, segFile{base: base, kind: fk, name: fname,
-			disk: diskBytes(fi), apparent: fi.Size(), mtime: fi.ModTime().UnixMilli()})
+	for _, sub := range subdirs {
+		d := s.duDir(parent, name, sub, filepath.Join(full, sub))
+		p.DiskBytes += d
+		p.OtherBytes += d
+		s.report(ErrBadName, filepath.Join(full, sub), errors.New("unexpected directory in a partition directory"))
 	}
 	slices.SortFunc(files, func(a, b segFile) int {
 		if a.base != b.base {
@@ -492,11 +496,11 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 	for _, f := range group {
 		switch f.kind {
 		case fileLog:
-			seg.LogBytes, logMtime, logName = f.apparent, f.mtime, f.name
+			seg.LogBytes, logMtime, logName = f.apparent, f.mtime, ".log"
 		case fileIndex:
-			indexName, indexSize = f.name, f.apparent
+			indexName, indexSize = ".index", f.apparent
 		case fileTimeIndex:
-			timeName, timeSize = f.name, f.apparent
+			timeName, timeSize = ".timeindex", f.apparent
 		case fileDeleted:
 			p.PendingDeleteBytes += f.disk
 			p.DiskBytes += f.disk
@@ -524,6 +528,7 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 	}
 	if timeName != "" {
 		var err error
+		timeName = FileName(seg.BaseOffset, timeName)
 		ti, err = openAt(d, timeName)
 		if err != nil {
 			s.report(errKind(err), filepath.Join(dir, timeName), err)
@@ -539,6 +544,10 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 		}
 	}
 	if active && logName != "" {
+		logName = FileName(seg.BaseOffset, logName)
+		if indexName != "" {
+			indexName = FileName(seg.BaseOffset, indexName)
+		}
 		s.readActive(d, dir, logName, indexName, indexSize, seg.LogBytes, ti, nTime, &ts, p, buf)
 	}
 	if ts >= 0 {
