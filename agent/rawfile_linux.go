@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // fdFile is a file opened relative to its directory's descriptor and read
@@ -24,6 +25,42 @@ func openAt(dir *os.File, name string) (segReader, error) {
 		}
 		return fdFile(fd), nil
 	}
+}
+
+// openSegmentFile opens <base><suffix> in the directory dir without
+// allocating: the name is built on the stack.
+func openSegmentFile(dir *os.File, base int64, suffix string) (segReader, error) {
+	var name [64]byte
+	n := putSegmentName(name[:], base, suffix)
+	if n < 0 {
+		return openAt(dir, FileName(base, suffix))
+	}
+	for {
+		r, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, dir.Fd(), uintptr(unsafe.Pointer(&name[0])),
+			uintptr(syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW), 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return nil, &os.PathError{Op: "openat", Path: FileName(base, suffix), Err: errno}
+		}
+		return fdFile(r), nil
+	}
+}
+
+// putSegmentName writes "<20-digit base><suffix>\x00" into b and returns
+// its length without the NUL, or -1 when it does not fit.
+func putSegmentName(b []byte, base int64, suffix string) int {
+	if base < 0 || len(b) < baseOffsetDigits+len(suffix)+1 {
+		return -1
+	}
+	for i := baseOffsetDigits - 1; i >= 0; i-- {
+		b[i] = byte('0' + base%10)
+		base /= 10
+	}
+	n := copy(b[baseOffsetDigits:], suffix) + baseOffsetDigits
+	b[n] = 0
+	return n
 }
 
 func (f fdFile) ReadAt(p []byte, off int64) (int, error) {

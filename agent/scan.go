@@ -65,7 +65,7 @@ func NewScanner(cfg ScannerConfig, logger *slog.Logger) (*Scanner, error) {
 		errs:   make(map[ErrorKind]uint64),
 		logged: make(map[string]struct{}),
 	}
-	s.bufs.New = func() any { b := make([]byte, scratchSize); return &b }
+	s.bufs.New = func() any { return &scratch{buf: make([]byte, scratchSize)} }
 	return s, nil
 }
 
@@ -209,12 +209,12 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bufp := s.bufs.Get().(*[]byte)
-			defer s.bufs.Put(bufp)
+			sc := s.bufs.Get().(*scratch)
+			defer s.bufs.Put(sc)
 			for i := range next {
 				j := jobs[i]
 				full := filepath.Join(path, j.name)
-				p, err := s.readPartition(root, j.name, full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind), *bufp)
+				p, err := s.readPartition(root, j.name, full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind), sc)
 				if err != nil {
 					s.report(errKind(err), full, err)
 					if errors.Is(err, fs.ErrNotExist) {
@@ -312,9 +312,9 @@ func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints, prev *Partit
 		return Partition{}, fmt.Errorf("read partition %s: %w", full, err)
 	}
 	defer root.Close()
-	bufp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bufp)
-	p, err := s.readPartition(root, dir, full, topic, part, kind, &cp, prev, *bufp)
+	sc := s.bufs.Get().(*scratch)
+	defer s.bufs.Put(sc)
+	p, err := s.readPartition(root, dir, full, topic, part, kind, &cp, prev, sc)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.report(errKind(err), full, err)
 	}
@@ -341,6 +341,12 @@ func readDir(root *os.Root, name string) ([]os.DirEntry, error) {
 	return d.ReadDir(-1)
 }
 
+// scratch is one worker's reusable memory.
+type scratch struct {
+	buf   []byte
+	files []segFile
+}
+
 // segFile is one file of a partition directory, parsed and measured.
 type segFile struct {
 	base     int64
@@ -358,7 +364,8 @@ func FileName(baseOffset int64, suffix string) string {
 }
 
 // readPartition reads the partition directory name under parent.
-func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, prev *Partition, buf []byte) (Partition, error) {
+func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, prev *Partition, sc *scratch) (Partition, error) {
+	buf := sc.buf
 	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1}
 	// One descriptor for the directory: ReadDir lstat's each entry
 	// relative to it (a Root's files do), and segment files are opened
@@ -381,7 +388,8 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 		p.DiskBytes = p.OtherBytes + p.PendingDeleteBytes
 		return p, nil
 	}
-	files := make([]segFile, 0, 64)
+	files := sc.files[:0]
+	defer func() { sc.files = files[:0] }()
 	var subdirs []string
 	err = listDir(dir, buf, func(fname string, st entryStat, err error) {
 		if err != nil {
@@ -528,10 +536,9 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 	}
 	if timeName != "" {
 		var err error
-		timeName = FileName(seg.BaseOffset, timeName)
-		ti, err = openAt(d, timeName)
+		ti, err = openSegmentFile(d, seg.BaseOffset, timeName)
 		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, timeName), err)
+			s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), err)
 			if errors.Is(err, fs.ErrNotExist) {
 				return seg, false
 			}
@@ -539,16 +546,12 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 			defer ti.Close()
 			ts, nTime, err = lastTimestamp(ti, timeSize, buf)
 			if err != nil {
-				s.report(errKind(err), filepath.Join(dir, timeName), fmt.Errorf("read time index: %w", err))
+				s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), fmt.Errorf("read time index: %w", err))
 			}
 		}
 	}
 	if active && logName != "" {
-		logName = FileName(seg.BaseOffset, logName)
-		if indexName != "" {
-			indexName = FileName(seg.BaseOffset, indexName)
-		}
-		s.readActive(d, dir, logName, indexName, indexSize, seg.LogBytes, ti, nTime, &ts, p, buf)
+		s.readActive(d, dir, seg.BaseOffset, logName, indexName, indexSize, seg.LogBytes, ti, nTime, &ts, p, buf)
 	}
 	if ts >= 0 {
 		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(ts), TimestampFromTimeIndex
@@ -605,24 +608,24 @@ func prevSegment(prev *Partition, base int64) *Segment {
 // readActive reads what only the active segment needs: the batches
 // appended since its last index entry (their max timestamp and the log end
 // offset) and the expiry curve.
-func (s *Scanner) readActive(d *os.File, dir, logName, indexName string, indexSize, logBytes int64, ti indexFile, nTime int64, ts *int64, p *Partition, buf []byte) {
+func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexName string, indexSize, logBytes int64, ti indexFile, nTime int64, ts *int64, p *Partition, buf []byte) {
 	var nOff, pos int64
 	var oi indexFile
 	if indexName != "" {
-		f, err := openAt(d, indexName)
+		f, err := openSegmentFile(d, base, indexName)
 		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, indexName), err)
+			s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), err)
 		} else {
 			defer f.Close()
 			{
 				if indexSize%offsetEntrySize != 0 {
-					s.report(ErrCorruptIndex, filepath.Join(dir, indexName), errors.New("offset index length is not a multiple of 8"))
+					s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index length is not a multiple of 8"))
 				}
 				if nOff, err = validEntries(f, indexSize, offsetEntrySize, buf); err == nil {
 					pos, err = lastOffsetPosition(f, nOff, buf)
 				}
 				if err != nil {
-					s.report(errKind(err), filepath.Join(dir, indexName), fmt.Errorf("read offset index: %w", err))
+					s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("read offset index: %w", err))
 					nOff, pos = 0, 0
 				} else {
 					oi = f
@@ -631,16 +634,16 @@ func (s *Scanner) readActive(d *os.File, dir, logName, indexName string, indexSi
 		}
 	}
 	if pos > logBytes {
-		s.report(ErrCorruptIndex, filepath.Join(dir, indexName), errors.New("offset index points past the end of the log"))
+		s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index points past the end of the log"))
 		pos = 0
 	}
-	if lf, err := openAt(d, logName); err != nil {
-		s.report(errKind(err), filepath.Join(dir, logName), err)
+	if lf, err := openSegmentFile(d, base, logName); err != nil {
+		s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), err)
 	} else {
 		maxTs, next, err := batchTail(lf, pos, logBytes, buf)
 		lf.Close()
 		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, logName), fmt.Errorf("read log tail: %w", err))
+			s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), fmt.Errorf("read log tail: %w", err))
 		}
 		if maxTs > *ts {
 			*ts = maxTs
@@ -653,7 +656,7 @@ func (s *Scanner) readActive(d *os.File, dir, logName, indexName string, indexSi
 	if ti != nil && oi != nil && nTime > 0 && nOff > 0 {
 		pts, err := sampleExpiry(ti, nTime, oi, nOff, buf)
 		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, indexName), fmt.Errorf("sample indexes: %w", err))
+			s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("sample indexes: %w", err))
 		}
 		p.OpenExpiry = pts
 	}
