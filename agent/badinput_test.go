@@ -91,6 +91,18 @@ func TestScanBadInput(t *testing.T) {
 				t.Errorf("log end offset %d: the tail walk must restart from the segment start", p.LogEndOffset)
 			}
 		}},
+		{"R6/a file named like a partition directory", func(t *testing.T, dir string, _ *Scanner) {
+			write(t, filepath.Join(dir, "c-0"), "not a directory")
+		}, ErrBadName, func(t *testing.T, ld LogDir) {
+			for _, p := range ld.Partitions {
+				if p.Dir == "c-0" {
+					t.Errorf("file c-0 reported as a partition")
+				}
+			}
+			if len(ld.Partitions) != 2 {
+				t.Errorf("partitions %d", len(ld.Partitions))
+			}
+		}},
 		{"R6/corrupt checkpoint file", func(t *testing.T, dir string, _ *Scanner) {
 			write(t, filepath.Join(dir, "replication-offset-checkpoint"), "0\n5\na 0 12\n")
 		}, ErrCorruptIndex, func(t *testing.T, ld LogDir) {

@@ -216,10 +216,10 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 				full := filepath.Join(path, j.name)
 				p, err := s.readPartition(root, j.name, full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind), sc)
 				if err != nil {
+					// Nothing was read (open or list failed): leave it out
+					// rather than report an empty partition.
 					s.report(errKind(err), full, err)
-					if errors.Is(err, fs.ErrNotExist) {
-						continue
-					}
+					continue
 				}
 				parts[i], ok[i] = p, true
 			}
