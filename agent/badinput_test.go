@@ -91,6 +91,18 @@ func TestScanBadInput(t *testing.T) {
 				t.Errorf("log end offset %d: the tail walk must restart from the segment start", p.LogEndOffset)
 			}
 		}},
+		{"R6/a file named like a partition directory", func(t *testing.T, dir string, _ *Scanner) {
+			write(t, filepath.Join(dir, "c-0"), "not a directory")
+		}, ErrBadName, func(t *testing.T, ld LogDir) {
+			for _, p := range ld.Partitions {
+				if p.Dir == "c-0" {
+					t.Errorf("file c-0 reported as a partition")
+				}
+			}
+			if len(ld.Partitions) != 2 {
+				t.Errorf("partitions %d", len(ld.Partitions))
+			}
+		}},
 		{"R6/corrupt checkpoint file", func(t *testing.T, dir string, _ *Scanner) {
 			write(t, filepath.Join(dir, "replication-offset-checkpoint"), "0\n5\na 0 12\n")
 		}, ErrCorruptIndex, func(t *testing.T, ld LogDir) {
@@ -137,9 +149,9 @@ func TestScanBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, _ := generate(t, badInputSpec())
 			logger, logs := testLogger(t)
-			s := NewScanner(logger)
+			s := testScanner(t, logger)
 			tc.break_(t, dir, s)
-			ld := s.ScanLogDir(dir)
+			ld := s.ScanLogDir(dir, nil)
 			if ld.Err != nil {
 				t.Fatalf("scan gave up: %v", ld.Err)
 			}
@@ -159,9 +171,9 @@ func TestScanErrorLoggedOnceCountedEachTime(t *testing.T) {
 	dir, _ := generate(t, badInputSpec())
 	write(t, filepath.Join(dir, "a-0", "junk"), "x")
 	logger, logs := testLogger(t)
-	s := NewScanner(logger)
-	s.ScanLogDir(dir)
-	s.ScanLogDir(dir)
+	s := testScanner(t, logger)
+	s.ScanLogDir(dir, nil)
+	s.ScanLogDir(dir, nil)
 	if n := s.Errors()[ErrBadName]; n != 2 {
 		t.Errorf("R6: counted %d, want 2", n)
 	}
@@ -172,9 +184,9 @@ func TestScanErrorLoggedOnceCountedEachTime(t *testing.T) {
 
 func TestScanLogDirMissing(t *testing.T) {
 	logger, _ := testLogger(t)
-	s := NewScanner(logger)
+	s := testScanner(t, logger)
 	for _, path := range []string{filepath.Join(t.TempDir(), "gone"), writeTemp(t)} {
-		ld := s.ScanLogDir(path)
+		ld := s.ScanLogDir(path, nil)
 		if ld.Err == nil || ld.BrokerID != -1 {
 			t.Errorf("R6: %s: err %v", path, ld.Err)
 		}
@@ -190,8 +202,8 @@ func TestScanLogDirMissing(t *testing.T) {
 func TestScanUnreadableDir(t *testing.T) {
 	if dir := os.Getenv("KDG_PERMISSION_HELPER_DIR"); dir != "" {
 		logger, _ := testLogger(t)
-		s := NewScanner(logger)
-		ld := s.ScanLogDir(dir)
+		s := testScanner(t, logger)
+		ld := s.ScanLogDir(dir, nil)
 		out := map[string]any{"errors": s.Errors(), "partitions": len(ld.Partitions), "b0": len(findPartition(t, ld, "b-0").Segments)}
 		json.NewEncoder(os.Stdout).Encode(out)
 		return
@@ -244,8 +256,8 @@ func TestScanUnreadableDir(t *testing.T) {
 		}
 	} else {
 		logger, _ := testLogger(t)
-		s := NewScanner(logger)
-		ld := s.ScanLogDir(dir)
+		s := testScanner(t, logger)
+		ld := s.ScanLogDir(dir, nil)
 		res.Errors, res.Partitions, res.B0 = s.Errors(), len(ld.Partitions), len(findPartition(t, ld, "b-0").Segments)
 	}
 	if res.Errors[ErrPermission] == 0 {

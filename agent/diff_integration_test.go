@@ -107,14 +107,17 @@ func TestDifferentialRetention(t *testing.T) {
 	}
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	scanner := agent.NewScanner(logger)
+	scanner, err := agent.NewScanner(agent.ScannerConfig{}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Wait until the checkpointed high watermark covers every record: the
 	// broker's in-memory value is there already.
 	var ld agent.LogDir
 	var scanTime time.Time
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		scanTime = time.Now()
-		ld = scanner.ScanLogDir(b.LogDir)
+		ld = scanner.ScanLogDir(b.LogDir, nil)
 		if ld.Err != nil {
 			return ld.Err
 		}
@@ -243,14 +246,14 @@ func TestDifferentialRetention(t *testing.T) {
 
 	// R1.3: the scanner reads the log start offset the broker checkpoints.
 	kafkatest.Eventually(t, 30*time.Second, func() error {
-		p, _ := partition(scanner.ScanLogDir(b.LogDir), "diff-lso")
+		p, _ := partition(scanner.ScanLogDir(b.LogDir, nil), "diff-lso")
 		if p.LogStartOffset != 40 {
 			return fmt.Errorf("log start offset %d, want 40", p.LogStartOffset)
 		}
 		return nil
 	})
 	// R1.4/R1.6: deleted segments wait as .deleted files, counted as pending.
-	if ld := scanner.ScanLogDir(b.LogDir); ld.PendingDeleteBytes == 0 {
+	if ld := scanner.ScanLogDir(b.LogDir, nil); ld.PendingDeleteBytes == 0 {
 		t.Errorf("R1.4: no pending-delete bytes after deletions (file.delete.delay.ms is 60s)")
 	}
 }

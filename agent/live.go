@@ -119,10 +119,14 @@ func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, er
 		return nil, err
 	}
 	logger = logger.With("component", "agent")
+	scanner, err := NewScanner(ScannerConfig{}, logger)
+	if err != nil {
+		return nil, err
+	}
 	return &Agent{
 		cfg:        cfg,
 		logger:     logger,
-		scanner:    NewScanner(logger),
+		scanner:    scanner,
 		configs:    configs,
 		now:        time.Now,
 		newWatcher: newFSWatcher,
@@ -370,8 +374,12 @@ func checkpointOffsets(cp Checkpoints, p Partition) (logStart, hw int64) {
 // reread re-reads one partition directory, adding or dropping it.
 func (l *loop) reread(d *dirState, name string) {
 	l.rereads++
-	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp)
 	ps := d.parts[name]
+	var prev *Partition
+	if ps != nil {
+		prev = &ps.raw
+	}
+	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp, prev)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && ps != nil {
 			l.unwatch(filepath.Join(d.path, name), ps)
@@ -386,7 +394,7 @@ func (l *loop) reread(d *dirState, name string) {
 		d.order = nil
 		l.watchPartition(d, name, ps)
 		// A directory's first files may land before its watch: read again.
-		if p2, err := l.a.scanner.ReadPartition(d.path, name, d.cp); err == nil {
+		if p2, err := l.a.scanner.ReadPartition(d.path, name, d.cp, nil); err == nil {
 			p = p2
 		}
 	}
@@ -471,7 +479,13 @@ func (l *loop) scanDir(d *dirState) {
 			l.watchFailed(d.path, err)
 		}
 	}
-	ld := a.scanner.ScanLogDir(d.path)
+	// The previous partitions let the scan skip unchanged closed segments.
+	prev := LogDir{Path: d.path, Partitions: make([]Partition, 0, len(d.parts))}
+	for _, ps := range d.parts {
+		prev.Partitions = append(prev.Partitions, ps.raw)
+	}
+	sortPartitions(prev.Partitions)
+	ld := a.scanner.ScanLogDir(d.path, &prev)
 	if ld.Err != nil {
 		l.lost(d, ld.Err)
 		return

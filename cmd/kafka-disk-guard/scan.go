@@ -29,6 +29,7 @@ type scanConfig struct {
 	Now             time.Time
 	Format          string
 	BootstrapServer string
+	SASLMechanism   string
 	SASLUser        string
 	SASLPassword    string
 	Timeout         time.Duration
@@ -68,8 +69,9 @@ func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, er
 	fs.StringVar(&now, "now", "", "the clock, RFC 3339 (default: the current time)")
 	fs.StringVar(&cfg.Format, "format", "table", "output: table or json")
 	fs.StringVar(&cfg.BootstrapServer, "bootstrap-server", "", "read topic configs from this broker (host:port) instead of flags and file")
-	fs.StringVar(&cfg.SASLUser, "sasl-user", "", "SASL/PLAIN user for --bootstrap-server")
-	fs.StringVar(&cfg.SASLPassword, "sasl-password", getenv("KAFKA_DISK_GUARD_SASL_PASSWORD"), "SASL/PLAIN password (default $KAFKA_DISK_GUARD_SASL_PASSWORD)")
+	fs.StringVar(&cfg.SASLMechanism, "sasl-mechanism", "PLAIN", "SASL mechanism with --sasl-user: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	fs.StringVar(&cfg.SASLUser, "sasl-user", "", "SASL user for --bootstrap-server")
+	fs.StringVar(&cfg.SASLPassword, "sasl-password", getenv("KAFKA_DISK_GUARD_SASL_PASSWORD"), "SASL password (default $KAFKA_DISK_GUARD_SASL_PASSWORD)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "timeout for broker requests")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -112,11 +114,14 @@ func runScan(ctx context.Context, args []string, getenv env, out streams) error 
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(out.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	scanner := agent.NewScanner(logger)
+	scanner, err := agent.NewScanner(agent.ScannerConfig{}, logger)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	dirs := make([]agent.LogDir, 0, len(cfg.LogDirs))
 	for _, path := range cfg.LogDirs {
-		ld := scanner.ScanLogDir(path)
+		ld := scanner.ScanLogDir(path, nil)
 		if ld.Err == nil {
 			u, err := agent.DiskUsage(path, cfg.CapacityBytes, ld.DiskBytes)
 			if err != nil {
@@ -151,16 +156,18 @@ func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agen
 	if cfg.BootstrapServer == "" {
 		return cs, nil
 	}
-	sc := sarama.NewConfig()
-	sc.ClientID = "kafka-disk-guard"
-	sc.Version = sarama.V4_0_0_0
-	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
+	conn := kafkaadmin.Config{BootstrapServers: []string{cfg.BootstrapServer}, ClientID: "kafka-disk-guard-scan", Timeout: cfg.Timeout}
 	if cfg.SASLUser != "" {
-		sc.Net.SASL.Enable = true
-		sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-		sc.Net.SASL.User, sc.Net.SASL.Password = cfg.SASLUser, cfg.SASLPassword
+		conn.SASL = kafkaadmin.SASLConfig{Mechanism: cfg.SASLMechanism, Username: cfg.SASLUser, Password: cfg.SASLPassword}
 	}
-	client, err := sarama.NewClient([]string{cfg.BootstrapServer}, sc)
+	if err := conn.Validate(); err != nil {
+		return cs, usageError{err.Error()}
+	}
+	sc, err := conn.SaramaConfig()
+	if err != nil {
+		return cs, err
+	}
+	client, err := sarama.NewClient(conn.BootstrapServers, sc)
 	if err != nil {
 		return cs, fmt.Errorf("connect to %s: %w", cfg.BootstrapServer, err)
 	}
