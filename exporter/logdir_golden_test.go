@@ -55,8 +55,11 @@ func TestMetricsGoldenLogDir(t *testing.T) {
 		Defaults: agent.DefaultTopicConfig(), Time: now.Add(-time.Minute),
 	}
 
-	scanner := agent.NewScanner(slog.New(slog.DiscardHandler))
-	ld := scanner.ScanLogDir(dir)
+	scanner, err := agent.NewScanner(agent.ScannerConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld := scanner.ScanLogDir(dir, nil)
 	if ld.Err != nil {
 		t.Fatal(ld.Err)
 	}

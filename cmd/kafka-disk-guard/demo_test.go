@@ -176,9 +176,12 @@ func TestSimulatorWritesWhatTheAgentReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scanner := agent.NewScanner(slog.New(slog.DiscardHandler))
+	scanner, err := agent.NewScanner(agent.ScannerConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
 	firstBase := map[string]int64{}
-	for _, p := range scanner.ScanLogDir(dir).Partitions {
+	for _, p := range scanner.ScanLogDir(dir, nil).Partitions {
 		if p.Kind == agent.KindLive {
 			firstBase[p.Dir] = p.Segments[len(p.Segments)-1].BaseOffset
 		}
@@ -190,11 +193,11 @@ func TestSimulatorWritesWhatTheAgentReads(t *testing.T) {
 		if err := sim.step(now); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
-		if i%30 == 29 && scanner.ScanLogDir(dir).PendingDeleteBytes > 28<<10 { // more than logdirgen's extras
+		if i%30 == 29 && scanner.ScanLogDir(dir, nil).PendingDeleteBytes > 28<<10 { // more than logdirgen's extras
 			sawPending = true
 		}
 	}
-	ld := scanner.ScanLogDir(dir)
+	ld := scanner.ScanLogDir(dir, nil)
 	if errs := scanner.Errors(); len(errs) > 0 {
 		t.Errorf("scan errors on the simulated log dir: %v", errs)
 	}
