@@ -52,8 +52,10 @@ func ValidateTopicConfig(c TopicConfig) error {
 		return fmt.Errorf("retention.bytes %d: want -1 or >= 0", c.RetentionBytes)
 	case c.SegmentBytes <= 0:
 		return fmt.Errorf("segment.bytes %d: want > 0", c.SegmentBytes)
-	case c.SegmentIndexBytes <= 0:
-		return fmt.Errorf("segment.index.bytes %d: want > 0", c.SegmentIndexBytes)
+	case c.SegmentIndexBytes < 0:
+		// Kafka's own bound is 4; 0 is accepted for what-if arithmetic
+		// (reserve) where index bytes are left out.
+		return fmt.Errorf("segment.index.bytes %d: want >= 0", c.SegmentIndexBytes)
 	case c.IndexIntervalBytes < 0:
 		return fmt.Errorf("index.interval.bytes %d: want >= 0", c.IndexIntervalBytes)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
 
 // Config is the admission policy.
@@ -150,7 +152,7 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 		if _, ok := st.Topics[req.Topic]; ok {
 			return Decision{}, invalid("topic %s already exists", req.Topic)
 		}
-		c, err := ApplyTopicConfigs(st.Defaults, req.Configs)
+		c, err := agent.ApplyTopicConfigs(st.Defaults, req.Configs)
 		if err != nil {
 			return Decision{}, invalid("%v", err)
 		}

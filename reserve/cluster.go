@@ -111,7 +111,7 @@ var ErrNoStorage = errors.New("broker storage unknown")
 // (the admin API knows no write rate).
 func NewState(info ClusterInfo, cfg Config) (State, error) {
 	cfg = cfg.withDefaults()
-	defaults, err := BrokerDefaults(info.BrokerConfig)
+	defaults, err := agent.BrokerDefaults(info.BrokerConfig)
 	if err != nil {
 		return State{}, err
 	}
@@ -158,7 +158,7 @@ func NewState(info ClusterInfo, cfg Config) (State, error) {
 	}
 
 	for _, t := range info.Topics {
-		c, err := ApplyTopicConfigs(agent.DefaultTopicConfig(), t.Configs)
+		c, err := agent.ApplyTopicConfigs(agent.DefaultTopicConfig(), t.Configs)
 		if err != nil {
 			return State{}, fmt.Errorf("topic %s: %w", t.Name, err)
 		}

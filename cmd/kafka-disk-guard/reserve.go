@@ -218,7 +218,7 @@ func runReserve(ctx context.Context, args []string, getenv env, out streams) err
 		cfg := st.Defaults
 		if t, ok := st.Topics[c.request.Topic]; ok && c.request.Operation == reserve.CreatePartitions {
 			cfg = t.Config
-		} else if applied, err := reserve.ApplyTopicConfigs(st.Defaults, c.request.Configs); err == nil {
+		} else if applied, err := agent.ApplyTopicConfigs(st.Defaults, c.request.Configs); err == nil {
 			cfg = applied
 		}
 		printDecision(out.stdout, d, cfg, c.request.WriteRateBytesPerSecond)
@@ -237,7 +237,7 @@ func offlineState(c reserveConfig) (reserve.State, error) {
 		StorageBytes: c.storageBytes, ReservedBytes: c.reservedBytes, Topics: map[string]reserve.TopicState{},
 	}
 	if c.request.Operation == reserve.CreatePartitions {
-		cfg, err := reserve.ApplyTopicConfigs(st.Defaults, c.request.Configs)
+		cfg, err := agent.ApplyTopicConfigs(st.Defaults, c.request.Configs)
 		if err != nil {
 			return st, usageError{err.Error()}
 		}

@@ -61,7 +61,7 @@ func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agen
 			default:
 				return agent.ConfigSet{}, fmt.Errorf("describe configs of topic %s: %w: %s", r.Name, kerr, r.ErrorMsg)
 			}
-			tc, err := TopicConfigFromEntries(defaults, entries(r.Configs))
+			tc, err := agent.ApplyTopicConfigs(defaults, entries(r.Configs))
 			if err != nil {
 				return agent.ConfigSet{}, fmt.Errorf("topic %s: %w", r.Name, err)
 			}
@@ -118,78 +118,8 @@ func (f *ConfigFetcher) brokerDefaults(ctx context.Context) (agent.TopicConfig, 
 	if kerr := sarama.KError(r.ErrorCode); kerr != sarama.ErrNoError {
 		return agent.TopicConfig{}, fmt.Errorf("describe broker configs: %w: %s", kerr, r.ErrorMsg)
 	}
-	return BrokerDefaultsFromEntries(entries(r.Configs))
+	return agent.BrokerDefaults(entries(r.Configs))
 }
 
-// BrokerDefaultsFromEntries maps a broker's log.* configs to the topic
-// defaults they give, starting from Kafka's own defaults for anything
-// missing. log.retention.ms wins over log.retention.minutes, which wins
-// over log.retention.hours, as in Kafka.
-func BrokerDefaultsFromEntries(e map[string]string) (agent.TopicConfig, error) {
-	c := agent.DefaultTopicConfig()
-	retention := false
-	for _, r := range []struct {
-		key  string
-		unit int64
-	}{{"log.retention.ms", 1}, {"log.retention.minutes", 60_000}, {"log.retention.hours", 3_600_000}} {
-		v, ok := e[r.key]
-		if !ok || v == "" || retention {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("%s %q: %w", r.key, v, err)
-		}
-		if n >= 0 {
-			n *= r.unit
-		} else {
-			n = -1
-		}
-		c.RetentionMs, retention = n, true
-	}
-	pairs := map[string]string{
-		"log.retention.bytes":      "retention.bytes",
-		"log.segment.bytes":        "segment.bytes",
-		"log.index.size.max.bytes": "segment.index.bytes",
-		"log.index.interval.bytes": "index.interval.bytes",
-		"log.cleanup.policy":       "cleanup.policy",
-	}
-	topicKeys := map[string]string{}
-	for bk, tk := range pairs {
-		if v, ok := e[bk]; ok && v != "" {
-			topicKeys[tk] = v
-		}
-	}
-	return TopicConfigFromEntries(c, topicKeys)
-}
-
-// TopicConfigFromEntries applies a topic's describe-configs entries on top
-// of base.
-func TopicConfigFromEntries(base agent.TopicConfig, e map[string]string) (agent.TopicConfig, error) {
-	c := base
-	for key, dst := range map[string]*int64{
-		"retention.ms":         &c.RetentionMs,
-		"retention.bytes":      &c.RetentionBytes,
-		"segment.bytes":        &c.SegmentBytes,
-		"segment.index.bytes":  &c.SegmentIndexBytes,
-		"index.interval.bytes": &c.IndexIntervalBytes,
-	} {
-		v, ok := e[key]
-		if !ok || v == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("%s %q: %w", key, v, err)
-		}
-		*dst = n
-	}
-	if v, ok := e["cleanup.policy"]; ok {
-		p, err := agent.ParseCleanupPolicy(v)
-		if err != nil {
-			return c, fmt.Errorf("cleanup.policy: %w", err)
-		}
-		c.CleanupPolicy = p
-	}
-	return c, nil
-}
+// ConfigFetcher is what the agent reads topic configs through.
+var _ agent.ConfigFetcher = (*ConfigFetcher)(nil)
