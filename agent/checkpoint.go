@@ -34,9 +34,14 @@ const (
 
 // parseCheckpoint parses Kafka's offset checkpoint format: a version line
 // ("0"), an entry count line, then "topic partition offset" lines. On error
-// it returns what it could parse before the error.
+// it returns what it could parse before the error. An empty file has no
+// entries: Kafka creates its checkpoint files empty at start and reads them
+// so (CheckpointFile's reader returns an empty list at end of file).
 func parseCheckpoint(data []byte) (map[TopicPartition]int64, error) {
 	out := make(map[TopicPartition]int64)
+	if len(data) == 0 {
+		return out, nil
+	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 512), 1024)
 	line := 0

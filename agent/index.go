@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"os"
 )
 
 // Index entry sizes (Kafka's OffsetIndex and TimeIndex).
@@ -15,6 +14,18 @@ const (
 	batchHeaderSize = 61 // record batch v2 header
 	maxTailBatches  = 1 << 16
 )
+
+// indexFile is what the index readers need of a file.
+type indexFile interface {
+	ReadAt(p []byte, off int64) (int, error)
+	Seek(offset int64, whence int) (int64, error)
+}
+
+// segReader is an open segment file.
+type segReader interface {
+	indexFile
+	Close() error
+}
 
 // errCorrupt marks index content Kafka would not have written.
 var errCorrupt = errors.New("corrupt index")
@@ -36,7 +47,7 @@ func isZero(b []byte) bool {
 // the last entry first (a trimmed index), then bounds the search with
 // SEEK_HOLE, then binary-searches with small reads: a 10 MiB preallocated
 // index costs a handful of system calls. buf is scratch space (>= 4 KiB).
-func validEntries(f *os.File, size int64, es int64, buf []byte) (int64, error) {
+func validEntries(f indexFile, size int64, es int64, buf []byte) (int64, error) {
 	total := size / es
 	if total == 0 {
 		return 0, nil
@@ -93,7 +104,7 @@ func offsetEntry(b []byte) (rel uint32, pos uint32) {
 // when there is none) and the number of valid entries. It reports
 // errCorrupt (with the best value it could find) when the file length is
 // not a multiple of 12 or the last two timestamps decrease.
-func lastTimestamp(f *os.File, size int64, buf []byte) (ts int64, n int64, err error) {
+func lastTimestamp(f indexFile, size int64, buf []byte) (ts int64, n int64, err error) {
 	n, err = validEntries(f, size, timeEntrySize, buf)
 	if err != nil || n == 0 {
 		if err == nil && size%timeEntrySize != 0 {
@@ -132,7 +143,7 @@ const expiryPoints = 8
 // timestamp does not grow), so the bytes before the j-th offset entry's
 // position were all appended before the j-th time entry's max timestamp
 // was recorded.
-func sampleExpiry(ti *os.File, nTime int64, oi *os.File, nOff int64, buf []byte) ([]ExpiryPoint, error) {
+func sampleExpiry(ti indexFile, nTime int64, oi indexFile, nOff int64, buf []byte) ([]ExpiryPoint, error) {
 	n := min(nTime, nOff)
 	if n == 0 {
 		return nil, nil
@@ -182,7 +193,7 @@ func sampleExpiry(ti *os.File, nTime int64, oi *os.File, nOff int64, buf []byte)
 
 // lastOffsetPosition returns the file position of the last offset index
 // entry (0 when the index is empty).
-func lastOffsetPosition(f *os.File, n int64, buf []byte) (int64, error) {
+func lastOffsetPosition(f indexFile, n int64, buf []byte) (int64, error) {
 	if n == 0 {
 		return 0, nil
 	}
@@ -201,7 +212,7 @@ func lastOffsetPosition(f *os.File, n int64, buf []byte) (int64, error) {
 // (less than index.interval.bytes plus one batch); their batch headers
 // carry the timestamps Kafka keeps in memory. Only v2 batches are read;
 // the walk stops at anything else (a torn write, preallocated zeros).
-func batchTail(f *os.File, pos, size int64, buf []byte) (maxTs, next int64, err error) {
+func batchTail(f indexFile, pos, size int64, buf []byte) (maxTs, next int64, err error) {
 	maxTs, next = -1, -1
 	bufStart, bufLen := int64(0), int64(0)
 	for i := 0; i < maxTailBatches && pos+batchHeaderSize <= size; i++ {

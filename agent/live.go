@@ -17,7 +17,10 @@ import (
 // Config configures the live agent. Zero durations take the defaults
 // documented on each field.
 type Config struct {
-	// LogDirs are the broker's log.dirs.
+	// LogDirs are the broker's log.dirs. An entry may be a glob pattern
+	// (a broker pod's volumes under the kubelet's pod directory): its
+	// matches that hold a meta.properties are the log dirs, re-expanded
+	// every PollInterval.
 	LogDirs []string `yaml:"logDirs"`
 	// CapacityBytes, when > 0, is a fixed capacity (a PVC size or quota):
 	// usage is then the bytes under each log dir over it (spec R2.1).
@@ -53,6 +56,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("logDirs[%d]: empty path", i)
 		}
 		clean := filepath.Clean(d)
+		if isPattern(clean) {
+			if _, err := filepath.Match(clean, ""); err != nil {
+				return fmt.Errorf("logDirs[%d]: bad glob pattern %q: %w", i, d, err)
+			}
+		}
 		if seen[clean] {
 			return fmt.Errorf("logDirs[%d]: %s listed twice", i, d)
 		}
@@ -111,10 +119,14 @@ func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, er
 		return nil, err
 	}
 	logger = logger.With("component", "agent")
+	scanner, err := NewScanner(ScannerConfig{}, logger)
+	if err != nil {
+		return nil, err
+	}
 	return &Agent{
 		cfg:        cfg,
 		logger:     logger,
-		scanner:    NewScanner(logger),
+		scanner:    scanner,
 		configs:    configs,
 		now:        time.Now,
 		newWatcher: newFSWatcher,
@@ -158,18 +170,19 @@ type loop struct {
 
 // dirState is one log dir as the loop knows it.
 type dirState struct {
-	path                             string
-	base                             LogDir // the last full scan, without partitions
-	rootDisk, rootPending, rootOther int64
-	cp                               Checkpoints
-	usage                            Usage
-	missing                          bool
-	watched                          bool // the root has an inotify watch
-	parts                            map[string]*partState
-	order                            []string // partition dir names, in snapshot order
-	dirty                            map[string]struct{}
-	grown                            map[string]struct{}
-	cpDirty                          bool
+	path                  string
+	pattern               string // the glob it matched; "" for a configured path
+	base                  LogDir // the last full scan, without partitions
+	rootDisk, rootPending int64
+	cp                    Checkpoints
+	usage                 Usage
+	missing               bool
+	watched               bool // the root has an inotify watch
+	parts                 map[string]*partState
+	order                 []string // partition dir names, in snapshot order
+	dirty                 map[string]struct{}
+	grown                 map[string]struct{}
+	cpDirty               bool
 }
 
 // partState is one partition directory.
@@ -199,9 +212,7 @@ func (l *loop) run(ctx context.Context) error {
 	} else {
 		l.w = w
 	}
-	for _, p := range a.cfg.LogDirs {
-		l.dirs = append(l.dirs, &dirState{path: p, parts: map[string]*partState{}, dirty: map[string]struct{}{}, grown: map[string]struct{}{}})
-	}
+	l.expand()
 	// Watch first, then scan: a file created in between is seen by both,
 	// never by neither.
 	l.fullScan("start")
@@ -363,8 +374,12 @@ func checkpointOffsets(cp Checkpoints, p Partition) (logStart, hw int64) {
 // reread re-reads one partition directory, adding or dropping it.
 func (l *loop) reread(d *dirState, name string) {
 	l.rereads++
-	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp)
 	ps := d.parts[name]
+	var prev *Partition
+	if ps != nil {
+		prev = &ps.raw
+	}
+	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp, prev)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && ps != nil {
 			l.unwatch(filepath.Join(d.path, name), ps)
@@ -379,7 +394,7 @@ func (l *loop) reread(d *dirState, name string) {
 		d.order = nil
 		l.watchPartition(d, name, ps)
 		// A directory's first files may land before its watch: read again.
-		if p2, err := l.a.scanner.ReadPartition(d.path, name, d.cp); err == nil {
+		if p2, err := l.a.scanner.ReadPartition(d.path, name, d.cp, nil); err == nil {
 			p = p2
 		}
 	}
@@ -464,7 +479,13 @@ func (l *loop) scanDir(d *dirState) {
 			l.watchFailed(d.path, err)
 		}
 	}
-	ld := a.scanner.ScanLogDir(d.path)
+	// The previous partitions let the scan skip unchanged closed segments.
+	prev := LogDir{Path: d.path, Partitions: make([]Partition, 0, len(d.parts))}
+	for _, ps := range d.parts {
+		prev.Partitions = append(prev.Partitions, ps.raw)
+	}
+	sortPartitions(prev.Partitions)
+	ld := a.scanner.ScanLogDir(d.path, &prev)
 	if ld.Err != nil {
 		l.lost(d, ld.Err)
 		return
@@ -555,7 +576,7 @@ func (l *loop) watchFailed(path string, err error) {
 // poll re-reads what inotify does not cover: unwatched log dirs (listing
 // them for new partitions), unwatched partitions, missing log dirs.
 func (l *loop) poll() {
-	changed := false
+	changed := l.expand()
 	for _, d := range l.dirs {
 		if d.missing {
 			if fi, err := os.Stat(d.path); err == nil && fi.IsDir() {
@@ -583,6 +604,72 @@ func (l *loop) poll() {
 		l.refreshUsage()
 		l.publish()
 	}
+}
+
+// isPattern reports whether a logDirs entry is a glob pattern.
+func isPattern(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// expand resolves the configured log dirs: plain paths as they are,
+// patterns to their matches holding a meta.properties. New log dirs are
+// scanned; a pattern's log dir that no longer matches (its pod is gone) is
+// dropped. It reports whether the set changed.
+func (l *loop) expand() bool {
+	want := map[string]string{}
+	var order []string
+	for _, entry := range l.a.cfg.LogDirs {
+		if !isPattern(entry) {
+			if _, ok := want[entry]; !ok {
+				want[entry] = ""
+				order = append(order, entry)
+			}
+			continue
+		}
+		matches, _ := filepath.Glob(entry) // the pattern was checked by Validate
+		for _, m := range matches {
+			if _, ok := want[m]; ok {
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(m, metaProperties)); err == nil && fi.Mode().IsRegular() {
+				want[m] = entry
+				order = append(order, m)
+			}
+		}
+	}
+	changed := false
+	kept := l.dirs[:0]
+	have := map[string]bool{}
+	for _, d := range l.dirs {
+		if _, ok := want[d.path]; !ok && d.pattern != "" {
+			l.a.logger.Info("log dir no longer matches its pattern, dropped", "log_dir", d.path, "pattern", d.pattern)
+			if d.watched && l.w != nil {
+				l.w.Remove(d.path)
+			}
+			for name, ps := range d.parts {
+				l.unwatch(filepath.Join(d.path, name), ps)
+			}
+			changed = true
+			continue
+		}
+		kept = append(kept, d)
+		have[d.path] = true
+	}
+	l.dirs = kept
+	for _, p := range order {
+		if have[p] {
+			continue
+		}
+		d := &dirState{path: p, pattern: want[p], parts: map[string]*partState{}, dirty: map[string]struct{}{}, grown: map[string]struct{}{}}
+		l.dirs = append(l.dirs, d)
+		if d.pattern != "" {
+			l.a.logger.Info("log dir found", "log_dir", p, "pattern", d.pattern)
+			if l.lastFull.IsZero() {
+				continue // the start scan reads it
+			}
+			l.scanDir(d)
+		}
+		changed = true
+	}
+	return changed
 }
 
 // refreshUsage reads each log dir's usage; it reports whether any changed.

@@ -48,7 +48,7 @@ func TestLiveAgentFollowsRealBroker(t *testing.T) {
 	// diskSegments lists the partition's segment base offsets on disk
 	// as the scanner reads them right now: the reference for the snapshot.
 	diskSegments := func() []int64 {
-		p, err := a.scanner.ReadPartition(b.LogDir, topic+"-0", a.scanner.ReadCheckpoints(b.LogDir))
+		p, err := a.scanner.ReadPartition(b.LogDir, topic+"-0", a.scanner.ReadCheckpoints(b.LogDir), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -399,6 +399,7 @@ func TestConfigValidate(t *testing.T) {
 		{"empty path", Config{LogDirs: []string{""}}, "logDirs[0]"},
 		{"duplicate", Config{LogDirs: []string{"/a", "/a/"}}, "logDirs[1]"},
 		{"negative", Config{LogDirs: []string{"/a"}, Debounce: -1}, "debounce"},
+		{"bad glob", Config{LogDirs: []string{"/pods/[/data"}}, "logDirs[0]: bad glob"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -411,4 +412,57 @@ func TestConfigValidate(t *testing.T) {
 	if err := c.Validate(); err != nil || c.Debounce != 50*time.Millisecond || c.ResyncInterval != 5*time.Minute {
 		t.Fatalf("defaults: %v %+v", err, c)
 	}
+}
+
+// A logDirs glob (a broker pod's volume under the kubelet's pod
+// directory): matches holding meta.properties are log dirs; a pod that
+// starts later is picked up, one that goes away is dropped, and a match
+// without meta.properties is not a log dir.
+func TestLiveGlobLogDirs(t *testing.T) {
+	root := t.TempDir()
+	pod := func(uid string) string {
+		return filepath.Join(root, uid, "volumes", "kubernetes.io~csi", "pvc-"+uid, "mount", "kafka-log0")
+	}
+	gen := func(dir string) {
+		t.Helper()
+		if _, err := logdirgen.Generate(dir, logdirgen.Spec{Now: time.Now(), Sparse: true,
+			Topics: []logdirgen.Topic{{Name: "orders", Partitions: 1, Segments: []logdirgen.Segment{{Bytes: 4096}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen(pod("a"))
+	if err := os.MkdirAll(pod("not-kafka"), 0o755); err != nil { // no meta.properties
+		t.Fatal(err)
+	}
+	cfg := fastConfig(filepath.Join(root, "*", "volumes", "*", "*", "mount", "kafka-log*"))
+	a := startAgent(t, cfg, nil)
+	paths := func(s *Snapshot) []string {
+		var out []string
+		for _, ld := range s.LogDirs {
+			out = append(out, ld.Path)
+		}
+		return out
+	}
+	if got := paths(a.Snapshot()); len(got) != 1 || got[0] != pod("a") {
+		t.Fatalf("log dirs %v, want only %s", got, pod("a"))
+	}
+	gen(pod("b"))
+	waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if got := paths(s); len(got) != 2 || got[1] != pod("b") {
+			return fmt.Errorf("log dirs %v", got)
+		}
+		if len(s.LogDirs[1].Partitions) != 1 {
+			return fmt.Errorf("new log dir not scanned: %+v", s.LogDirs[1].Partitions)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if got := paths(s); len(got) != 1 || got[0] != pod("b") {
+			return fmt.Errorf("log dirs %v, want only %s", got, pod("b"))
+		}
+		return nil
+	})
 }

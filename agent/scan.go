@@ -13,12 +13,35 @@ import (
 	"time"
 )
 
+// ScannerConfig configures a Scanner.
+type ScannerConfig struct {
+	// Workers is how many partition directories a full scan reads at once
+	// (default 4: the scan waits on system calls, not on the CPU).
+	Workers int
+}
+
+// Validate fills in defaults and checks the values.
+func (c *ScannerConfig) Validate() error {
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.Workers < 0 || c.Workers > 256 {
+		return fmt.Errorf("workers %d: want 1-256", c.Workers)
+	}
+	return nil
+}
+
 // Scanner reads broker log dirs from disk. It keeps no state about their
 // content, only cumulative error counts (spec R6), so one Scanner may serve
 // full scans and partition re-reads from several goroutines.
 type Scanner struct {
+	cfg    ScannerConfig
 	logger *slog.Logger
 	bufs   sync.Pool
+
+	// afterList, when set (tests only), runs after a partition directory
+	// was listed and before its files are read: files can vanish there.
+	afterList func(dir string)
 
 	mu     sync.Mutex
 	errs   map[ErrorKind]uint64
@@ -32,14 +55,18 @@ const maxLoggedErrors = 4096
 const scratchSize = 16 << 10
 
 // NewScanner returns a Scanner that logs each distinct bad input once.
-func NewScanner(logger *slog.Logger) *Scanner {
+func NewScanner(cfg ScannerConfig, logger *slog.Logger) (*Scanner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("scanner: %w", err)
+	}
 	s := &Scanner{
+		cfg:    cfg,
 		logger: logger.With("component", "scanner"),
 		errs:   make(map[ErrorKind]uint64),
 		logged: make(map[string]struct{}),
 	}
-	s.bufs.New = func() any { b := make([]byte, scratchSize); return &b }
-	return s
+	s.bufs.New = func() any { return &scratch{buf: make([]byte, scratchSize)} }
+	return s, nil
 }
 
 // Errors returns a copy of the cumulative error counts by kind.
@@ -71,9 +98,14 @@ func (s *Scanner) report(kind ErrorKind, path string, err error) {
 	}
 }
 
+// errNotDir: a name that looks like a partition directory is a file.
+var errNotDir = errors.New("not a directory")
+
 // errKind maps an I/O error to its ErrorKind.
 func errKind(err error) ErrorKind {
 	switch {
+	case errors.Is(err, errNotDir):
+		return ErrBadName
 	case errors.Is(err, fs.ErrNotExist):
 		return ErrVanished
 	case errors.Is(err, fs.ErrPermission):
@@ -90,7 +122,13 @@ func errKind(err error) ErrorKind {
 // out; a missing or unreadable log dir yields a LogDir with Err set.
 // Segments come back unclassified (State empty): see Classify and
 // BuildSnapshot. Usage is not filled in: see DiskUsage.
-func (s *Scanner) ScanLogDir(path string) LogDir {
+//
+// prev, when not nil, is an earlier scan of the same log dir: closed
+// segments whose files kept their sizes take their largest timestamp from
+// it instead of reading their time index again (Kafka never rewrites a
+// closed segment's time index in place), so a periodic full scan costs
+// little more than listing and stat'ing the files.
+func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 	ld := LogDir{Path: path, BrokerID: -1}
 	root, err := os.OpenRoot(path)
 	if err != nil {
@@ -103,7 +141,7 @@ func (s *Scanner) ScanLogDir(path string) LogDir {
 		return ld
 	}
 	defer root.Close()
-	entries, err := readDir(root, ".")
+	names, err := readDirNames(root)
 	if err != nil {
 		kind := errKind(err)
 		if kind == ErrVanished {
@@ -127,22 +165,26 @@ func (s *Scanner) ScanLogDir(path string) LogDir {
 		ld.OtherBytes += diskBytes(fi)
 	}
 	cp := s.readCheckpoints(root, path)
-	bufp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bufp)
-	for _, e := range entries {
-		name := e.Name()
+	type job struct {
+		name, topic string
+		part        int32
+		kind        PartitionKind
+	}
+	jobs := make([]job, 0, len(names))
+	for _, name := range names {
+		if topic, part, kind, ok := ParsePartitionDirName(name); ok {
+			jobs = append(jobs, job{name, topic, part, kind})
+			continue
+		}
 		full := filepath.Join(path, name)
-		if !e.IsDir() {
-			fi, err := root.Lstat(name)
-			if err != nil {
-				if !errors.Is(err, fs.ErrNotExist) { // checkpoint files are replaced by rename all the time
-					s.report(errKind(err), full, err)
-				}
-				continue
+		fi, err := root.Lstat(name)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) { // checkpoint files are replaced by rename all the time
+				s.report(errKind(err), full, err)
 			}
-			if fi.IsDir() {
-				continue // raced with a rename; the next scan sees it
-			}
+			continue
+		}
+		if !fi.IsDir() {
 			d := diskBytes(fi)
 			ld.DiskBytes += d
 			if strings.HasSuffix(name, ".deleted") {
@@ -152,44 +194,72 @@ func (s *Scanner) ScanLogDir(path string) LogDir {
 			}
 			continue
 		}
-		topic, part, kind, ok := ParsePartitionDirName(name)
-		if !ok {
-			d := s.duRoot(root, name, full)
-			ld.DiskBytes += d
-			ld.OtherBytes += d
-			if name != "lost+found" {
-				s.report(ErrBadName, full, errors.New("not a partition directory name"))
+		d := s.duRoot(root, name, full)
+		ld.DiskBytes += d
+		ld.OtherBytes += d
+		if name != "lost+found" {
+			s.report(ErrBadName, full, errors.New("not a partition directory name"))
+		}
+	}
+	parts := make([]Partition, len(jobs))
+	ok := make([]bool, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(s.cfg.Workers, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := s.bufs.Get().(*scratch)
+			defer s.bufs.Put(sc)
+			for i := range next {
+				j := jobs[i]
+				full := filepath.Join(path, j.name)
+				p, err := s.readPartition(root, j.name, full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind), sc)
+				if err != nil {
+					// Nothing was read (open or list failed): leave it out
+					// rather than report an empty partition.
+					s.report(errKind(err), full, err)
+					continue
+				}
+				parts[i], ok[i] = p, true
 			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	n := 0
+	for i := range parts {
+		if !ok[i] {
 			continue
 		}
-		p, err := s.readPartition(root, name, full, topic, part, kind, &cp, *bufp)
-		if err != nil {
-			s.report(errKind(err), full, err)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-		}
-		ld.DiskBytes += p.DiskBytes
-		ld.PendingDeleteBytes += p.PendingDeleteBytes
-		ld.Partitions = append(ld.Partitions, p)
+		ld.DiskBytes += parts[i].DiskBytes
+		ld.PendingDeleteBytes += parts[i].PendingDeleteBytes
+		parts[n] = parts[i]
+		n++
 	}
+	clear(parts[n:])
+	ld.Partitions = parts[:n:n]
 	sortPartitions(ld.Partitions)
 	return ld
 }
 
-func sortPartitions(ps []Partition) {
-	slices.SortFunc(ps, func(a, b Partition) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
+func sortPartitions(ps []Partition) { slices.SortFunc(ps, partitionOrder) }
+
+// partitionOrder orders partitions by topic, partition, then kind.
+func partitionOrder(a, b Partition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	if a.Partition != b.Partition {
+		if a.Partition < b.Partition {
+			return -1
 		}
-		if a.Partition != b.Partition {
-			if a.Partition < b.Partition {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(string(a.Kind), string(b.Kind))
-	})
+		return 1
+	}
+	return strings.Compare(string(a.Kind), string(b.Kind))
 }
 
 // ReadCheckpoints reads log-start-offset-checkpoint and
@@ -225,10 +295,11 @@ func (s *Scanner) readCheckpoints(root *os.Root, path string) Checkpoints {
 
 // ReadPartition re-reads one partition directory (dir is its name under
 // logDir), with the log dir's checkpoints (see ReadCheckpoints; the caller
-// may cache them). The live watcher calls it on file events. A directory
+// may cache them) and, when not nil, its previous state (see ScanLogDir).
+// The live watcher calls it on file events. A directory
 // that is gone returns an error matching fs.ErrNotExist; other bad input is
 // counted, logged once and skipped.
-func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints) (Partition, error) {
+func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints, prev *Partition) (Partition, error) {
 	full := filepath.Join(logDir, dir)
 	topic, part, kind, ok := ParsePartitionDirName(dir)
 	if !ok {
@@ -241,13 +312,23 @@ func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints) (Partition, 
 		return Partition{}, fmt.Errorf("read partition %s: %w", full, err)
 	}
 	defer root.Close()
-	bufp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bufp)
-	p, err := s.readPartition(root, dir, full, topic, part, kind, &cp, *bufp)
+	sc := s.bufs.Get().(*scratch)
+	defer s.bufs.Put(sc)
+	p, err := s.readPartition(root, dir, full, topic, part, kind, &cp, prev, sc)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.report(errKind(err), full, err)
 	}
 	return p, err
+}
+
+// readDirNames lists root's entries without stat'ing them.
+func readDirNames(root *os.Root) ([]string, error) {
+	d, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
 }
 
 // readDir lists a directory under root ("." for root itself).
@@ -260,6 +341,12 @@ func readDir(root *os.Root, name string) ([]os.DirEntry, error) {
 	return d.ReadDir(-1)
 }
 
+// scratch is one worker's reusable memory.
+type scratch struct {
+	buf   []byte
+	files []segFile
+}
+
 // segFile is one file of a partition directory, parsed and measured.
 type segFile struct {
 	base     int64
@@ -270,59 +357,72 @@ type segFile struct {
 	mtime    int64 // unix ms
 }
 
+// FileName renders a segment file name: the base offset in 20 digits and
+// the suffix (".log", ".index", ".timeindex", ...).
+func FileName(baseOffset int64, suffix string) string {
+	return fmt.Sprintf("%020d%s", baseOffset, suffix)
+}
+
 // readPartition reads the partition directory name under parent.
-func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, buf []byte) (Partition, error) {
+func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, prev *Partition, sc *scratch) (Partition, error) {
+	buf := sc.buf
 	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1}
-	root, err := parent.OpenRoot(name)
+	// One descriptor for the directory: ReadDir lstat's each entry
+	// relative to it (a Root's files do), and segment files are opened
+	// relative to it.
+	dir, err := parent.Open(name)
 	if err != nil {
 		return p, fmt.Errorf("open partition dir: %w", err)
 	}
-	defer root.Close()
-	if fi, err := root.Lstat("."); err == nil {
-		p.DiskBytes += diskBytes(fi) // the directory itself, as du counts it
-		if kind == KindDeleted {
-			p.PendingDeleteBytes += diskBytes(fi)
-		} else {
-			p.OtherBytes += diskBytes(fi)
+	defer dir.Close()
+	if fi, err := dir.Stat(); err == nil {
+		if !fi.IsDir() {
+			return p, fmt.Errorf("partition dir: %w", errNotDir)
 		}
-	}
-	entries, err := readDir(root, ".")
-	if err != nil {
-		return p, fmt.Errorf("read partition dir: %w", err)
+		p.DiskBytes += diskBytes(fi) // the directory itself, as du counts it
+		p.OtherBytes += diskBytes(fi)
 	}
 	if kind == KindDeleted {
 		// A deleted topic's directory: everything in it waits for deletion.
-		for _, e := range entries {
-			d := s.duRoot(root, e.Name(), filepath.Join(full, e.Name()))
-			p.DiskBytes += d
-			p.PendingDeleteBytes += d
-		}
+		p.PendingDeleteBytes += s.duDir(parent, name, ".", full) - p.DiskBytes
+		p.DiskBytes = p.OtherBytes + p.PendingDeleteBytes
 		return p, nil
 	}
-	files := make([]segFile, 0, len(entries))
-	for _, e := range entries {
-		fname := e.Name()
-		if e.IsDir() {
-			d := s.duRoot(root, fname, filepath.Join(full, fname))
-			p.DiskBytes += d
-			p.OtherBytes += d
-			s.report(ErrBadName, filepath.Join(full, fname), errors.New("unexpected directory in a partition directory"))
-			continue
+	files := sc.files[:0]
+	defer func() { sc.files = files[:0] }()
+	var subdirs []string
+	err = listDir(dir, buf, func(fname string, st entryStat, err error) {
+		if err != nil {
+			s.report(errKind(err), filepath.Join(full, fname), err)
+			return
+		}
+		if st.isDir {
+			subdirs = append(subdirs, strings.Clone(fname))
+			return
 		}
 		base, fk, ok := parseSegmentFileName(fname)
 		if !ok {
 			s.report(ErrBadName, filepath.Join(full, fname), errors.New("not a segment file name"))
 		}
-		f := segFile{base: base, kind: fk, name: fname, disk: -1}
-		if fk != fileTimeIndex { // time indexes are measured when opened
-			fi, err := root.Lstat(fname)
-			if err != nil {
-				s.report(errKind(err), filepath.Join(full, fname), err)
-				continue
-			}
-			f.disk, f.apparent, f.mtime = diskBytes(fi), fi.Size(), fi.ModTime().UnixMilli()
+		f := segFile{base: base, kind: fk, disk: st.disk, apparent: st.apparent, mtime: st.mtimeMs}
+		if fk == fileLog || fk == fileIndex || fk == fileTimeIndex {
+			f.name = "" // rebuilt from the base offset when the file is opened
+		} else {
+			f.name = strings.Clone(fname)
 		}
 		files = append(files, f)
+	})
+	if err != nil {
+		return p, fmt.Errorf("read partition dir: %w", err)
+	}
+	if s.afterList != nil {
+		s.afterList(full)
+	}
+	for _, sub := range subdirs {
+		d := s.duDir(parent, name, sub, filepath.Join(full, sub))
+		p.DiskBytes += d
+		p.OtherBytes += d
+		s.report(ErrBadName, filepath.Join(full, sub), errors.New("unexpected directory in a partition directory"))
 	}
 	slices.SortFunc(files, func(a, b segFile) int {
 		if a.base != b.base {
@@ -365,14 +465,6 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 		}
 		if !hasLog || group[0].base < 0 {
 			for _, f := range group {
-				if f.disk < 0 {
-					fi, err := root.Lstat(f.name)
-					if err != nil {
-						s.report(errKind(err), filepath.Join(full, f.name), err)
-						continue
-					}
-					f.disk, f.apparent = diskBytes(fi), fi.Size()
-				}
 				p.DiskBytes += f.disk
 				if f.kind == fileDeleted {
 					p.PendingDeleteBytes += f.disk
@@ -383,7 +475,17 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 			continue
 		}
 		active := nseg == len(p.Segments)+1
-		seg := s.readSegment(root, full, group, active, &p, buf)
+		var ps *Segment
+		if active {
+			ps = prevActive(prev, group[0].base)
+		} else {
+			ps = prevSegment(prev, group[0].base)
+		}
+		seg, ok := s.readSegment(dir, full, group, active, &p, ps, prev, buf)
+		if !ok {
+			nseg--
+			continue
+		}
 		p.DiskBytes += seg.DiskBytes
 		p.Segments = append(p.Segments, seg)
 	}
@@ -392,20 +494,21 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 
 // readSegment measures one segment's files and finds its largest
 // timestamp (spec R1.3). For the active segment it also finds the log end
-// offset and the expiry curve (R1.6).
-func (s *Scanner) readSegment(root *os.Root, dir string, group []segFile, active bool, p *Partition, buf []byte) Segment {
-	seg := Segment{BaseOffset: group[0].base, LargestTimestamp: time.Time{}}
+// offset and the expiry curve (R1.6). ok is false when the segment's files
+// vanished after the directory was listed: Kafka renames all of a
+// segment's files when it deletes it.
+func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bool, p *Partition, prev *Segment, prevPart *Partition, buf []byte) (seg Segment, ok bool) {
+	seg = Segment{BaseOffset: group[0].base}
 	var logName, indexName, timeName string
-	var logMtime int64
+	var logMtime, timeSize, indexSize int64
 	for _, f := range group {
 		switch f.kind {
 		case fileLog:
-			seg.LogBytes, logMtime, logName = f.apparent, f.mtime, f.name
+			seg.LogBytes, logMtime, logName = f.apparent, f.mtime, ".log"
 		case fileIndex:
-			indexName = f.name
+			indexName, indexSize = ".index", f.apparent
 		case fileTimeIndex:
-			timeName = f.name
-			continue // measured below
+			timeName, timeSize = ".timeindex", f.apparent
 		case fileDeleted:
 			p.PendingDeleteBytes += f.disk
 			p.DiskBytes += f.disk
@@ -420,59 +523,109 @@ func (s *Scanner) readSegment(root *os.Root, dir string, group []segFile, active
 	}
 	ts := int64(-1)
 	var nTime int64
-	var ti *os.File
+	var ti segReader
+	if prev != nil && prev.LogBytes == seg.LogBytes && prev.ApparentBytes == seg.ApparentBytes && prev.DiskBytes == seg.DiskBytes && prev.TimestampSource != "" {
+		// Unchanged segment: a closed segment's time index is as it was;
+		// an active segment that did not grow got no record and no index
+		// entry (Kafka appends both together).
+		seg.LargestTimestamp, seg.TimestampSource = prev.LargestTimestamp, prev.TimestampSource
+		if active {
+			p.LogEndOffset, p.OpenExpiry = prevPart.LogEndOffset, prevPart.OpenExpiry
+		}
+		return seg, true
+	}
 	if timeName != "" {
 		var err error
-		ti, err = root.Open(timeName)
+		ti, err = openSegmentFile(d, seg.BaseOffset, timeName)
 		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, timeName), err)
+			s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), err)
+			if errors.Is(err, fs.ErrNotExist) {
+				return seg, false
+			}
 		} else {
 			defer ti.Close()
-			fi, err := ti.Stat()
+			ts, nTime, err = lastTimestamp(ti, timeSize, buf)
 			if err != nil {
-				s.report(errKind(err), filepath.Join(dir, timeName), err)
-			} else {
-				seg.DiskBytes += diskBytes(fi)
-				seg.ApparentBytes += fi.Size()
-				ts, nTime, err = lastTimestamp(ti, fi.Size(), buf)
-				if err != nil {
-					s.report(errKind(err), filepath.Join(dir, timeName), fmt.Errorf("read time index: %w", err))
-				}
+				s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), fmt.Errorf("read time index: %w", err))
 			}
 		}
 	}
 	if active && logName != "" {
-		s.readActive(root, dir, logName, indexName, seg.LogBytes, ti, nTime, &ts, p, buf)
+		s.readActive(d, dir, seg.BaseOffset, logName, indexName, indexSize, seg.LogBytes, ti, nTime, &ts, p, buf)
 	}
 	if ts >= 0 {
 		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(ts), TimestampFromTimeIndex
 	} else {
 		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(logMtime), TimestampFromMtime
 	}
-	return seg
+	return seg, true
+}
+
+// prevPartition finds a partition in an earlier scan (partitions are sorted).
+func prevPartition(prev *LogDir, topic string, part int32, kind PartitionKind) *Partition {
+	if prev == nil {
+		return nil
+	}
+	ps := prev.Partitions
+	i, found := slices.BinarySearchFunc(ps, Partition{Topic: topic, Partition: part, Kind: kind}, partitionOrder)
+	if !found {
+		return nil
+	}
+	return &ps[i]
+}
+
+// prevActive returns the earlier scan's active segment when it has the
+// same base offset.
+func prevActive(prev *Partition, base int64) *Segment {
+	if prev == nil || len(prev.Segments) == 0 || prev.Segments[len(prev.Segments)-1].BaseOffset != base {
+		return nil
+	}
+	return &prev.Segments[len(prev.Segments)-1]
+}
+
+// prevSegment finds a closed segment of an earlier scan by base offset;
+// the earlier active segment does not count (it was still growing).
+func prevSegment(prev *Partition, base int64) *Segment {
+	if prev == nil || len(prev.Segments) < 2 {
+		return nil
+	}
+	closed := prev.Segments[:len(prev.Segments)-1]
+	i, found := slices.BinarySearchFunc(closed, base, func(s Segment, b int64) int {
+		switch {
+		case s.BaseOffset < b:
+			return -1
+		case s.BaseOffset > b:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return nil
+	}
+	return &closed[i]
 }
 
 // readActive reads what only the active segment needs: the batches
 // appended since its last index entry (their max timestamp and the log end
 // offset) and the expiry curve.
-func (s *Scanner) readActive(root *os.Root, dir, logName, indexName string, logBytes int64, ti *os.File, nTime int64, ts *int64, p *Partition, buf []byte) {
+func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexName string, indexSize, logBytes int64, ti indexFile, nTime int64, ts *int64, p *Partition, buf []byte) {
 	var nOff, pos int64
-	var oi *os.File
+	var oi indexFile
 	if indexName != "" {
-		f, err := root.Open(indexName)
+		f, err := openSegmentFile(d, base, indexName)
 		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, indexName), err)
+			s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), err)
 		} else {
 			defer f.Close()
-			if fi, err := f.Stat(); err == nil {
-				if fi.Size()%offsetEntrySize != 0 {
-					s.report(ErrCorruptIndex, filepath.Join(dir, indexName), errors.New("offset index length is not a multiple of 8"))
+			{
+				if indexSize%offsetEntrySize != 0 {
+					s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index length is not a multiple of 8"))
 				}
-				if nOff, err = validEntries(f, fi.Size(), offsetEntrySize, buf); err == nil {
+				if nOff, err = validEntries(f, indexSize, offsetEntrySize, buf); err == nil {
 					pos, err = lastOffsetPosition(f, nOff, buf)
 				}
 				if err != nil {
-					s.report(errKind(err), filepath.Join(dir, indexName), fmt.Errorf("read offset index: %w", err))
+					s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("read offset index: %w", err))
 					nOff, pos = 0, 0
 				} else {
 					oi = f
@@ -481,16 +634,16 @@ func (s *Scanner) readActive(root *os.Root, dir, logName, indexName string, logB
 		}
 	}
 	if pos > logBytes {
-		s.report(ErrCorruptIndex, filepath.Join(dir, indexName), errors.New("offset index points past the end of the log"))
+		s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index points past the end of the log"))
 		pos = 0
 	}
-	if lf, err := root.Open(logName); err != nil {
-		s.report(errKind(err), filepath.Join(dir, logName), err)
+	if lf, err := openSegmentFile(d, base, logName); err != nil {
+		s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), err)
 	} else {
 		maxTs, next, err := batchTail(lf, pos, logBytes, buf)
 		lf.Close()
 		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, logName), fmt.Errorf("read log tail: %w", err))
+			s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), fmt.Errorf("read log tail: %w", err))
 		}
 		if maxTs > *ts {
 			*ts = maxTs
@@ -503,10 +656,22 @@ func (s *Scanner) readActive(root *os.Root, dir, logName, indexName string, logB
 	if ti != nil && oi != nil && nTime > 0 && nOff > 0 {
 		pts, err := sampleExpiry(ti, nTime, oi, nOff, buf)
 		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, indexName), fmt.Errorf("sample indexes: %w", err))
+			s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("sample indexes: %w", err))
 		}
 		p.OpenExpiry = pts
 	}
+}
+
+// duDir sums the disk bytes of sub, a directory inside the partition
+// directory name under parent.
+func (s *Scanner) duDir(parent *os.Root, name, sub, full string) int64 {
+	root, err := parent.OpenRoot(name)
+	if err != nil {
+		s.report(errKind(err), full, err)
+		return 0
+	}
+	defer root.Close()
+	return s.duRoot(root, sub, full)
 }
 
 // duRoot sums the disk bytes of name under root, recursively (for

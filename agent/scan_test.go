@@ -2,7 +2,11 @@ package agent
 
 import (
 	"bytes"
+	"encoding/binary"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -54,8 +58,8 @@ func TestScanLogDirMatchesGenerator(t *testing.T) {
 			}}
 			dir, res := generate(t, spec)
 			logger, logs := testLogger(t)
-			s := NewScanner(logger)
-			ld := s.ScanLogDir(dir)
+			s := testScanner(t, logger)
+			ld := s.ScanLogDir(dir, nil)
 			if ld.Err != nil {
 				t.Fatal(ld.Err)
 			}
@@ -133,5 +137,68 @@ func TestScanLogDirMatchesGenerator(t *testing.T) {
 				t.Errorf("R1.4: log dir pending %d, want %d", ld.PendingDeleteBytes, pending+p0.PendingDeleteBytes)
 			}
 		})
+	}
+}
+
+func testScanner(t testing.TB, logger *slog.Logger) *Scanner {
+	t.Helper()
+	s, err := NewScanner(ScannerConfig{}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestRescanReusesClosedSegments(t *testing.T) {
+	dir, _ := generate(t, logdirgen.Spec{NodeID: 1, Topics: []logdirgen.Topic{{Name: "t", Partitions: 2, Segments: []logdirgen.Segment{
+		{Bytes: 32 << 10, Age: 50 * time.Hour}, {Bytes: 32 << 10, Age: 40 * time.Hour}, {Bytes: 8 << 10, Age: time.Hour},
+	}}}})
+	logger, _ := testLogger(t)
+	s := testScanner(t, logger)
+	first := s.ScanLogDir(dir, nil)
+	again := s.ScanLogDir(dir, &first)
+	if !reflect.DeepEqual(first, again) {
+		t.Fatalf("rescan with the previous result differs:\n%+v\n%+v", first, again)
+	}
+	// Rewrite a closed segment's last time index entry in place (same
+	// size): a rescan with prev keeps the old value, without prev reads it.
+	path := filepath.Join(dir, "t-0", logdirgen.FileName(0, ".timeindex"))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.BigEndian.PutUint64(data[len(data)-12:], uint64(testNow.Add(-45*time.Hour).UnixMilli()))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reused := s.ScanLogDir(dir, &first)
+	fresh := s.ScanLogDir(dir, nil)
+	if got := findPartition(t, reused, "t-0").Segments[0].LargestTimestamp; !got.Equal(testNow.Add(-50 * time.Hour)) {
+		t.Errorf("with prev: %v, want the earlier value", got)
+	}
+	if got := findPartition(t, fresh, "t-0").Segments[0].LargestTimestamp; !got.Equal(testNow.Add(-45 * time.Hour)) {
+		t.Errorf("without prev: %v, want the file's value", got)
+	}
+	// An active segment that did not grow is taken from prev; one that
+	// grew is read again.
+	p := findPartition(t, first, "t-1")
+	p.Segments[2].LargestTimestamp = time.Unix(0, 0)
+	re, err := s.ReadPartition(dir, "t-1", s.ReadCheckpoints(dir), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !re.Segments[2].LargestTimestamp.Equal(time.Unix(0, 0)) || re.LogEndOffset != p.LogEndOffset {
+		t.Errorf("unchanged active segment: timestamp %v, log end %d: want prev's", re.Segments[2].LargestTimestamp, re.LogEndOffset)
+	}
+	act := filepath.Join(dir, "t-1", logdirgen.FileName(p.Segments[2].BaseOffset, ".log"))
+	if err := os.Truncate(act, p.Segments[2].LogBytes+4096); err != nil {
+		t.Fatal(err)
+	}
+	re, err = s.ReadPartition(dir, "t-1", s.ReadCheckpoints(dir), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !re.Segments[2].LargestTimestamp.Equal(testNow.Add(-time.Hour)) {
+		t.Errorf("grown active segment timestamp %v came from prev", re.Segments[2].LargestTimestamp)
 	}
 }

@@ -15,3 +15,9 @@ func diskBytes(fi fs.FileInfo) int64 {
 	}
 	return fi.Size()
 }
+
+// entryStat is what the scanner needs of a directory entry.
+type entryStat struct {
+	disk, apparent, mtimeMs int64
+	isDir                   bool
+}

@@ -2,6 +2,22 @@
 // segments, the state Kafka's retention would give each segment, and disk
 // usage. It publishes immutable Snapshots that the exporter and the enforcer
 // read. It imports neither Prometheus nor any Kafka client.
+//
+// The API, in the order a caller uses it:
+//
+//   - NewScanner, then Scanner.ScanLogDir(path, prev) reads a whole log dir
+//     (pass the previous result to skip unchanged closed segments), and
+//     Scanner.ReadPartition(logDir, dir, checkpoints, prev) re-reads one
+//     partition directory after a file event (Scanner.ReadCheckpoints gives
+//     the checkpoints; cache them). Bad input is counted (Scanner.Errors),
+//     logged once and skipped: scans never fail as a whole.
+//   - DiskUsage(path, capacity, dirBytes) fills LogDir.Usage (spec R2.1).
+//   - Topic configs: a ConfigSet from LoadConfigFile/ParseConfigFile
+//     (offline) or a ConfigRefresher around a ConfigFetcher (online; the
+//     Sarama adapter is internal/kafkaadmin).
+//   - Classify(partition, config, now) is Kafka's retention decision for
+//     one partition (spec R1.2, R1.3, R1.6); BuildSnapshot(now, dirs,
+//     configs, health) classifies every partition and returns the Snapshot.
 package agent
 
 import (

@@ -27,10 +27,9 @@ go test -race -count=1 ./...
 # Packages whose tests change with the integration tag; one broker-using
 # package at a time so timing-sensitive tests get the machine's cores.
 step "integration tests against a real broker (-race)"
-pkgs=$(go list -tags integration -f '{{.ImportPath}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}' ./... |
-  while read -r pkg files; do
+pkgs=$(go list -tags integration -f '{{.ImportPath}} {{.Dir}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}' ./... |
+  while read -r pkg dir files; do
     for f in $files; do
-      dir=$(go list -f '{{.Dir}}' "$pkg")
       if head -n 3 "$dir/$f" | grep -q '^//go:build integration'; then echo "$pkg"; break; fi
     done
   done)

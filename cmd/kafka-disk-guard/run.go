@@ -32,7 +32,12 @@ func (e usageError) Error() string { return e.msg }
 
 func commands() map[string]command {
 	return map[string]command{
-		"version": {summary: "print the version", run: runVersion},
+		"version":      {summary: "print the version", run: runVersion},
+		"run":          {summary: "run the guard next to a broker: watch, export metrics, enforce", run: runGuard},
+		"check-config": {summary: "validate configuration files without starting", run: runCheckConfig},
+		"scan":         {summary: "read log dirs once and report every segment's retention state", run: runScan},
+		"demo":         {summary: "generate a live broker log dir (or watch a real broker) and serve its metrics", run: runDemo},
+		"reserve":      {summary: "reserved-space calculator and admission what-if (spec R5)", run: runReserve},
 	}
 }
 

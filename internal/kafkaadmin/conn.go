@@ -84,7 +84,9 @@ func (c *Config) Validate() error {
 // SaramaConfig builds the Sarama configuration, reading secret files.
 func (c Config) SaramaConfig() (*sarama.Config, error) {
 	sc := sarama.NewConfig()
-	sc.Version = sarama.V3_0_0_0 // every request the guard uses; brokers 3.x and 4.x
+	// Kafka 3.3 or newer: DescribeLogDirs v4 reports each log dir's total
+	// and usable bytes (KIP-827), which admission needs.
+	sc.Version = sarama.V3_3_0_0
 	sc.ClientID = c.ClientID
 	sc.Net.DialTimeout = c.Timeout
 	sc.Net.ReadTimeout = c.Timeout

@@ -24,7 +24,7 @@ func (s *scramClient) Begin(user, password, authzID string) error {
 }
 
 func (s *scramClient) Step(challenge string) (string, error) { return s.conv.Step(challenge) }
-func (s *scramClient) Done() bool                             { return s.conv.Done() }
+func (s *scramClient) Done() bool                            { return s.conv.Done() }
 
 func scramGenerator(mechanism string) func() sarama.SCRAMClient {
 	hash := scram.HashGeneratorFcn(sha256.New)

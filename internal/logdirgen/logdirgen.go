@@ -42,8 +42,9 @@ type Spec struct {
 	DirectoryID string // default derived from ClusterID and NodeID
 	Topics      []Topic
 	// Sparse makes .log files by truncation (holes, no data written) so a
-	// big tree is cheap. Otherwise each batch header is written for real
-	// and the rest of each batch is zeros.
+	// big tree is cheap; only the active segment's batches after its last
+	// offset index entry get real headers. Otherwise each batch header is
+	// written for real and the rest of each batch is zeros.
 	Sparse bool
 	// Extras adds the special entries of a live broker: a .deleted segment
 	// in the first partition, a <topic>-<p>.<id>-delete directory, a
@@ -348,6 +349,18 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 	}
 	if lastTimeEntry >= 0 {
 		sr.TimeIndexed = time.UnixMilli(lastTimeEntry)
+	}
+	if g.spec.Sparse && len(offIdx) > 0 {
+		// A sparse active segment gets real batch headers only where a
+		// reader starts walking: from its last offset index entry on.
+		last := int64(binary.BigEndian.Uint32(offIdx[len(offIdx)-4:]))
+		keep := hdrs[:0]
+		for _, h := range hdrs {
+			if h.pos >= last {
+				keep = append(keep, h)
+			}
+		}
+		hdrs = keep
 	}
 	mtime := time.UnixMilli(maxTs)
 	logPath := filepath.Join(pdir, FileName(base, ".log"))

@@ -1,0 +1,65 @@
+//go:build linux && (amd64 || arm64)
+
+package agent
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"unsafe"
+)
+
+// listDir calls fn for every entry of the directory d except "." and "..",
+// with its lstat data, reading the directory with getdents(2) and
+// stat'ing each entry with fstatat(2) relative to d: the same system calls
+// as du, and no allocation per entry. name is only valid during the call
+// (it points into buf); copy it to keep it. An entry that cannot be
+// stat'ed is passed with err set (a vanished one with an error matching
+// fs.ErrNotExist).
+func listDir(d *os.File, buf []byte, fn func(name string, st entryStat, err error)) error {
+	fd := int(d.Fd())
+	var sys syscall.Stat_t
+	for {
+		n, err := syscall.Getdents(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "getdents", Path: d.Name(), Err: err}
+		}
+		if n <= 0 {
+			return nil
+		}
+		for off := 0; off < n; {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
+			if reclen <= 19 || off+reclen > n {
+				return &os.PathError{Op: "getdents", Path: d.Name(), Err: syscall.EIO}
+			}
+			rec := buf[off+19 : off+reclen]
+			off += reclen
+			l := 0
+			for l < len(rec) && rec[l] != 0 {
+				l++
+			}
+			if l == 0 || l == len(rec) || (l == 1 && rec[0] == '.') || (l == 2 && rec[0] == '.' && rec[1] == '.') {
+				continue
+			}
+			name := unsafe.String(&rec[0], l)
+			_, _, errno := syscall.Syscall6(sysFstatat, uintptr(fd), uintptr(unsafe.Pointer(&rec[0])),
+				uintptr(unsafe.Pointer(&sys)), _AT_SYMLINK_NOFOLLOW, 0, 0)
+			if errno != 0 {
+				fn(name, entryStat{}, &os.PathError{Op: "fstatat", Path: strings.Clone(name), Err: errno})
+				continue
+			}
+			fn(name, entryStat{
+				disk:     int64(sys.Blocks) * 512,
+				apparent: sys.Size,
+				mtimeMs:  sys.Mtim.Sec*1000 + sys.Mtim.Nsec/1e6,
+				isDir:    sys.Mode&syscall.S_IFMT == syscall.S_IFDIR,
+			}, nil)
+		}
+	}
+}
+
+const _AT_SYMLINK_NOFOLLOW = 0x100

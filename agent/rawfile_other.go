@@ -1,0 +1,18 @@
+//go:build !linux
+
+package agent
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// openAt opens name in the directory dir for reading.
+func openAt(dir *os.File, name string) (segReader, error) {
+	return os.Open(filepath.Join(dir.Name(), name))
+}
+
+// openSegmentFile opens <base><suffix> in the directory dir.
+func openSegmentFile(dir *os.File, base int64, suffix string) (segReader, error) {
+	return openAt(dir, FileName(base, suffix))
+}

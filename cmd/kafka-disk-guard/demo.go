@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
+	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
+)
+
+// demoConfig is the demo subcommand's command line.
+type demoConfig struct {
+	listen       string
+	webConfig    string
+	dir          string
+	bootstrap    string
+	logDirs      []string
+	capacity     uint64
+	compactFlat  int64
+	interval     time.Duration
+	perPartition bool
+}
+
+// demoDefaultCapacity is the configured capacity of the generated log dir,
+// so its usage ratio moves visibly.
+const demoDefaultCapacity = 256 << 20
+
+func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
+	var c demoConfig
+	var logDirs string
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: kafka-disk-guard demo [flags]
+
+Generates a realistic Kafka broker log dir in a temporary directory, keeps
+writing to it as a broker would (records appended, segments rolled, expired
+segments deleted), scans it and serves its metrics until interrupted.
+With --bootstrap-server and --log-dirs it watches a real broker instead.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.listen, "listen", exporter.DefaultListenAddress, "address to serve /metrics on (same as --web.listen-address)")
+	fs.StringVar(&c.listen, "web.listen-address", exporter.DefaultListenAddress, "address to serve /metrics on")
+	fs.StringVar(&c.webConfig, "web.config.file", "", "exporter-toolkit web config file: TLS and basic auth")
+	fs.StringVar(&c.dir, "dir", "", "generate the log dir here instead of a temporary directory (kept on exit)")
+	fs.StringVar(&c.bootstrap, "bootstrap-server", "", "guard a real broker: its bootstrap address (host:port); needs --log-dirs")
+	fs.StringVar(&logDirs, "log-dirs", "", "comma-separated log dirs of the real broker (its log.dirs)")
+	fs.Uint64Var(&c.capacity, "capacity-bytes", 0, "configured capacity per log dir; 0: the filesystem's (the generated log dir defaults to 256 MiB)")
+	fs.Int64Var(&c.compactFlat, "reserve.compact-flat-bytes", 0, "reserved bytes per compact-only partition; 0: 1 GiB (the generated log dir defaults to 64 MiB)")
+	fs.DurationVar(&c.interval, "interval", time.Second, "how often the simulated broker writes (generated log dir only)")
+	fs.BoolVar(&c.perPartition, "metrics.per-partition", false, "export per-partition series")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return c, usageError{fmt.Sprintf("demo: unexpected argument %q", fs.Arg(0))}
+	}
+	if logDirs != "" {
+		for _, d := range strings.Split(logDirs, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				c.logDirs = append(c.logDirs, d)
+			}
+		}
+	}
+	if (c.bootstrap == "") != (len(c.logDirs) == 0) {
+		return c, usageError{"demo: --bootstrap-server and --log-dirs go together"}
+	}
+	if c.bootstrap != "" && c.dir != "" {
+		return c, usageError{"demo: --dir is for the generated log dir, not with --bootstrap-server"}
+	}
+	if c.interval <= 0 {
+		return c, usageError{"demo: --interval must be positive"}
+	}
+	if c.compactFlat < 0 {
+		return c, usageError{"demo: --reserve.compact-flat-bytes must not be negative"}
+	}
+	if c.bootstrap == "" && c.capacity == 0 {
+		c.capacity = demoDefaultCapacity
+	}
+	if c.bootstrap == "" && c.compactFlat == 0 {
+		c.compactFlat = demoCompactFlatBytes
+	}
+	return c, nil
+}
+
+func runDemo(ctx context.Context, args []string, _ env, out streams) error {
+	cfg, err := parseDemoFlags(args, out.stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(out.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	version, revision := buildVersion()
+
+	gc := guardConfig{}
+	gc.LogDirs, gc.CapacityBytes = cfg.logDirs, cfg.capacity
+	gc.Web = webConfig{ListenAddress: cfg.listen, ConfigFile: cfg.webConfig}
+	gc.Metrics.PerPartition = cfg.perPartition
+	gc.Admission.CompactFlatBytes = cfg.compactFlat
+	var hooks serveHooks
+	if cfg.bootstrap == "" {
+		dir := cfg.dir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "kafka-disk-guard-demo-")
+			if err != nil {
+				return fmt.Errorf("create demo dir: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			dir = filepath.Join(tmp, "kafka-logs")
+		}
+		topics := demoTopics()
+		now := time.Now()
+		sim, err := newSimulator(dir, topics, now)
+		if err != nil {
+			return err
+		}
+		cs := demoConfigs(topics, now)
+		hooks.offline = &cs
+		gc.LogDirs = []string{dir}
+		hooks.extra = append(hooks.extra, func(ctx context.Context, _ *agent.Agent, _ string) error {
+			return runSimulator(ctx, sim, cfg.interval)
+		})
+		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s; a simulated broker appends records every %s, rolls segments and deletes expired ones.\n", dir, cfg.interval)
+	} else {
+		gc.Kafka.BootstrapServers = splitList(cfg.bootstrap)
+	}
+	if err := gc.validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	hooks.extra = append(hooks.extra, func(ctx context.Context, ag *agent.Agent, addr string) error {
+		for ag.Snapshot() == nil { // the first full scan
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-ag.Updated():
+			}
+		}
+		printScanTable(out.stdout, ag.Snapshot(), cfg.compactFlat)
+		fmt.Fprintf(out.stdout, "\nMetrics: %s\n", metricsURL(addr))
+		if cfg.webConfig != "" {
+			fmt.Fprintf(out.stdout, "(https and basic auth as %s sets them)\n", cfg.webConfig)
+		}
+		fmt.Fprintln(out.stdout, "The enforcer runs in observe mode: it reports what it would do, and does nothing.")
+		fmt.Fprintln(out.stdout, "The log dir keeps changing; so do the metrics. Ctrl-C to stop.")
+		return printProgress(ctx, out.stdout, ag, 15*time.Second)
+	})
+	err = serve(ctx, gc, logger, version, revision, hooks)
+	fmt.Fprintln(out.stdout, "Stopped.")
+	return err
+}
+
+// runSimulator steps the simulated broker every interval.
+func runSimulator(ctx context.Context, sim *simulator, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			if err := sim.step(now); err != nil {
+				return fmt.Errorf("simulated broker: %w", err)
+			}
+		}
+	}
+}
+
+func metricsURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr + "/metrics"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/metrics"
+}
+
+// topicRow is one line of the scan table.
+type topicRow struct {
+	topic                   string
+	partitions              int
+	states                  map[agent.State]int
+	logBytes, expired, resv int64
+	basis                   reserve.Basis
+}
+
+// printScanTable prints each log dir and a line per topic.
+func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
+	if snap == nil {
+		return
+	}
+	for _, ld := range snap.LogDirs {
+		fmt.Fprintf(w, "\nLog dir %s  broker %d  cluster %s\n", ld.Path, ld.BrokerID, ld.ClusterID)
+		if ld.Err != nil {
+			fmt.Fprintf(w, "  error: %v\n", ld.Err)
+			continue
+		}
+		fmt.Fprintf(w, "  used %s of %s (%.1f%%, %s capacity), pending deletion %s\n\n",
+			humanBytes(int64(ld.Usage.UsedBytes)), humanBytes(int64(ld.Usage.CapacityBytes)), 100*ld.Usage.Ratio(), ld.Usage.Basis,
+			humanBytes(ld.PendingDeleteBytes))
+		rows := map[string]*topicRow{}
+		var other []string
+		for _, p := range ld.Partitions {
+			if p.Kind != agent.KindLive {
+				other = append(other, fmt.Sprintf("%s (%s, %s)", p.Dir, p.Kind, humanBytes(p.DiskBytes)))
+				continue
+			}
+			r := rows[p.Topic]
+			if r == nil {
+				r = &topicRow{topic: p.Topic, states: map[agent.State]int{}}
+				rows[p.Topic] = r
+			}
+			r.partitions++
+			for _, s := range p.Segments {
+				r.states[s.State]++
+				r.logBytes += s.LogBytes
+				r.expired += s.ExpiredBytes
+			}
+			r.expired += p.PendingDeleteBytes
+			tc, ok := snap.Configs[p.Topic]
+			if !ok {
+				tc = snap.Defaults
+			}
+			b, basis := reserve.Partition(reserve.PartitionInput{Config: tc, WriteRateBytesPerSecond: p.WriteRateBytesPerSecond, CompactFlatBytes: compactFlat})
+			r.resv += b
+			r.basis = basis
+		}
+		names := make([]string, 0, len(rows))
+		for n := range rows {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tLOG BYTES\tEXPIRED ON DISK\tRESERVED\tBASIS\t")
+		for _, n := range names {
+			r := rows[n]
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.topic, r.partitions,
+				r.states[agent.StateOpen], r.states[agent.StateClosed], r.states[agent.StateEligible],
+				humanBytes(r.logBytes), humanBytes(r.expired), humanBytes(r.resv), r.basis)
+		}
+		tw.Flush()
+		if len(other) > 0 {
+			fmt.Fprintf(w, "  also: %s\n", strings.Join(other, ", "))
+		}
+	}
+}
+
+// printProgress prints a one-line summary every period.
+func printProgress(ctx context.Context, w io.Writer, src exporter.SnapshotSource, period time.Duration) error {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		snap := src.Snapshot()
+		if snap == nil {
+			continue
+		}
+		states := map[agent.State]int{}
+		var used, capacity uint64
+		var pending, expired int64
+		for _, ld := range snap.LogDirs {
+			used += ld.Usage.UsedBytes
+			capacity += ld.Usage.CapacityBytes
+			pending += ld.PendingDeleteBytes
+			for _, p := range ld.Partitions {
+				if p.Kind != agent.KindLive {
+					continue
+				}
+				for _, s := range p.Segments {
+					states[s.State]++
+					expired += s.ExpiredBytes
+				}
+			}
+		}
+		fmt.Fprintf(w, "%s  segments: %d open, %d closed, %d eligible  expired still on disk %s  pending delete %s  used %s of %s\n",
+			snap.Time.Format("15:04:05"), states[agent.StateOpen], states[agent.StateClosed], states[agent.StateEligible],
+			humanBytes(expired), humanBytes(pending), humanBytes(int64(used)), humanBytes(int64(capacity)))
+	}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,449 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
+)
+
+// scanConfig is the scan subcommand's configuration, from flags.
+type scanConfig struct {
+	LogDirs         []string
+	ConfigFile      string
+	Defaults        agent.TopicConfig
+	CapacityBytes   uint64
+	Now             time.Time
+	Format          string
+	BootstrapServer string
+	SASLMechanism   string
+	SASLUser        string
+	SASLPassword    string
+	Timeout         time.Duration
+}
+
+// Validate checks the configuration.
+func (c *scanConfig) Validate() error {
+	if len(c.LogDirs) == 0 {
+		return errors.New("--log-dirs: at least one log dir is required")
+	}
+	if c.Format != "table" && c.Format != "json" {
+		return fmt.Errorf("--format %q: want table or json", c.Format)
+	}
+	if (c.SASLUser == "") != (c.SASLPassword == "") {
+		return errors.New("--sasl-user and --sasl-password go together")
+	}
+	if err := agent.ValidateTopicConfig(c.Defaults); err != nil {
+		return fmt.Errorf("defaults: %w", err)
+	}
+	return nil
+}
+
+func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, error) {
+	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	d := agent.DefaultTopicConfig()
+	var logDirs, policy, now string
+	cfg := scanConfig{Defaults: d}
+	fs.StringVar(&logDirs, "log-dirs", "", "comma-separated broker log dirs to read (required)")
+	fs.StringVar(&cfg.ConfigFile, "config", "", "YAML file of topic configs (defaults and per-topic overrides, Kafka's key names)")
+	fs.Int64Var(&cfg.Defaults.RetentionMs, "retention-ms", d.RetentionMs, "default retention.ms (-1: unlimited)")
+	fs.Int64Var(&cfg.Defaults.RetentionBytes, "retention-bytes", d.RetentionBytes, "default retention.bytes (-1: unlimited)")
+	fs.Int64Var(&cfg.Defaults.SegmentBytes, "segment-bytes", d.SegmentBytes, "default segment.bytes")
+	fs.Int64Var(&cfg.Defaults.SegmentIndexBytes, "segment-index-bytes", d.SegmentIndexBytes, "default segment.index.bytes")
+	fs.StringVar(&policy, "cleanup-policy", d.CleanupPolicy.String(), "default cleanup.policy: delete, compact or compact,delete")
+	fs.Uint64Var(&cfg.CapacityBytes, "capacity-bytes", 0, "fixed capacity per log dir (a PVC size or quota); 0: the filesystem's")
+	fs.StringVar(&now, "now", "", "the clock, RFC 3339 (default: the current time)")
+	fs.StringVar(&cfg.Format, "format", "table", "output: table or json")
+	fs.StringVar(&cfg.BootstrapServer, "bootstrap-server", "", "read topic configs from this broker (host:port) instead of flags and file")
+	fs.StringVar(&cfg.SASLMechanism, "sasl-mechanism", "PLAIN", "SASL mechanism with --sasl-user: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	fs.StringVar(&cfg.SASLUser, "sasl-user", "", "SASL user for --bootstrap-server")
+	fs.StringVar(&cfg.SASLPassword, "sasl-password", getenv("KAFKA_DISK_GUARD_SASL_PASSWORD"), "SASL password (default $KAFKA_DISK_GUARD_SASL_PASSWORD)")
+	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "timeout for broker requests")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return cfg, usageError{fmt.Sprintf("scan: unexpected arguments %q", fs.Args())}
+	}
+	for _, d := range strings.Split(logDirs, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			cfg.LogDirs = append(cfg.LogDirs, d)
+		}
+	}
+	p, err := agent.ParseCleanupPolicy(policy)
+	if err != nil {
+		return cfg, usageError{"--cleanup-policy: " + err.Error()}
+	}
+	cfg.Defaults.CleanupPolicy = p
+	cfg.Now = time.Now()
+	if now != "" {
+		if cfg.Now, err = time.Parse(time.RFC3339, now); err != nil {
+			return cfg, usageError{"--now: " + err.Error()}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err.Error()}
+	}
+	return cfg, nil
+}
+
+// runScan reads log dirs once and reports every segment's state.
+func runScan(ctx context.Context, args []string, getenv env, out streams) error {
+	cfg, err := parseScanFlags(args, getenv, out.stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(out.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	scanner, err := agent.NewScanner(agent.ScannerConfig{}, logger)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	dirs := make([]agent.LogDir, 0, len(cfg.LogDirs))
+	for _, path := range cfg.LogDirs {
+		ld := scanner.ScanLogDir(path, nil)
+		if ld.Err == nil {
+			u, err := agent.DiskUsage(path, cfg.CapacityBytes, ld.DiskBytes)
+			if err != nil {
+				logger.Warn("disk usage unknown", "log_dir", path, "err", err)
+			}
+			ld.Usage = u
+		}
+		dirs = append(dirs, ld)
+	}
+	health := agent.Health{LastFullScan: time.Now(), LastFullScanDuration: time.Since(start), ScanErrors: scanner.Errors()}
+	configs, err := scanConfigs(ctx, cfg, dirs)
+	if err != nil {
+		return err
+	}
+	snap := agent.BuildSnapshot(cfg.Now, dirs, configs, health)
+	if cfg.Format == "json" {
+		return writeScanJSON(out.stdout, snap)
+	}
+	return writeScanTable(out.stdout, snap)
+}
+
+// scanConfigs loads topic configs: from the broker when asked, else from
+// the file and flags.
+func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agent.ConfigSet, error) {
+	cs := agent.ConfigSet{Defaults: cfg.Defaults, Topics: map[string]agent.TopicConfig{}, Time: cfg.Now}
+	if cfg.ConfigFile != "" {
+		var err error
+		if cs, err = agent.LoadConfigFile(cfg.ConfigFile, cfg.Defaults); err != nil {
+			return cs, err
+		}
+	}
+	if cfg.BootstrapServer == "" {
+		return cs, nil
+	}
+	conn := kafkaadmin.Config{BootstrapServers: []string{cfg.BootstrapServer}, ClientID: "kafka-disk-guard-scan", Timeout: cfg.Timeout}
+	if cfg.SASLUser != "" {
+		conn.SASL = kafkaadmin.SASLConfig{Mechanism: cfg.SASLMechanism, Username: cfg.SASLUser, Password: cfg.SASLPassword}
+	}
+	if err := conn.Validate(); err != nil {
+		return cs, usageError{err.Error()}
+	}
+	sc, err := conn.SaramaConfig()
+	if err != nil {
+		return cs, err
+	}
+	client, err := sarama.NewClient(conn.BootstrapServers, sc)
+	if err != nil {
+		return cs, fmt.Errorf("connect to %s: %w", cfg.BootstrapServer, err)
+	}
+	defer client.Close()
+	brokerID := int32(-1)
+	topicSet := map[string]bool{}
+	for _, d := range dirs {
+		if d.BrokerID >= 0 && brokerID < 0 {
+			brokerID = d.BrokerID
+		}
+		for _, p := range d.Partitions {
+			if p.Kind == agent.KindLive {
+				topicSet[p.Topic] = true
+			}
+		}
+	}
+	topics := make([]string, 0, len(topicSet))
+	for t := range topicSet {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	online, err := kafkaadmin.NewConfigFetcher(client, brokerID).FetchConfigs(ctx, topics)
+	if err != nil {
+		return cs, err
+	}
+	online.Time = time.Now()
+	return online, nil
+}
+
+// Report types: the JSON schema of `scan --format json`.
+type scanReport struct {
+	Time       time.Time                  `json:"time"`
+	LogDirs    []logDirReport             `json:"log_dirs"`
+	Topics     []topicReport              `json:"topics"`
+	Partitions []partitionReport          `json:"partitions"`
+	Segments   []segmentReport            `json:"segments"`
+	ScanErrors map[agent.ErrorKind]uint64 `json:"scan_errors"`
+}
+
+type logDirReport struct {
+	Path               string  `json:"path"`
+	BrokerID           int32   `json:"broker_id"`
+	ClusterID          string  `json:"cluster_id"`
+	Error              string  `json:"error,omitempty"`
+	CapacityBytes      uint64  `json:"capacity_bytes"`
+	UsedBytes          uint64  `json:"used_bytes"`
+	AvailableBytes     uint64  `json:"available_bytes"`
+	UsageRatio         float64 `json:"usage_ratio"`
+	CapacityBasis      string  `json:"capacity_basis"`
+	DiskBytes          int64   `json:"disk_bytes"`
+	PendingDeleteBytes int64   `json:"pending_delete_bytes"`
+	OtherBytes         int64   `json:"other_bytes"`
+}
+
+// stateCounts holds a figure per segment state.
+type stateCounts struct {
+	Open     int64 `json:"open"`
+	Closed   int64 `json:"closed"`
+	Eligible int64 `json:"eligible"`
+}
+
+func (s *stateCounts) add(st agent.State, v int64) {
+	switch st {
+	case agent.StateOpen:
+		s.Open += v
+	case agent.StateClosed:
+		s.Closed += v
+	case agent.StateEligible:
+		s.Eligible += v
+	}
+}
+
+// retained holds expired-but-retained bytes by reason (spec R1.6).
+type retained struct {
+	OpenSegment      int64 `json:"open_segment"`
+	AwaitingDeletion int64 `json:"awaiting_deletion"`
+	PendingDelete    int64 `json:"pending_delete"`
+}
+
+type summary struct {
+	Segments           stateCounts `json:"segments"`
+	Bytes              stateCounts `json:"bytes"`
+	ExpiredRetained    retained    `json:"expired_retained_bytes"`
+	OldestEligibleAgeS *float64    `json:"oldest_eligible_age_seconds"`
+}
+
+func (s *summary) addPartition(p agent.Partition, now time.Time) {
+	s.ExpiredRetained.PendingDelete += p.PendingDeleteBytes
+	for _, seg := range p.Segments {
+		s.Segments.add(seg.State, 1)
+		s.Bytes.add(seg.State, seg.LogBytes)
+		switch seg.State {
+		case agent.StateOpen:
+			s.ExpiredRetained.OpenSegment += seg.ExpiredBytes
+		case agent.StateEligible:
+			s.ExpiredRetained.AwaitingDeletion += seg.ExpiredBytes
+			age := now.Sub(seg.LargestTimestamp).Seconds()
+			if s.OldestEligibleAgeS == nil || age > *s.OldestEligibleAgeS {
+				s.OldestEligibleAgeS = &age
+			}
+		}
+	}
+}
+
+type topicReport struct {
+	Topic          string `json:"topic"`
+	RetentionMs    int64  `json:"retention_ms"`
+	RetentionBytes int64  `json:"retention_bytes"`
+	CleanupPolicy  string `json:"cleanup_policy"`
+	Partitions     int    `json:"partitions"`
+	summary
+}
+
+type partitionReport struct {
+	LogDir         string `json:"log_dir"`
+	Topic          string `json:"topic"`
+	Partition      int32  `json:"partition"`
+	Dir            string `json:"dir"`
+	Kind           string `json:"kind"`
+	LogStartOffset int64  `json:"log_start_offset"`
+	HighWatermark  int64  `json:"high_watermark"`
+	LogEndOffset   int64  `json:"log_end_offset"`
+	summary
+}
+
+type segmentReport struct {
+	LogDir           string    `json:"log_dir"`
+	Topic            string    `json:"topic"`
+	Partition        int32     `json:"partition"`
+	Kind             string    `json:"kind"`
+	BaseOffset       int64     `json:"base_offset"`
+	State            string    `json:"state"`
+	Reason           string    `json:"reason"`
+	SizeBytes        int64     `json:"size_bytes"`
+	DiskBytes        int64     `json:"disk_bytes"`
+	LargestTimestamp time.Time `json:"largest_timestamp"`
+	TimestampSource  string    `json:"timestamp_source"`
+	ExpiredBytes     int64     `json:"expired_bytes"`
+}
+
+func buildReport(snap agent.Snapshot) scanReport {
+	r := scanReport{Time: snap.Time, ScanErrors: snap.Health.ScanErrors}
+	if r.ScanErrors == nil {
+		r.ScanErrors = map[agent.ErrorKind]uint64{}
+	}
+	topics := map[string]*topicReport{}
+	for _, d := range snap.LogDirs {
+		lr := logDirReport{Path: d.Path, BrokerID: d.BrokerID, ClusterID: d.ClusterID,
+			CapacityBytes: d.Usage.CapacityBytes, UsedBytes: d.Usage.UsedBytes, AvailableBytes: d.Usage.AvailableBytes,
+			UsageRatio: d.Usage.Ratio(), CapacityBasis: string(d.Usage.Basis),
+			DiskBytes: d.DiskBytes, PendingDeleteBytes: d.PendingDeleteBytes, OtherBytes: d.OtherBytes}
+		if d.Err != nil {
+			lr.Error = d.Err.Error()
+		}
+		r.LogDirs = append(r.LogDirs, lr)
+		for _, p := range d.Partitions {
+			pr := partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
+				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset}
+			pr.addPartition(p, snap.Time)
+			r.Partitions = append(r.Partitions, pr)
+			if p.Kind == agent.KindLive {
+				tr := topics[p.Topic]
+				if tr == nil {
+					c, ok := snap.Configs[p.Topic]
+					if !ok {
+						c = snap.Defaults
+					}
+					tr = &topicReport{Topic: p.Topic, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes, CleanupPolicy: c.CleanupPolicy.String()}
+					topics[p.Topic] = tr
+				}
+				tr.Partitions++
+				tr.addPartition(p, snap.Time)
+			}
+			for _, s := range p.Segments {
+				r.Segments = append(r.Segments, segmentReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Kind: string(p.Kind),
+					BaseOffset: s.BaseOffset, State: string(s.State), Reason: string(s.Reason), SizeBytes: s.LogBytes, DiskBytes: s.DiskBytes,
+					LargestTimestamp: s.LargestTimestamp.UTC(), TimestampSource: string(s.TimestampSource), ExpiredBytes: s.ExpiredBytes})
+			}
+		}
+	}
+	names := make([]string, 0, len(topics))
+	for n := range topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		r.Topics = append(r.Topics, *topics[n])
+	}
+	return r
+}
+
+func writeScanJSON(w io.Writer, snap agent.Snapshot) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(buildReport(snap))
+}
+
+func writeScanTable(w io.Writer, snap agent.Snapshot) error {
+	r := buildReport(snap)
+	var b strings.Builder
+	fmt.Fprintf(&b, "scan at %s\n", r.Time.UTC().Format(time.RFC3339))
+	for _, d := range r.LogDirs {
+		fmt.Fprintf(&b, "\nlog dir %s  broker %d  cluster %s\n", d.Path, d.BrokerID, d.ClusterID)
+		if d.Error != "" {
+			fmt.Fprintf(&b, "  error: %s\n", d.Error)
+			continue
+		}
+		fmt.Fprintf(&b, "  usage: %.1f%% (%s used of %s, %s), %s available\n", 100*d.UsageRatio, iec(int64(d.UsedBytes)), iec(int64(d.CapacityBytes)), d.CapacityBasis, iec(int64(d.AvailableBytes)))
+		fmt.Fprintf(&b, "  disk: %s total, %s pending deletion, %s other\n", iec(d.DiskBytes), iec(d.PendingDeleteBytes), iec(d.OtherBytes))
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(&b, "\ntopics (segments and .log bytes by state; expired-but-retained bytes by reason)")
+	fmt.Fprintln(tw, "TOPIC\tPOLICY\tRETENTION\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tBYTES OPEN\tBYTES CLOSED\tBYTES ELIGIBLE\tEXP OPEN SEG\tEXP AWAITING\tEXP PENDING\tOLDEST ELIGIBLE")
+	for _, t := range r.Topics {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.Topic, t.CleanupPolicy, retentionText(t.RetentionMs, t.RetentionBytes), t.Partitions, summaryCols(t.summary))
+	}
+	tw.Flush()
+	fmt.Fprintln(&b, "\npartitions")
+	fmt.Fprintln(tw, "PARTITION\tKIND\tLOG START\tHW\tLOG END\tOPEN\tCLOSED\tELIGIBLE\tBYTES OPEN\tBYTES CLOSED\tBYTES ELIGIBLE\tEXP OPEN SEG\tEXP AWAITING\tEXP PENDING\tOLDEST ELIGIBLE")
+	for _, p := range r.Partitions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Dir, p.Kind, offsetText(p.LogStartOffset), offsetText(p.HighWatermark), offsetText(p.LogEndOffset), summaryCols(p.summary))
+	}
+	tw.Flush()
+	if len(r.ScanErrors) > 0 {
+		kinds := make([]string, 0, len(r.ScanErrors))
+		for k, v := range r.ScanErrors {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, v))
+		}
+		slices.Sort(kinds)
+		fmt.Fprintf(&b, "\nscan errors: %s\n", strings.Join(kinds, " "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func summaryCols(s summary) string {
+	age := "-"
+	if s.OldestEligibleAgeS != nil {
+		age = (time.Duration(*s.OldestEligibleAgeS) * time.Second).String()
+	}
+	return fmt.Sprintf("%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
+		s.Segments.Open, s.Segments.Closed, s.Segments.Eligible,
+		iec(s.Bytes.Open), iec(s.Bytes.Closed), iec(s.Bytes.Eligible),
+		iec(s.ExpiredRetained.OpenSegment), iec(s.ExpiredRetained.AwaitingDeletion), iec(s.ExpiredRetained.PendingDelete), age)
+}
+
+func retentionText(ms, bytes int64) string {
+	t := "ms=-1"
+	if ms >= 0 {
+		t = (time.Duration(ms) * time.Millisecond).String()
+	}
+	if bytes >= 0 {
+		t += " bytes=" + iec(bytes)
+	}
+	return t
+}
+
+func offsetText(o int64) string {
+	if o < 0 {
+		return "?"
+	}
+	return fmt.Sprint(o)
+}
+
+// iec renders a byte count with binary units.
+func iec(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

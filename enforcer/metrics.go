@@ -1,0 +1,66 @@
+package enforcer
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Action results (the actions_total metric's result label).
+const (
+	ResultOK     = "ok"
+	ResultError  = "error"
+	ResultDryRun = "dry_run"
+)
+
+// Protection action names in metrics and logs.
+const (
+	actionProtect   = "protect"
+	actionUnprotect = "unprotect"
+)
+
+type metrics struct {
+	enabled        prometheus.Gauge
+	band           *prometheus.GaugeVec
+	protection     *prometheus.GaugeVec
+	actions        *prometheus.CounterVec
+	actionBytes    *prometheus.CounterVec
+	unexpiredBytes *prometheus.CounterVec
+	reconciles     *prometheus.CounterVec
+	duration       prometheus.Histogram
+	blocked        *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns = "kafka_disk_guard"
+	m := &metrics{
+		enabled: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "enforcement_enabled",
+			Help: "1 when enforcing, 0 in observe (dry-run) mode."}),
+		band: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "band",
+			Help: "1 for the band the log dir is in now."}, []string{"log_dir", "band"}),
+		protection: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "write_protection_active",
+			Help: "1 while write protection set by this agent is on."}, []string{"log_dir", "strategy"}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "actions_total",
+			Help: "Enforcer actions planned or performed, by action, result (ok, error, dry_run) and band."}, []string{"action", "result", "band"}),
+		actionBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "action_bytes_total",
+			Help: "Bytes freed (or, in dry run, that would be freed) by deletions and purges."}, []string{"action", "band"}),
+		unexpiredBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "unexpired_deleted_bytes_total",
+			Help: "Bytes of data not yet past retention that a purge deleted (data loss by design)."}, []string{"band"}),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "reconciles_total",
+			Help: "Reconcile passes by result (ok, error, blocked)."}, []string{"result"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "reconcile_duration_seconds",
+			Help: "Reconcile pass duration.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
+		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "enforcer_blocked",
+			Help: "1 when destructive actions are held back, by reason."}, []string{"reason"}),
+	}
+	for _, c := range []prometheus.Collector{m.enabled, m.band, m.protection, m.actions, m.actionBytes, m.unexpiredBytes, m.reconciles, m.duration, m.blocked} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range []BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors} {
+		m.blocked.WithLabelValues(string(r)).Set(0)
+	}
+	for _, r := range []string{ResultOK, ResultError, "blocked"} {
+		m.reconciles.WithLabelValues(r)
+	}
+	return m, nil
+}

@@ -1,0 +1,380 @@
+package enforcer
+
+import (
+	"cmp"
+	"container/heap"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// Deletion is one DeleteRecords on one partition: the log start offset
+// moves to Offset, the base offset of the first segment kept.
+type Deletion struct {
+	LogDir    string
+	Topic     string
+	Partition int32
+	Action    Action
+	Band      string
+	// FromOffset is the log start offset before.
+	FromOffset int64
+	// Offset is the new log start offset: a segment boundary.
+	Offset   int64
+	Segments int
+	// Bytes the segments take on disk.
+	Bytes int64
+	// UnexpiredBytes: bytes of segments not yet eligible by retention
+	// (data loss by design, R3.6).
+	UnexpiredBytes int64
+	// Reason: the eligibility reason of the first segment for
+	// scheduled/periodic deletions, "purge" otherwise.
+	Reason string
+	// Oldest is the largest timestamp of the first segment deleted.
+	Oldest time.Time
+}
+
+// TopicProtection is a protection change on one topic.
+type TopicProtection struct {
+	Topic string
+	ACLs  []ACL
+}
+
+// ProtectionPlan is how the protection state changes.
+type ProtectionPlan struct {
+	// Ownership is this agent's record after the pass.
+	Ownership Ownership
+	// Record: Ownership differs from what is recorded.
+	Record bool
+	// Create and Delete are the ACL bindings to add and remove, by topic.
+	Create []TopicProtection
+	Delete []TopicProtection
+	// SetQuota > 0: set the default producer_byte_rate; RemoveQuota: remove it.
+	SetQuota    int64
+	RemoveQuota bool
+	// OperatorQuota: the quota strategy wanted protection but an operator's
+	// default quota is in place, which the guard never touches.
+	OperatorQuota bool
+}
+
+// Plan is what a pass does.
+type Plan struct {
+	Deletions  []Deletion
+	Protection ProtectionPlan
+	// Held lists log dirs whose freeing goal is blocked, with the reasons.
+	Held map[string][]BlockReason
+}
+
+// Empty reports whether the plan does nothing.
+func (p Plan) Empty() bool {
+	pp := p.Protection
+	return len(p.Deletions) == 0 && !pp.Record && len(pp.Create) == 0 && len(pp.Delete) == 0 && pp.SetQuota == 0 && !pp.RemoveQuota
+}
+
+// PlanActions computes the actions that move observed towards desired. It
+// is pure.
+func PlanActions(o Observed, goals []DirGoal) Plan {
+	var plan Plan
+	if o.Snapshot == nil {
+		return plan
+	}
+	for _, g := range goals {
+		if g.Free.Action == "" {
+			continue
+		}
+		if len(g.Blocked) > 0 {
+			if plan.Held == nil {
+				plan.Held = map[string][]BlockReason{}
+			}
+			plan.Held[g.LogDir] = g.Blocked
+			continue
+		}
+		for _, ld := range o.Snapshot.LogDirs {
+			if ld.Path == g.LogDir {
+				plan.Deletions = append(plan.Deletions, planDir(o, ld, g)...)
+			}
+		}
+	}
+	if o.Protection != nil {
+		plan.Protection = planProtection(o, goals)
+	}
+	return plan
+}
+
+// candidate is a segment the pass may delete.
+type candidate struct {
+	part *partState
+	seg  agent.Segment
+	end  int64 // base offset of the next segment: the new log start offset
+}
+
+type partState struct {
+	p        *agent.Partition
+	lso      int64
+	queue    []candidate
+	chosen   []candidate
+	unexpire int64
+}
+
+// planDir chooses the segments of one log dir.
+func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
+	eligibleOnly := g.Free.Action == ActionScheduled || g.Free.Action == ActionPeriodic
+	var already int64 = ld.PendingDeleteBytes
+	var parts []*partState
+	for i := range ld.Partitions {
+		p := &ld.Partitions[i]
+		if p.Kind != agent.KindLive || len(p.Segments) < 2 {
+			continue
+		}
+		off, ok := o.Offsets[TopicPartition{p.Topic, p.Partition}]
+		lso, hw := p.LogStartOffset, p.HighWatermark
+		if ok {
+			lso, hw = max(lso, off.LogStart), off.HighWatermark
+		}
+		ps := &partState{p: p, lso: lso}
+		// Segments wholly below the log start offset are on their way out:
+		// the broker removes them at its next retention check.
+		for j := 0; j < len(p.Segments)-1; j++ {
+			if p.Segments[j+1].BaseOffset <= lso {
+				already += p.Segments[j].DiskBytes
+			}
+		}
+		if !ok || hw < 0 || !deletable(o.Snapshot, p.Topic) {
+			continue
+		}
+		limit := int64(math.MaxInt64)
+		if g.Free.Action == ActionPurgeFraction {
+			limit = lso + int64(math.Floor(g.Free.Fraction*float64(hw-lso)))
+		}
+		for j := 0; j < len(p.Segments)-1; j++ { // never the open segment
+			s, end := p.Segments[j], p.Segments[j+1].BaseOffset
+			if end <= lso {
+				continue
+			}
+			if end > hw || end > limit {
+				break // never past the high watermark; fraction cap
+			}
+			if eligibleOnly && (s.State != agent.StateEligible || s.Reason == agent.ReasonLogStartOffset) {
+				break // Kafka deletes an unbroken run of oldest segments
+			}
+			ps.queue = append(ps.queue, candidate{part: ps, seg: s, end: end})
+		}
+		if len(ps.queue) > 0 {
+			parts = append(parts, ps)
+		}
+	}
+	need := int64(math.MaxInt64)
+	if g.Free.Target > 0 {
+		need = needBytes(ld, g.Free.Target, already)
+	}
+	// Oldest first across partitions: a merge of the per-partition queues
+	// by largest timestamp, so each partition loses an unbroken prefix.
+	h := &candHeap{}
+	for _, ps := range parts {
+		heap.Push(h, ps)
+	}
+	for need > 0 && h.Len() > 0 {
+		ps := heap.Pop(h).(*partState)
+		c := ps.queue[0]
+		ps.queue = ps.queue[1:]
+		ps.chosen = append(ps.chosen, c)
+		if c.seg.State != agent.StateEligible {
+			ps.unexpire += max(c.seg.DiskBytes-c.seg.ExpiredBytes, 0)
+		}
+		need -= c.seg.DiskBytes
+		if len(ps.queue) > 0 {
+			heap.Push(h, ps)
+		}
+	}
+	var out []Deletion
+	for _, ps := range parts {
+		if len(ps.chosen) == 0 {
+			continue
+		}
+		d := Deletion{
+			LogDir: ld.Path, Topic: ps.p.Topic, Partition: ps.p.Partition,
+			Action: g.Free.Action, Band: g.Band.Name,
+			FromOffset: ps.lso, Offset: ps.chosen[len(ps.chosen)-1].end,
+			Segments: len(ps.chosen), UnexpiredBytes: ps.unexpire,
+			Oldest: ps.chosen[0].seg.LargestTimestamp,
+		}
+		for _, c := range ps.chosen {
+			d.Bytes += c.seg.DiskBytes
+		}
+		d.Reason = "purge"
+		if eligibleOnly {
+			d.Reason = string(ps.chosen[0].seg.Reason)
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b Deletion) int {
+		return cmp.Or(a.Oldest.Compare(b.Oldest), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// candHeap orders partitions by their next candidate's age.
+type candHeap []*partState
+
+func (h candHeap) Len() int { return len(h) }
+func (h candHeap) Less(i, j int) bool {
+	a, b := h[i].queue[0], h[j].queue[0]
+	return cmp.Or(a.seg.LargestTimestamp.Compare(b.seg.LargestTimestamp),
+		cmp.Compare(a.part.p.Topic, b.part.p.Topic),
+		cmp.Compare(a.part.p.Partition, b.part.p.Partition)) < 0
+}
+func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *candHeap) Push(x any)   { *h = append(*h, x.(*partState)) }
+func (h *candHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// planProtection computes this agent's claims and the ACL or quota
+// changes. Claims are reference counted across agents: a binding stays
+// while any agent's record claims it.
+func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
+	po := o.Protection
+	mine := po.Ownership[po.BrokerID]
+	others := map[ACL]bool{}
+	guardACLs := map[ACL]bool{}
+	othersQuota := false
+	for id, ow := range po.Ownership {
+		for _, a := range ow.ACLs {
+			a = normACL(a)
+			guardACLs[a] = true
+			if id != po.BrokerID {
+				others[a] = true
+			}
+		}
+		if id != po.BrokerID && ow.ProducerByteRate > 0 {
+			othersQuota = true
+		}
+	}
+	mineSet := map[ACL]bool{}
+	for _, a := range mine.ACLs {
+		mineSet[normACL(a)] = true
+	}
+	actual := map[ACL]bool{}
+	for _, a := range po.ACLs {
+		actual[normACL(a)] = true
+	}
+
+	dirs := map[string]bool{}
+	var dirList []string
+	for _, g := range goals {
+		if g.Protect {
+			dirs[g.LogDir] = true
+			dirList = append(dirList, g.LogDir)
+		}
+	}
+	slices.Sort(dirList)
+	topics := protectedTopics(o.Snapshot, dirs)
+
+	pp := ProtectionPlan{Ownership: Ownership{BrokerID: po.BrokerID, Strategy: po.Strategy, LogDirs: dirList}}
+	want := map[ACL]bool{}
+	if po.Strategy == StrategyACL {
+		for _, t := range topics {
+			deny := guardACL(t, OpWrite, PermDeny)
+			read, desc := guardACL(t, OpRead, PermAllow), guardACL(t, OpDescribe, PermAllow)
+			want[deny] = true
+			var widen bool
+			switch {
+			case mineSet[read]:
+				widen = true // keep what this agent decided when it protected the topic
+			case mineSet[deny]:
+				widen = false
+			default:
+				widen = !operatorACLOn(t, po.ACLs, guardACLs)
+			}
+			if widen {
+				want[read], want[desc] = true, true
+			}
+		}
+	}
+	if po.Strategy == StrategyQuota && len(topics) > 0 {
+		switch {
+		case mine.ProducerByteRate > 0 || othersQuota || po.DefaultProducerByteRate == 0:
+			pp.Ownership.ProducerByteRate = po.ProducerByteRate
+			if po.DefaultProducerByteRate == 0 {
+				pp.SetQuota = po.ProducerByteRate
+			}
+		default:
+			pp.OperatorQuota = true
+		}
+	}
+	if mine.ProducerByteRate > 0 && pp.Ownership.ProducerByteRate == 0 && !othersQuota && po.DefaultProducerByteRate == mine.ProducerByteRate {
+		pp.RemoveQuota = true
+	}
+
+	create := map[string][]ACL{}
+	del := map[string][]ACL{}
+	for a := range want {
+		pp.Ownership.ACLs = append(pp.Ownership.ACLs, a)
+		if !actual[a] {
+			create[a.Topic] = append(create[a.Topic], a)
+		}
+	}
+	for a := range mineSet {
+		if !want[a] && !others[a] && actual[a] {
+			del[a.Topic] = append(del[a.Topic], a)
+		}
+	}
+	sortACLs(pp.Ownership.ACLs)
+	pp.Create = byTopic(create)
+	pp.Delete = byTopic(del)
+	pp.Record = !sameOwnership(mine, pp.Ownership)
+	return pp
+}
+
+// operatorACLOn reports whether an ACL not set by any guard agent applies
+// to the topic: then allow.everyone.if.no.acl.found is already off for it
+// and the guard must not widen access.
+func operatorACLOn(topic string, acls []ACL, guard map[ACL]bool) bool {
+	for _, a := range acls {
+		if !guard[normACL(a)] && a.matches(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+func normACL(a ACL) ACL {
+	if a.Pattern == "" {
+		a.Pattern = PatternLiteral
+	}
+	return a
+}
+
+func byTopic(m map[string][]ACL) []TopicProtection {
+	out := make([]TopicProtection, 0, len(m))
+	for t, acls := range m {
+		sortACLs(acls)
+		out = append(out, TopicProtection{Topic: t, ACLs: acls})
+	}
+	slices.SortFunc(out, func(a, b TopicProtection) int { return cmp.Compare(a.Topic, b.Topic) })
+	return out
+}
+
+func sortACLs(acls []ACL) {
+	slices.SortFunc(acls, func(a, b ACL) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Permission, b.Permission), cmp.Compare(a.Operation, b.Operation))
+	})
+}
+
+func sameOwnership(a, b Ownership) bool {
+	if !slices.Equal(a.LogDirs, b.LogDirs) || a.ProducerByteRate != b.ProducerByteRate || len(a.ACLs) != len(b.ACLs) {
+		return false
+	}
+	x, y := slices.Clone(a.ACLs), slices.Clone(b.ACLs)
+	for i := range x {
+		x[i] = normACL(x[i])
+		y[i] = normACL(y[i])
+	}
+	sortACLs(x)
+	sortACLs(y)
+	return slices.Equal(x, y)
+}

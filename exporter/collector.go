@@ -1,0 +1,149 @@
+package exporter
+
+import (
+	"log/slog"
+	"runtime"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// descs holds every metric description of the collector.
+type descs struct {
+	// Disk usage (spec R2).
+	capacity, used, available, usageRatio, logDirPending, logDirError *prometheus.Desc
+	// Segments (spec R1).
+	segments, segmentBytes, expiredRetained, oldestEligibleAge, appended *prometheus.Desc
+	// Reserved space (spec R5).
+	reserved, reservedPercent *prometheus.Desc
+	// Agent health.
+	lastScan, scanDuration, scanErrors, rescans, rereads, watchMode, polledDirs, configsAge, buildInfo *prometheus.Desc
+}
+
+func newDescs(perPartition bool) descs {
+	name := func(n string) string { return prometheus.BuildFQName(Namespace, "", n) }
+	topic := []string{"log_dir", "topic"}
+	reservedLabels := []string{"topic", "basis"}
+	if perPartition {
+		topic = append(topic, "partition")
+		reservedLabels = []string{"topic", "partition", "basis"}
+	}
+	with := func(base []string, extra ...string) []string {
+		return append(append([]string(nil), base...), extra...)
+	}
+	logDir := []string{"log_dir"}
+	return descs{
+		capacity: prometheus.NewDesc(name("log_dir_capacity_bytes"),
+			"Capacity of the log dir in bytes: the filesystem's size or the configured capacity (basis).", []string{"log_dir", "basis"}, nil),
+		used: prometheus.NewDesc(name("log_dir_used_bytes"),
+			"Bytes used: filesystem used bytes, or bytes under the log dir when a capacity is configured.", logDir, nil),
+		available: prometheus.NewDesc(name("log_dir_available_bytes"),
+			"Bytes still free for the broker in the log dir.", logDir, nil),
+		usageRatio: prometheus.NewDesc(name("log_dir_usage_ratio"),
+			"Used bytes / capacity of the log dir, 0-1.", logDir, nil),
+		logDirPending: prometheus.NewDesc(name("log_dir_pending_delete_bytes"),
+			"Bytes in .deleted files and -delete directories of the log dir.", logDir, nil),
+		logDirError: prometheus.NewDesc(name("log_dir_error"),
+			"1 when the last scan could not read the log dir, else 0.", logDir, nil),
+
+		segments: prometheus.NewDesc(name("segments"),
+			"Segments by retention state (open, closed, eligible).", with(topic, "state"), nil),
+		segmentBytes: prometheus.NewDesc(name("segment_bytes"),
+			"Disk bytes of segments by retention state (open, closed, eligible).", with(topic, "state"), nil),
+		expiredRetained: prometheus.NewDesc(name("expired_retained_bytes"),
+			"Bytes past retention still on disk, by reason (open_segment, awaiting_deletion, pending_delete).", with(topic, "reason"), nil),
+		oldestEligibleAge: prometheus.NewDesc(name("oldest_eligible_segment_age_seconds"),
+			"Age of the largest timestamp of the oldest eligible segment.", topic, nil),
+		appended: prometheus.NewDesc(name("topic_appended_bytes_total"),
+			"Bytes appended to the topic's segments, observed from segment growth since the agent started.", topic, nil),
+
+		reserved: prometheus.NewDesc(name("reserved_bytes"),
+			"Bytes reserved for the topic's replicas on this broker (spec R5.1), by basis.", reservedLabels, nil),
+		reservedPercent: prometheus.NewDesc(name("reserved_disk_space_percent"),
+			"Total reserved bytes of the broker's partitions / its configured storage x 100.", []string{"broker_id"}, nil),
+
+		lastScan: prometheus.NewDesc(name("last_scan_timestamp_seconds"),
+			"Unix time of the last successful full scan (0 before the first).", nil, nil),
+		scanDuration: prometheus.NewDesc(name("scan_duration_seconds"),
+			"Duration of the last full scan.", nil, nil),
+		scanErrors: prometheus.NewDesc(name("scan_errors_total"),
+			"Scan errors by kind.", []string{"kind"}, nil),
+		rescans: prometheus.NewDesc(name("rescans_total"),
+			"Full scans by trigger.", []string{"trigger"}, nil),
+		rereads: prometheus.NewDesc(name("partition_rereads_total"),
+			"Partition directories re-read after a file event.", nil, nil),
+		watchMode: prometheus.NewDesc(name("watch_mode"),
+			"1 for the current watch mode (inotify, polling).", []string{"mode"}, nil),
+		polledDirs: prometheus.NewDesc(name("polled_dirs"),
+			"Directories watched by polling because inotify watches ran out.", nil, nil),
+		configsAge: prometheus.NewDesc(name("topic_configs_age_seconds"),
+			"Age of the topic configs in use.", nil, nil),
+		buildInfo: prometheus.NewDesc(name("build_info"),
+			"A metric with a constant '1' value labeled by version, revision and goversion of kafka-disk-guard.",
+			[]string{"version", "revision", "goversion"}, nil),
+	}
+}
+
+func (d *descs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{
+		d.capacity, d.used, d.available, d.usageRatio, d.logDirPending, d.logDirError,
+		d.segments, d.segmentBytes, d.expiredRetained, d.oldestEligibleAge, d.appended,
+		d.reserved, d.reservedPercent,
+		d.lastScan, d.scanDuration, d.scanErrors, d.rescans, d.rereads, d.watchMode, d.polledDirs, d.configsAge, d.buildInfo,
+	}
+}
+
+// collector is a prometheus.Collector over the agent's latest snapshot.
+type collector struct {
+	cfg    Config
+	logger *slog.Logger
+	src    SnapshotSource
+	d      descs
+
+	// The aggregation of a snapshot depends only on the snapshot (which is
+	// immutable), so it is computed once per snapshot and reused by every
+	// scrape until the agent publishes the next one.
+	mu       sync.Mutex
+	lastSnap *agent.Snapshot
+	lastView *view
+}
+
+func newCollector(cfg Config, logger *slog.Logger, src SnapshotSource) *collector {
+	return &collector{cfg: cfg, logger: logger, src: src, d: newDescs(cfg.PerPartition)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.d.all() {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. It reads the in-memory snapshot
+// only.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.d.buildInfo, prometheus.GaugeValue, 1,
+		c.cfg.Version, c.cfg.Revision, runtime.Version())
+	snap := c.src.Snapshot()
+	if snap == nil {
+		return // no scan yet: only build_info
+	}
+	v := c.viewOf(snap)
+	now := c.cfg.Now()
+	c.collectUsage(ch, v)
+	c.collectTopics(ch, v, now)
+	c.collectReserved(ch, v)
+	c.collectHealth(ch, snap, now)
+}
+
+func (c *collector) viewOf(snap *agent.Snapshot) *view {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastSnap != snap {
+		c.lastView = buildView(snap, c.cfg)
+		c.lastSnap = snap
+	}
+	return c.lastView
+}

@@ -1,0 +1,145 @@
+package exporter
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+const (
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+)
+
+// fixtureNow is the clock of every fixture.
+func fixtureNow() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) }
+
+// staticSource serves a fixed snapshot.
+type staticSource struct{ snap *agent.Snapshot }
+
+func (s staticSource) Snapshot() *agent.Snapshot { return s.snap }
+
+func seg(base, logBytes int64, state agent.State, reason agent.Reason, age time.Duration, expired int64) agent.Segment {
+	return agent.Segment{
+		BaseOffset:       base,
+		LogBytes:         logBytes,
+		DiskBytes:        logBytes + 12*1024,
+		ApparentBytes:    logBytes + 20*mib,
+		LargestTimestamp: fixtureNow().Add(-age),
+		TimestampSource:  agent.TimestampFromTimeIndex,
+		State:            state,
+		Reason:           reason,
+		ExpiredBytes:     expired,
+	}
+}
+
+func part(topic string, p int32, segs ...agent.Segment) agent.Partition {
+	var disk int64
+	for _, s := range segs {
+		disk += s.DiskBytes
+	}
+	return agent.Partition{
+		Topic: topic, Partition: p, Dir: fmt.Sprintf("%s-%d", topic, p), Kind: agent.KindLive,
+		Segments: segs, LogStartOffset: segs[0].BaseOffset, HighWatermark: 1000,
+		DiskBytes: disk + 4096, OtherBytes: 4096,
+	}
+}
+
+// fixtureSnapshot is a broker with two log dirs: one healthy with every kind
+// of topic and directory of spec R1.4, one the last scan could not read.
+func fixtureSnapshot() *agent.Snapshot {
+	now := fixtureNow()
+	day := 24 * time.Hour
+
+	orders0 := part("orders", 0,
+		seg(0, 512*mib, agent.StateEligible, agent.ReasonRetentionTime, 9*day, 512*mib),
+		seg(1000, 512*mib, agent.StateEligible, agent.ReasonRetentionTime, 8*day, 512*mib),
+		seg(2000, 512*mib, agent.StateClosed, "", 2*day, 0),
+		seg(3000, 100*mib, agent.StateOpen, "", time.Minute, 0),
+	)
+	orders0.PendingDeleteBytes = 300 * mib
+	orders0.AppendedBytes = 700 * uint64(mib)
+	orders1 := part("orders", 1,
+		seg(0, 512*mib, agent.StateClosed, "", 3*day, 0),
+		seg(1000, 40*mib, agent.StateOpen, "", time.Minute, 0),
+	)
+	orders1.AppendedBytes = 40 * uint64(mib)
+	// A dotted, dashed topic whose open segment holds expired records (seed 000).
+	events := part("user.events-v2", 0,
+		seg(0, 200*mib, agent.StateOpen, "", 8*day, 150*mib),
+	)
+	events.WriteRateBytesPerSecond = 1024
+	events.AppendedBytes = 200 * uint64(mib)
+	// retention.bytes = -1, observed write rate: reserved by estimate (R5.2).
+	clicks := part("clicks", 0,
+		seg(0, 1*gib, agent.StateClosed, "", 12*time.Hour, 0),
+		seg(5000, 10*mib, agent.StateOpen, "", time.Second, 0),
+	)
+	clicks.WriteRateBytesPerSecond = 2048
+	clicks.AppendedBytes = 10 * uint64(mib)
+	// retention.bytes = -1, no rate seen yet: unbounded.
+	audit := part("audit", 0, seg(0, 5*mib, agent.StateOpen, "", time.Hour, 0))
+	offsets := part("__consumer_offsets", 7,
+		seg(0, 100*mib, agent.StateClosed, "", 30*day, 0),
+		seg(900, 1*mib, agent.StateOpen, "", time.Minute, 0),
+	)
+	// Every segment past time retention: Kafka rolls and deletes the active one too.
+	stale := part("stale", 0,
+		seg(0, 3*mib, agent.StateEligible, agent.ReasonRetentionTime, 10*day, 3*mib),
+		seg(10, 1*mib, agent.StateEligible, agent.ReasonAllExpiredActive, 9*day, 1*mib),
+	)
+	deleted := agent.Partition{Topic: "old-topic", Partition: 0, Dir: "old-topic-0.abc-delete", Kind: agent.KindDeleted,
+		DiskBytes: 64 * mib, PendingDeleteBytes: 64 * mib, LogStartOffset: -1, HighWatermark: -1}
+	future := agent.Partition{Topic: "orders", Partition: 2, Dir: "orders-2.def-future", Kind: agent.KindFuture,
+		Segments: []agent.Segment{seg(0, 8*mib, agent.StateOpen, "", time.Minute, 0)}, DiskBytes: 8 * mib,
+		LogStartOffset: -1, HighWatermark: -1}
+	metadata := agent.Partition{Topic: "__cluster_metadata", Partition: 0, Dir: "__cluster_metadata-0", Kind: agent.KindMetadata,
+		Segments: []agent.Segment{seg(0, 2*mib, agent.StateOpen, "", time.Second, 0)}, DiskBytes: 2 * mib,
+		LogStartOffset: -1, HighWatermark: -1}
+
+	ordersCfg := agent.DefaultTopicConfig()
+	ordersCfg.RetentionBytes = 1 * gib
+	ordersCfg.SegmentBytes = 512 * mib
+	ordersCfg.RetentionMs = 7 * day.Milliseconds()
+	clicksCfg := agent.DefaultTopicConfig()
+	clicksCfg.RetentionMs = day.Milliseconds()
+	offsetsCfg := agent.DefaultTopicConfig()
+	offsetsCfg.CleanupPolicy = agent.CleanupPolicy{Compact: true}
+	eventsCfg := agent.DefaultTopicConfig()
+	eventsCfg.CleanupPolicy = agent.CleanupPolicy{Compact: true, Delete: true}
+	eventsCfg.SegmentBytes = 256 * mib
+
+	return &agent.Snapshot{
+		Time: now.Add(-10 * time.Second),
+		LogDirs: []agent.LogDir{
+			{
+				Path: "/var/lib/kafka/data-0", BrokerID: 1, ClusterID: "c1",
+				Partitions: []agent.Partition{audit, clicks, offsets, metadata, deleted, orders0, orders1, future, stale, events},
+				Usage: agent.Usage{CapacityBytes: 100 * uint64(gib), UsedBytes: 62 * uint64(gib),
+					AvailableBytes: 38 * uint64(gib), Basis: agent.CapacityFilesystem},
+				PendingDeleteBytes: 364 * mib, OtherBytes: 8192, DiskBytes: 5 * gib,
+			},
+			{
+				Path: "/var/lib/kafka/data-1", BrokerID: 1, ClusterID: "c1",
+				Usage: agent.Usage{CapacityBytes: 50 * uint64(gib), UsedBytes: 10 * uint64(gib),
+					AvailableBytes: 40 * uint64(gib), Basis: agent.CapacityConfigured},
+				Err: errors.New("read log dir /var/lib/kafka/data-1: permission denied"),
+			},
+		},
+		Configs: map[string]agent.TopicConfig{
+			"orders": ordersCfg, "clicks": clicksCfg, "__consumer_offsets": offsetsCfg, "user.events-v2": eventsCfg,
+		},
+		Defaults:    agent.DefaultTopicConfig(),
+		ConfigsTime: now.Add(-90 * time.Second),
+		Health: agent.Health{
+			LastFullScan:         now.Add(-30 * time.Second),
+			LastFullScanDuration: 1500 * time.Millisecond,
+			ScanErrors:           map[agent.ErrorKind]uint64{agent.ErrPermission: 3, agent.ErrVanished: 1},
+			Rescans:              map[string]uint64{"start": 1, "periodic": 12},
+			PartitionRereads:     4711,
+			WatchMode:            "inotify",
+		},
+	}
+}

@@ -1,0 +1,172 @@
+// Package kafkaadmin adapts Sarama to the interfaces the guard's parts declare.
+package kafkaadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+)
+
+// Enforce is the enforcer's admin API on Sarama (it implements
+// enforcer.Admin). Every RPC's per-item error codes are checked: a nil
+// RPC error is not success.
+type Enforce struct {
+	client         sarama.Client
+	admin          sarama.ClusterAdmin
+	ownershipTopic string
+	mu             sync.Mutex // guards producer
+	producer       sarama.SyncProducer
+}
+
+var _ enforcer.Admin = (*Enforce)(nil)
+
+// NewEnforce connects to the cluster. cfg should authenticate as a super
+// user (the ACL calls and DeleteRecords need it); ownershipTopic is the
+// compacted topic holding each agent's protection record.
+func NewEnforce(addrs []string, cfg *sarama.Config, ownershipTopic string) (*Enforce, error) {
+	c := *cfg
+	c.Producer.Return.Successes = true
+	c.Producer.Return.Errors = true
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Idempotent = false
+	c.Metadata.AllowAutoTopicCreation = false
+	client, err := sarama.NewClient(addrs, &c)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %v: %w", addrs, err)
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("admin client: %w", err)
+	}
+	return &Enforce{client: client, admin: admin, ownershipTopic: ownershipTopic}, nil
+}
+
+// Close releases the connections.
+func (e *Enforce) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	if e.producer != nil {
+		errs = append(errs, e.producer.Close())
+	}
+	errs = append(errs, e.admin.Close()) // closes the client too
+	return errors.Join(errs...)
+}
+
+// Offsets asks each partition's leader for the log start offset and the
+// high watermark (ListOffsets earliest and latest, read_uncommitted).
+func (e *Enforce) Offsets(ctx context.Context, parts []enforcer.TopicPartition) (map[enforcer.TopicPartition]enforcer.Offsets, error) {
+	byLeader := map[*sarama.Broker][]enforcer.TopicPartition{}
+	var errs []error
+	for _, tp := range parts {
+		b, err := e.client.Leader(tp.Topic, tp.Partition)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("leader of %s-%d: %w", tp.Topic, tp.Partition, err))
+			continue
+		}
+		byLeader[b] = append(byLeader[b], tp)
+	}
+	out := make(map[enforcer.TopicPartition]enforcer.Offsets, len(parts))
+	for b, tps := range byLeader {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var res [2]*sarama.OffsetResponse
+		for i, at := range []int64{sarama.OffsetOldest, sarama.OffsetNewest} {
+			req := sarama.NewOffsetRequest(e.client.Config().Version)
+			for _, tp := range tps {
+				req.AddBlock(tp.Topic, tp.Partition, at, 1)
+			}
+			r, err := b.GetAvailableOffsets(req)
+			if err != nil {
+				return nil, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err)
+			}
+			res[i] = r
+		}
+		for _, tp := range tps {
+			lo, hi := res[0].GetBlock(tp.Topic, tp.Partition), res[1].GetBlock(tp.Topic, tp.Partition)
+			if lo == nil || hi == nil {
+				errs = append(errs, fmt.Errorf("list offsets %s-%d: no answer", tp.Topic, tp.Partition))
+				continue
+			}
+			if !errors.Is(lo.Err, sarama.ErrNoError) || !errors.Is(hi.Err, sarama.ErrNoError) {
+				errs = append(errs, fmt.Errorf("list offsets %s-%d: %w", tp.Topic, tp.Partition, errors.Join(kerr(lo.Err), kerr(hi.Err))))
+				continue
+			}
+			out[tp] = enforcer.Offsets{LogStart: lo.Offset, HighWatermark: hi.Offset}
+		}
+	}
+	if len(out) == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	// Partitions with an error are simply absent: the enforcer leaves them.
+	return out, nil
+}
+
+func kerr(k sarama.KError) error {
+	if errors.Is(k, sarama.ErrNoError) {
+		return nil
+	}
+	return k
+}
+
+// DeleteRecords sends DeleteRecords to each partition's leader and returns
+// every partition's own result.
+func (e *Enforce) DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64) (map[int32]error, error) {
+	out := make(map[int32]error, len(offsets))
+	byLeader := map[*sarama.Broker]map[int32]int64{}
+	for p, off := range offsets {
+		b, err := e.client.Leader(topic, p)
+		if err != nil {
+			out[p] = fmt.Errorf("leader: %w", err)
+			continue
+		}
+		if byLeader[b] == nil {
+			byLeader[b] = map[int32]int64{}
+		}
+		byLeader[b][p] = off
+	}
+	timeout := e.client.Config().Admin.Timeout
+	for b, offs := range byLeader {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		req := &sarama.DeleteRecordsRequest{
+			Version: 1,
+			Topics:  map[string]*sarama.DeleteRecordsRequestTopic{topic: {PartitionOffsets: offs}},
+			Timeout: timeout,
+		}
+		if e.client.Config().Version.IsAtLeast(sarama.V2_6_0_0) {
+			req.Version = 2
+		}
+		rsp, err := b.DeleteRecords(req)
+		if err != nil {
+			for p := range offs {
+				out[p] = fmt.Errorf("delete records on broker %d: %w", b.ID(), err)
+			}
+			continue
+		}
+		rt := rsp.Topics[topic]
+		for p := range offs {
+			var rp *sarama.DeleteRecordsResponsePartition
+			if rt != nil {
+				rp = rt.Partitions[p]
+			}
+			switch {
+			case rp == nil:
+				out[p] = errors.New("no result for the partition")
+			case !errors.Is(rp.Err, sarama.ErrNoError):
+				out[p] = rp.Err
+			default:
+				out[p] = nil
+			}
+		}
+	}
+	return out, nil
+}

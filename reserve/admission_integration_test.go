@@ -1,0 +1,379 @@
+//go:build integration
+
+package reserve_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
+	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
+)
+
+const gib = int64(1) << 30
+
+// switchSource lets the test start the guard's HTTP server before the
+// broker (the broker needs its URL) and make the guard fail on purpose.
+type switchSource struct {
+	mu   sync.Mutex
+	src  reserve.ClusterSource
+	fail bool
+}
+
+func (s *switchSource) set(src reserve.ClusterSource, fail bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.src, s.fail = src, fail
+}
+
+func (s *switchSource) ReadCluster(ctx context.Context) (reserve.ClusterInfo, error) {
+	s.mu.Lock()
+	src, fail := s.src, s.fail
+	s.mu.Unlock()
+	if fail || src == nil {
+		return reserve.ClusterInfo{}, errors.New("guard made unreachable by the test")
+	}
+	return src.ReadCluster(ctx)
+}
+
+// pluginBuild builds the CreateTopicPolicy jar with Maven once per test run.
+var pluginBuild = sync.OnceValues(func() (string, error) {
+	root, err := kafkatest.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(filepath.Join(root, "scripts", "build-plugin.sh")).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build plugin: %w\n%s", err, out)
+	}
+	jar := filepath.Join(root, "plugin", "target", "kafka-disk-guard-policy.jar")
+	_, err = os.Stat(jar)
+	return jar, err
+})
+
+func buildPlugin(t *testing.T) string {
+	t.Helper()
+	jar, err := pluginBuild()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jar
+}
+
+func buildCLI(t *testing.T, root string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kafka-disk-guard")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kafka-disk-guard")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build cli: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// seed example 1: 1 GiB retention, 512 MiB segments: 1.56 GiB per partition.
+var seedConfigs = map[string]string{"retention.bytes": "1073741824", "segment.bytes": "536870912"}
+
+const perPartition = gib + 512<<20 + 2*10<<20*3
+
+func topicDetail(partitions int32) *sarama.TopicDetail {
+	entries := map[string]*string{}
+	for k, v := range seedConfigs {
+		entries[k] = &v
+	}
+	return &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries}
+}
+
+// R5.4 end to end: a real Kafka 4.4 broker loads the plugin, which asks the
+// guard's HTTP handler (served here on loopback) at every CreateTopics.
+func TestAdmissionOnRealBroker(t *testing.T) {
+	root, err := kafkatest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar := buildPlugin(t)
+	cli := buildCLI(t, root)
+
+	// Each broker "has" 10 GiB of configured storage; the limit is 90%.
+	cfg := reserve.Config{BrokerStorageBytes: 10 * gib}
+	src := &switchSource{}
+	mux := http.NewServeMux()
+	mux.Handle("/api/v1/reserve/check", reserve.NewHandler(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)), src))
+	guard := httptest.NewServer(mux)
+	t.Cleanup(guard.Close)
+
+	broker, err := kafkatest.Start(kafkatest.Options{
+		Classpath: []string{jar},
+		Props: []string{
+			"create.topic.policy.class.name=io.kafkadiskguard.policy.ReservedSpacePolicy",
+			"kafka.disk.guard.url=" + guard.URL + "/api/v1/reserve/check",
+			"kafka.disk.guard.timeout.ms=5000",
+			"kafka.disk.guard.on.unreachable=refuse",
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server.log tail:\n%s", tail(broker.ServerLog(), 60))
+		}
+		if err := broker.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	// The guard has its own client: Kafka answers one request per
+	// connection at a time, and the policy call holds the client's
+	// CreateTopics open until the guard has read the cluster.
+	admin := broker.Admin(t)
+	reader := kafkaadmin.NewClusterReader(broker.Admin(t))
+	src.set(reader, false)
+
+	if !strings.Contains(broker.ServerLog(), "kafka-disk-guard reserved-space policy asks") {
+		t.Fatalf("the broker did not load the policy")
+	}
+
+	t.Run("R5.3 DescribeLogDirs v4 reports the log dir's volume size", func(t *testing.T) {
+		info, err := reader.ReadCluster(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Brokers) != 1 || len(info.Brokers[0].LogDirs) != 1 {
+			t.Fatalf("brokers %+v", info.Brokers)
+		}
+		var fs syscall.Statfs_t
+		if err := syscall.Statfs(broker.LogDir, &fs); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(fs.Blocks) * fs.Frsize
+		if got := info.Brokers[0].LogDirs[0].TotalBytes; got != want {
+			t.Fatalf("total bytes = %d, statfs says %d", got, want)
+		}
+		if info.BrokerConfig["log.segment.bytes"] == "" {
+			t.Fatalf("broker config lacks log.segment.bytes: %v", info.BrokerConfig)
+		}
+	})
+
+	t.Run("R5.4 a topic that fits is created", func(t *testing.T) {
+		if err := admin.CreateTopic("fits", topicDetail(2), false); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		kafkatest.Eventually(t, 20*time.Second, func() error {
+			st := state(t, reader, cfg)
+			if got := st.Topics["fits"].ReservedBytes; got != 2*perPartition {
+				return fmt.Errorf("fits reserves %d, want %d", got, 2*perPartition)
+			}
+			return nil
+		})
+	})
+
+	// 2 partitions (3.12 GiB) exist; 4 more would make 9.35 GiB of 10 GiB.
+	t.Run("R5.4 a topic past the limit gets POLICY_VIOLATION at a Sarama client", func(t *testing.T) {
+		for _, validateOnly := range []bool{true, false} {
+			err := admin.CreateTopic("too-big", topicDetail(4), validateOnly)
+			if !errors.Is(err, sarama.ErrPolicyViolation) {
+				t.Fatalf("validateOnly=%v: err = %v, want POLICY_VIOLATION", validateOnly, err)
+			}
+			for _, want := range []string{"reserved storage limit of 90% exceeded", "cluster would be at 93.5%",
+				"current 3.12 GiB = 31.2%", "requested 6.23 GiB", "create topic too-big"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message %q lacks %q", err.Error(), want)
+				}
+			}
+		}
+		assertNoTopic(t, admin, "too-big")
+	})
+
+	t.Run("R5.4 a manual replica assignment past the limit is refused too", func(t *testing.T) {
+		d := topicDetail(-1)
+		d.ReplicationFactor = -1
+		d.ReplicaAssignment = map[int32][]int32{0: {1}, 1: {1}, 2: {1}, 3: {1}}
+		err := admin.CreateTopic("too-big-assigned", d, false)
+		if !errors.Is(err, sarama.ErrPolicyViolation) {
+			t.Fatalf("err = %v, want POLICY_VIOLATION", err)
+		}
+		for _, want := range []string{"broker 1 would be at 93.5%", "create topic too-big-assigned: 4 partition(s) x 1 replica(s)"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("message %q lacks %q", err.Error(), want)
+			}
+		}
+		assertNoTopic(t, admin, "too-big-assigned")
+	})
+
+	t.Run("R5.4 a topic past the limit is refused at Kafka's TopicCommand", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(root, "scripts", "kafka.sh"), "tool", "org.apache.kafka.tools.TopicCommand",
+			"--bootstrap-server", broker.Addr, "--create", "--topic", "too-big", "--partitions", "4", "--replication-factor", "1",
+			"--config", "retention.bytes=1073741824", "--config", "segment.bytes=536870912")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("TopicCommand succeeded:\n%s", out)
+		}
+		for _, want := range []string{"Error while executing topic command", "reserved storage limit of 90% exceeded: cluster would be at 93.5%"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("TopicCommand output lacks %q:\n%s", want, out)
+			}
+		}
+		assertNoTopic(t, admin, "too-big")
+	})
+
+	t.Run("R5.4 the CLI online answers the same and exits 1", func(t *testing.T) {
+		out, err := exec.Command(cli, "reserve", "--bootstrap-server", broker.SASLAddr,
+			"--sasl-mechanism", "PLAIN", "--sasl-username", kafkatest.GuardUser, "--sasl-password", kafkatest.GuardPassword,
+			"--broker-storage-bytes", "10GiB", "--topic", "too-big", "--partitions", "4",
+			"--config", "retention.bytes=1073741824", "--config", "segment.bytes=536870912").CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("exit %v, want 1:\n%s", err, out)
+		}
+		for _, want := range []string{"PolicyViolation: reserved storage limit of 90% exceeded", "broker 1 (+4)", "93.5%"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		out, err = exec.Command(cli, "reserve", "--bootstrap-server", broker.SASLAddr,
+			"--sasl-mechanism", "PLAIN", "--sasl-username", kafkatest.GuardUser, "--sasl-password", kafkatest.GuardPassword,
+			"--broker-storage-bytes", "10GiB", "--topic", "fine", "--partitions", "1",
+			"--config", "retention.bytes=1073741824", "--config", "segment.bytes=536870912").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "result: allowed") {
+			t.Fatalf("fitting topic: %v\n%s", err, out)
+		}
+	})
+
+	// Kafka 4.4's controller applies CreateTopicPolicy to CreateTopics only
+	// (ReplicationControlManager.createPartitions never calls it): the broker
+	// itself cannot refuse CreatePartitions. The guard's answer (HTTP and
+	// CLI) still refuses, and counts the partitions once they exist.
+	t.Run("R5.4 adding partitions past the limit: refused by the guard, not applied by Kafka 4.4", func(t *testing.T) {
+		body, _ := json.Marshal(reserve.Request{Operation: reserve.CreatePartitions, Topic: "fits", Partitions: 6})
+		res, err := http.Post(guard.URL+"/api/v1/reserve/check", "application/json", strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d reserve.Decision
+		err = json.NewDecoder(res.Body).Decode(&d)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("status %d, %v", res.StatusCode, err)
+		}
+		if d.Allowed || !strings.Contains(d.Reason, "add partitions to topic fits: 4 partition(s)") || !strings.Contains(d.Reason, "limit of 90%") {
+			t.Fatalf("guard decision %+v", d)
+		}
+
+		if err := admin.CreatePartitions("fits", 6, nil, false); err != nil {
+			t.Fatalf("Kafka 4.4 refused CreatePartitions (does it apply the policy now? update docs/admission.md): %v", err)
+		}
+		kafkatest.Eventually(t, 20*time.Second, func() error {
+			if got := state(t, reader, cfg).ReservedBytes; got != 6*perPartition {
+				return fmt.Errorf("reserved %d, want %d", got, 6*perPartition)
+			}
+			return nil
+		})
+		// Now over the limit: even a small topic is refused.
+		err = admin.CreateTopic("tiny", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1,
+			ConfigEntries: map[string]*string{"retention.bytes": ptr("1048576"), "segment.bytes": ptr("1048576")}}, false)
+		if !errors.Is(err, sarama.ErrPolicyViolation) || !strings.Contains(err.Error(), "current 9.35 GiB = 93.5%") {
+			t.Fatalf("err = %v, want POLICY_VIOLATION at 93.5%%", err)
+		}
+	})
+
+	t.Run("R5.4 guard unreachable with on.unreachable=refuse", func(t *testing.T) {
+		src.set(reader, true)
+		defer src.set(reader, false)
+		err := admin.CreateTopic("while-down", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
+		if !errors.Is(err, sarama.ErrPolicyViolation) {
+			t.Fatalf("err = %v, want POLICY_VIOLATION", err)
+		}
+		for _, want := range []string{"could not check the reserved storage limit", "HTTP 503", "kafka.disk.guard.on.unreachable=refuse"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("message %q lacks %q", err.Error(), want)
+			}
+		}
+	})
+}
+
+// With on.unreachable=allow (the default) a guard that cannot answer
+// lets topics through, and the broker logs a warning.
+func TestAdmissionGuardUnreachableAllows(t *testing.T) {
+	jar := buildPlugin(t)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	url := closed.URL + "/api/v1/reserve/check"
+	closed.Close() // nothing listens there any more
+	broker, err := kafkatest.Start(kafkatest.Options{
+		Classpath: []string{jar},
+		Props: []string{
+			"create.topic.policy.class.name=io.kafkadiskguard.policy.ReservedSpacePolicy",
+			"kafka.disk.guard.url=" + url,
+			"kafka.disk.guard.timeout.ms=1000",
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := broker.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if !strings.Contains(broker.ServerLog(), "on unreachable: allow") {
+		t.Fatal("the broker did not load the policy with on.unreachable=allow")
+	}
+	if err := broker.Admin(t).CreateTopic("while-down", topicDetail(1), false); err != nil {
+		t.Fatalf("create with the guard down and on.unreachable=allow: %v", err)
+	}
+	kafkatest.Eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(broker.ServerLog(), "gave no answer for topic while-down") {
+			return errors.New("no warning in server.log")
+		}
+		return nil
+	})
+}
+
+func ptr(s string) *string { return &s }
+
+func state(t *testing.T, src reserve.ClusterSource, cfg reserve.Config) reserve.State {
+	t.Helper()
+	info, err := src.ReadCluster(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := reserve.NewState(info, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func assertNoTopic(t *testing.T, admin sarama.ClusterAdmin, name string) {
+	t.Helper()
+	topics, err := admin.ListTopics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := topics[name]; ok {
+		t.Fatalf("topic %s exists", name)
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,169 @@
+package k8scheck
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// good is a minimal DaemonSet + ConfigMap pair that passes every check;
+// each case below breaks one thing.
+const goodConfigMap = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kdg
+  namespace: kafka
+data:
+  config.yaml: |
+    logDirs: [/var/lib/kafka/data]
+    capacityBytes: 0
+    enforcer: {enabled: false, profile: cloud, protection: {strategy: acl}}
+    web: {listenAddress: ":9644"}
+    metrics: {perPartition: false}
+`
+
+const goodDaemonSet = `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: kdg
+  namespace: kafka
+  labels: {app: kdg}
+spec:
+  selector:
+    matchLabels: {app: kdg}
+  template:
+    metadata:
+      labels: {app: kdg}
+    spec:
+      securityContext: {runAsNonRoot: true, runAsUser: 65532}
+      containers:
+        - name: agent
+          image: example/kdg:1
+          args: [run, --config=/etc/kafka-disk-guard/config.yaml]
+          ports: [{name: http-metrics, containerPort: 9644}]
+          livenessProbe: {httpGet: {path: /healthz, port: http-metrics}}
+          readinessProbe: {httpGet: {path: /readyz, port: http-metrics}}
+          resources:
+            requests: {cpu: 50m, memory: 64Mi}
+            limits: {cpu: 500m, memory: 256Mi}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities: {drop: [ALL]}
+          volumeMounts:
+            - {name: config, mountPath: /etc/kafka-disk-guard/config.yaml, subPath: config.yaml, readOnly: true}
+            - {name: data, mountPath: /var/lib/kafka/data, readOnly: true}
+      volumes:
+        - {name: config, configMap: {name: kdg}}
+        - {name: data, hostPath: {path: /var/lib/kafka/data, type: Directory}}
+`
+
+func check(t *testing.T, manifests string) []string {
+	t.Helper()
+	docs, err := SplitDocuments(strings.NewReader(manifests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []Object
+	var problems []string
+	for _, d := range docs {
+		o, err := Decode(d)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		objs = append(objs, o)
+	}
+	for _, e := range Validate(objs) {
+		problems = append(problems, e.Error())
+	}
+	return problems
+}
+
+func TestValidManifestsPass(t *testing.T) {
+	if p := check(t, goodConfigMap+"---\n# comment only\n---\n"+goodDaemonSet); len(p) != 0 {
+		t.Fatalf("problems in valid manifests: %v", p)
+	}
+}
+
+func TestProblemsAreFound(t *testing.T) {
+	tests := []struct {
+		name      string
+		configMap string
+		daemonSet string
+		want      string
+	}{
+		{"unknown field", goodConfigMap, strings.Replace(goodDaemonSet, "image: example/kdg:1", "image: example/kdg:1\n          imagePullPolicyy: Always", 1), `unknown field "spec.template.spec.containers[0].imagePullPolicyy"`},
+		{"case-mismatched field", goodConfigMap, strings.Replace(goodDaemonSet, "readOnlyRootFilesystem", "readonlyRootFilesystem", 1), "readonlyRootFilesystem"},
+		{"duplicate key", goodConfigMap, strings.Replace(goodDaemonSet, "  name: kdg\n  namespace", "  name: kdg\n  name: kdg2\n  namespace", 1), `key "name" already set`},
+		{"unknown kind", goodConfigMap, strings.Replace(goodDaemonSet, "kind: DaemonSet", "kind: Deployment", 1), "unsupported kind"},
+		{"bad quantity", goodConfigMap, strings.Replace(goodDaemonSet, "memory: 64Mi", "memory: 64MB!", 1), "quantities must match"},
+		{"selector does not match", goodConfigMap, strings.Replace(goodDaemonSet, "matchLabels: {app: kdg}", "matchLabels: {app: other}", 1), "does not match the pod template labels"},
+		{"writable host mount", goodConfigMap, strings.Replace(goodDaemonSet, "mountPath: /var/lib/kafka/data, readOnly: true", "mountPath: /var/lib/kafka/data", 1), `mount "data" of broker data is not readOnly`},
+		{"missing volume", goodConfigMap, strings.Replace(goodDaemonSet, "{name: data, mountPath", "{name: logs, mountPath", 1), `mount "logs": no such volume`},
+		{"root filesystem writable", goodConfigMap, strings.Replace(goodDaemonSet, "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", 1), "readOnlyRootFilesystem is not true"},
+		{"privilege escalation", goodConfigMap, strings.Replace(goodDaemonSet, "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", 1), "allowPrivilegeEscalation is not false"},
+		{"capabilities kept", goodConfigMap, strings.Replace(goodDaemonSet, "drop: [ALL]", "drop: [NET_RAW]", 1), "do not drop ALL"},
+		{"root user", goodConfigMap, strings.Replace(goodDaemonSet, "runAsUser: 65532", "runAsUser: 0", 1), "runs as uid 0"},
+		{"probe on unknown port", goodConfigMap, strings.Replace(goodDaemonSet, "path: /readyz, port: http-metrics", "path: /readyz, port: metrics", 1), `readinessProbe port "metrics" is no container port`},
+		{"liveness not healthz", goodConfigMap, strings.Replace(goodDaemonSet, "path: /healthz", "path: /metrics", 1), "want /healthz"},
+		{"request above limit", goodConfigMap, strings.Replace(goodDaemonSet, "cpu: 50m", "cpu: 900m", 1), "cpu request 900m above limit 500m"},
+		{"bad label value", goodConfigMap, strings.Replace(goodDaemonSet, "labels: {app: kdg}\nspec", "labels: {app: \"kdg!\"}\nspec", 1), `metadata.labels "app" value "kdg!"`},
+		{"unknown config field", strings.Replace(goodConfigMap, "capacityBytes: 0", "capacity: 0", 1), goodDaemonSet, "field capacity not found"},
+		{"log dir not mounted", strings.Replace(goodConfigMap, "[/var/lib/kafka/data]", "[/data/kafka]", 1), goodDaemonSet, `log dir "/data/kafka" is not under a read-only mount`},
+		{"bad profile", strings.Replace(goodConfigMap, "profile: cloud", "profile: hybrid", 1), goodDaemonSet, `enforcer.profile "hybrid"`},
+		{"password file not mounted", strings.Replace(goodConfigMap, "capacityBytes: 0", "capacityBytes: 0\n    kafka: {bootstrapServers: [k:9092], sasl: {mechanism: PLAIN, username: u, passwordFile: /etc/kafka-disk-guard/secrets/sasl-password}}", 1), goodDaemonSet, "is not a mounted secret file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			problems := check(t, tt.configMap+"---\n"+tt.daemonSet)
+			for _, p := range problems {
+				if strings.Contains(p, tt.want) {
+					return
+				}
+			}
+			t.Fatalf("want a problem containing %q, got %q", tt.want, problems)
+		})
+	}
+}
+
+func TestUnderAny(t *testing.T) {
+	dirs := []string{"/var/lib/kubelet/pods", "/mnt/disks/kafka-0"}
+	tests := []struct {
+		path string
+		want bool
+	}{
+		{"/var/lib/kubelet/pods/*/volumes/*/*/kafka-log*", true},
+		{"/var/lib/kubelet/pods", true},
+		{"/var/lib/kubelet/podsX/a", false},
+		{"/mnt/disks/kafka-0/kafka-log0", true},
+		{"/mnt/disks/kafka-*/kafka-log0", false}, // fixed prefix /mnt/disks is not mounted
+		{"/var/lib/kafka/data", false},
+	}
+	for _, tt := range tests {
+		if got := underAny(tt.path, dirs); got != tt.want {
+			t.Errorf("underAny(%q) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+}
+
+// TestConfigExampleHasTheChartsShape: deploy/config.example.yaml (for VMs)
+// and the chart's rendered config share one shape, decoded strictly.
+func TestConfigExampleHasTheChartsShape(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg agentConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		t.Fatalf("config.example.yaml: %v", err)
+	}
+	if len(cfg.LogDirs) == 0 || cfg.Kafka == nil || cfg.Kafka.SASL == nil || cfg.Enforcer.Enabled || cfg.Web.ListenAddress != ":9644" {
+		t.Fatalf("unexpected example config: %+v", cfg)
+	}
+}
