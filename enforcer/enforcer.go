@@ -84,6 +84,8 @@ type Enforcer struct {
 	// Observe mode: what enforcing would have set, so the dry run reports
 	// the plan enforcement would follow instead of the same one each pass.
 	virtualLSO map[TopicPartition]int64
+	// fractionPass: when each partition last had a purge_fraction pass.
+	fractionPass map[TopicPartition]time.Time
 }
 
 // New builds an enforcer. It performs no I/O.
@@ -118,6 +120,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, src Snapsho
 		dryRun: !cfg.Enabled, brokerF: cfg.BrokerID, brokerID: -1,
 		lastScheduled: clock.Now(),
 		virtualLSO:    map[TopicPartition]int64{},
+		fractionPass:  map[TopicPartition]time.Time{},
 	}
 	if e.dryRun {
 		m.enabled.Set(0)
@@ -179,7 +182,12 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 
 	now := e.clock.Now()
 	snap := e.src.Snapshot()
-	o := Observed{Now: now, Snapshot: snap, ScheduleDue: e.scheduleDue(now)}
+	o := Observed{Now: now, Snapshot: snap, ScheduleDue: e.scheduleDue(now), FractionDone: map[TopicPartition]bool{}}
+	for tp, at := range e.fractionPass {
+		if now.Sub(at) < e.cfg.Interval && !now.Before(at) {
+			o.FractionDone[tp] = true
+		}
+	}
 	o.Stale = snap == nil || now.Sub(snap.Time) > e.cfg.StaleAfter
 	if snap == nil {
 		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil)
