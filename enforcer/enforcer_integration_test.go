@@ -60,7 +60,6 @@ func TestR3_1PurgeChronologicalAcrossPartitionsStopsAtTarget(t *testing.T) {
 		t.Fatalf("only %d closed segments", len(segs))
 	}
 
-
 	g := startGuard(t, shared, enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src, realClock{}, "__kdg_test_purge_order", false)
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		u := src.Snapshot().LogDirs[0].Usage
