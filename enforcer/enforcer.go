@@ -75,12 +75,14 @@ type Enforcer struct {
 	// State below is owned by the single worker (Run / Reconcile).
 	lastScheduled time.Time
 	ownership     map[int32]Ownership // nil until loaded
-	brokerID      int32
-	windowStart   time.Time
-	windowActions int
-	heldReasons   []BlockReason
-	lastErr       string
-	lastErrLog    time.Time
+	// ownershipLoaded: when the records were last read.
+	ownershipLoaded time.Time
+	brokerID        int32
+	windowStart     time.Time
+	windowActions   int
+	heldReasons     []BlockReason
+	lastErr         string
+	lastErrLog      time.Time
 	// Observe mode: what enforcing would have set, so the dry run reports
 	// the plan enforcement would follow instead of the same one each pass.
 	virtualLSO map[TopicPartition]int64
@@ -197,25 +199,39 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	e.learnBrokerID(snap)
 
 	var errs []error
-	// Ownership: read once at start, then again whenever protection is
-	// relevant (this agent claims something, or a log dir wants it).
+	var phases []any
+	// Ownership: read at start, then at most once per Interval while
+	// protection is relevant, and always before lifting (below). Switching
+	// protection on uses the cached records: it must not wait for a read.
 	mine := e.mine()
 	o.Protected = dirSet(mine.LogDirs)
 	goals := Desired(e.policy, o)
-	if e.ownership == nil || !mine.empty() || anyProtect(goals) {
-		if err := e.loadOwnership(ctx); err != nil {
+	loaded := false
+	load := func() bool {
+		t := time.Now()
+		err := e.loadOwnership(ctx)
+		phases = append(phases, "load_ownership", time.Since(t))
+		if err != nil {
 			errs = append(errs, err)
 			o.BrokerUnreachable = true
-		} else {
-			mine = e.mine()
-			o.Protected = dirSet(mine.LogDirs)
-			goals = Desired(e.policy, o)
+			return false
 		}
+		e.ownershipLoaded, loaded = now, true
+		mine = e.mine()
+		o.Protected = dirSet(mine.LogDirs)
+		goals = Desired(e.policy, o)
+		return true
+	}
+	relevant := !mine.empty() || anyProtect(goals)
+	if e.ownership == nil || (relevant && !anyNewProtect(goals, o.Protected) && (now.Sub(e.ownershipLoaded) >= e.cfg.Interval || now.Before(e.ownershipLoaded))) {
+		load()
 	}
 
 	// Offsets from the broker for the log dirs that free space.
 	if parts := freeingPartitions(snap, goals); len(parts) > 0 && !o.BrokerUnreachable {
+		t := time.Now()
 		offs, err := e.admin.Offsets(ctx, parts)
+		phases = append(phases, "list_offsets", time.Since(t))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list offsets: %w", err))
 			o.BrokerUnreachable = true
@@ -234,7 +250,9 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	}
 
 	if e.ownership != nil && !o.BrokerUnreachable && (!mine.empty() || anyProtect(goals)) {
+		t := time.Now()
 		po, err := e.observeProtection(ctx)
+		phases = append(phases, "observe_protection", time.Since(t))
 		if err != nil {
 			errs = append(errs, err)
 			o.BrokerUnreachable = true
@@ -245,6 +263,17 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	}
 
 	plan := PlanActions(o, goals)
+	if pp := plan.Protection; o.Protection != nil && !loaded && (len(pp.Delete) > 0 || pp.RemoveQuota || (pp.Record && len(pp.Create) == 0 && pp.SetQuota == 0)) {
+		// Lifting or changing claims: decide on fresh records of the other
+		// agents, so one never removes what another still claims.
+		if load() {
+			o.Protection.Ownership = e.ownership
+			plan = PlanActions(o, goals)
+		} else {
+			plan.Protection = ProtectionPlan{Ownership: mine}
+			o.Protection = nil
+		}
+	}
 	e.reportGoals(snap, goals, o)
 	if len(plan.Held) > 0 || o.Stale {
 		result = "blocked"
@@ -253,8 +282,13 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 		// Protection could not be observed: keep the gauge at what is recorded.
 		plan.Protection = ProtectionPlan{Ownership: mine}
 	}
+	t := time.Now()
 	if err := e.apply(ctx, plan, goals, o); err != nil {
 		errs = append(errs, err)
+	}
+	if !plan.Empty() {
+		phases = append(phases, "apply", time.Since(t))
+		e.logger.Debug("reconcile pass", phases...)
 	}
 	if plan.Deletions != nil || o.ScheduleDue {
 		if ran := scheduledRan(goals, o); ran {
@@ -352,6 +386,11 @@ func (e *Enforcer) observeProtection(ctx context.Context) (*ProtectionObserved, 
 		}
 	}
 	return po, nil
+}
+
+// anyNewProtect: a log dir wants protection it does not have yet.
+func anyNewProtect(goals []DirGoal, protected map[string]bool) bool {
+	return slices.ContainsFunc(goals, func(g DirGoal) bool { return g.Protect && !protected[g.LogDir] })
 }
 
 func anyProtect(goals []DirGoal) bool {
