@@ -57,6 +57,14 @@ type Admin interface {
 	StoreOwnership(ctx context.Context, o Ownership) error
 }
 
+// Preparer is optionally implemented by an Admin: Run calls Prepare once
+// before the first pass when enforcing (the Sarama adapter creates the
+// ownership topic there, so the first protection does not wait for it).
+// A failure is logged; the adapter retries on first use.
+type Preparer interface {
+	Prepare(ctx context.Context) error
+}
+
 // Enforcer is the reconcile loop.
 type Enforcer struct {
 	cfg     Config
@@ -138,6 +146,11 @@ func (e *Enforcer) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	e.logger.Info("enforcer started", "dry_run", e.dryRun, "profile", e.policy.Profile.Name,
 		"strategy", e.cfg.Protection.Strategy, "interval", e.cfg.Interval)
+	if p, ok := e.admin.(Preparer); ok && !e.dryRun {
+		if err := p.Prepare(ctx); err != nil && ctx.Err() == nil {
+			e.logger.Warn("prepare admin", "err", err)
+		}
+	}
 	for {
 		if err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			e.logError(err)

@@ -396,3 +396,48 @@ func TestScheduleDue(t *testing.T) {
 		t.Error("R3.1/not due the next day")
 	}
 }
+
+func TestRunReconcilesOnUpdatesUntilCancelled(t *testing.T) {
+	s := fullSnapshot()
+	src := &staticSource{snap: s, ch: make(chan struct{}, 1)}
+	reg := prometheus.NewRegistry()
+	e, err := New(Config{Interval: time.Hour, BrokerID: new(int32(1))}, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, src, newFakeAdmin(s), &clockAt{t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	passes := func() float64 { return gather(t, reg, "kafka_disk_guard_reconciles_total", nil) }
+	waitFor := func(n float64) {
+		deadline := time.Now().Add(10 * time.Second)
+		for passes() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v passes, want %v", passes(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor(1) // the first pass runs at start
+	// Many publications while the worker is busy coalesce into pending signals
+	// of one: each non-blocking send after the first is dropped.
+	for range 10 {
+		select {
+		case src.ch <- struct{}{}:
+		default:
+		}
+	}
+	waitFor(2)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	if n := passes(); n > 3 {
+		t.Errorf("%v passes for 10 coalesced signals, want at most 3", n)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/IBM/sarama"
 
@@ -36,8 +35,6 @@ func NewEnforce(addrs []string, cfg *sarama.Config, ownershipTopic string) (*Enf
 	c.Producer.RequiredAcks = sarama.WaitForAll
 	c.Producer.Idempotent = false
 	c.Metadata.AllowAutoTopicCreation = false
-	c.Consumer.MaxWaitTime = 50 * time.Millisecond // ownership reads: answer fast
-	c.Consumer.Return.Errors = true
 	client, err := sarama.NewClient(addrs, &c)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %v: %w", addrs, err)
