@@ -134,6 +134,13 @@ type Partition struct {
 	LogStartOffset int64
 	// HighWatermark from replication-offset-checkpoint, -1 when unknown.
 	HighWatermark int64
+	// LogEndOffset is the offset after the last record batch of the active
+	// segment (read from its tail), -1 when unknown.
+	LogEndOffset int64
+	// OpenExpiry is the active segment's expiry curve, from its time and
+	// offset indexes: every record before byte Position has a timestamp <=
+	// TimestampMs. At most a few points, ascending. Spec R1.6.
+	OpenExpiry []ExpiryPoint
 	// PendingDeleteBytes: disk bytes in *.deleted files (spec R1.4).
 	PendingDeleteBytes int64
 	// OtherBytes: disk bytes in files that belong to no segment
@@ -146,6 +153,12 @@ type Partition struct {
 	AppendedBytes uint64
 	// WriteRateBytesPerSecond is the recent observed append rate.
 	WriteRateBytesPerSecond float64
+}
+
+// ExpiryPoint is one point of an open segment's expiry curve.
+type ExpiryPoint struct {
+	TimestampMs int64
+	Position    int64
 }
 
 // CapacityBasis says how a log dir's capacity was found (spec R2.1).

@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Checkpoints holds the offsets a log dir's checkpoint files record.
+type Checkpoints struct {
+	// LogStart from log-start-offset-checkpoint. Kafka lists only the
+	// partitions whose log start offset is above their first segment's base
+	// offset (after DeleteRecords or retention); the others start at their
+	// first segment.
+	LogStart map[TopicPartition]int64
+	// HighWatermark from replication-offset-checkpoint.
+	HighWatermark map[TopicPartition]int64
+}
+
+// Checkpoint file names at a log dir's root.
+const (
+	logStartOffsetCheckpoint = "log-start-offset-checkpoint"
+	replicationCheckpoint    = "replication-offset-checkpoint"
+	metaProperties           = "meta.properties"
+)
+
+// parseCheckpoint parses Kafka's offset checkpoint format: a version line
+// ("0"), an entry count line, then "topic partition offset" lines. On error
+// it returns what it could parse before the error.
+func parseCheckpoint(data []byte) (map[TopicPartition]int64, error) {
+	out := make(map[TopicPartition]int64)
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 512), 1024)
+	line := 0
+	want := -1
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		switch line {
+		case 1:
+			if strings.TrimSpace(text) != "0" {
+				return out, fmt.Errorf("line 1: unsupported checkpoint version %q", text)
+			}
+			continue
+		case 2:
+			n, err := strconv.Atoi(strings.TrimSpace(text))
+			if err != nil || n < 0 {
+				return out, fmt.Errorf("line 2: bad entry count %q", text)
+			}
+			want = n
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) != 3 {
+			return out, fmt.Errorf("line %d: want \"topic partition offset\", got %q", line, text)
+		}
+		p, err := strconv.ParseInt(f[1], 10, 32)
+		if err != nil || p < 0 || !validTopicName(f[0]) {
+			return out, fmt.Errorf("line %d: bad topic partition %q", line, text)
+		}
+		off, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return out, fmt.Errorf("line %d: bad offset %q", line, text)
+		}
+		out[TopicPartition{f[0], int32(p)}] = off
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	if want < 0 {
+		return out, fmt.Errorf("truncated: %d lines", line)
+	}
+	if len(out) != want || line-2 != want {
+		return out, fmt.Errorf("entry count %d, found %d entries", want, line-2)
+	}
+	return out, nil
+}
+
+// parseMetaProperties reads node.id (or the older broker.id) and cluster.id
+// from a meta.properties file (Java properties: key=value, # comments).
+func parseMetaProperties(data []byte) (brokerID int32, clusterID string, err error) {
+	brokerID = -1
+	var node, broker string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			k, v, ok = strings.Cut(line, ":")
+		}
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "node.id":
+			node = strings.TrimSpace(v)
+		case "broker.id":
+			broker = strings.TrimSpace(v)
+		case "cluster.id":
+			clusterID = strings.TrimSpace(v)
+		}
+	}
+	id := node
+	if id == "" {
+		id = broker
+	}
+	if id == "" {
+		return -1, clusterID, fmt.Errorf("no node.id or broker.id")
+	}
+	n, perr := strconv.ParseInt(id, 10, 32)
+	if perr != nil || n < 0 {
+		return -1, clusterID, fmt.Errorf("bad node.id %q", id)
+	}
+	return int32(n), clusterID, nil
+}

@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+)
+
+// Index entry sizes (Kafka's OffsetIndex and TimeIndex).
+const (
+	offsetEntrySize = 8  // 4-byte relative offset, 4-byte position
+	timeEntrySize   = 12 // 8-byte timestamp (ms), 4-byte relative offset
+	seekHole        = 4  // lseek whence SEEK_HOLE
+	batchHeaderSize = 61 // record batch v2 header
+	maxTailBatches  = 1 << 16
+)
+
+// errCorrupt marks index content Kafka would not have written.
+var errCorrupt = errors.New("corrupt index")
+
+// isZero reports whether an index entry is all zero bytes: an unused slot
+// of a preallocated index file.
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validEntries counts the valid entries of an index file of the given size:
+// Kafka writes a prefix of non-zero entries and, for the active segment,
+// leaves the rest of the preallocated file zero (often a hole). It reads
+// the last entry first (a trimmed index), then bounds the search with
+// SEEK_HOLE, then binary-searches with small reads: a 10 MiB preallocated
+// index costs a handful of system calls. buf is scratch space (>= 4 KiB).
+func validEntries(f *os.File, size int64, es int64, buf []byte) (int64, error) {
+	total := size / es
+	if total == 0 {
+		return 0, nil
+	}
+	e := buf[:es]
+	if _, err := f.ReadAt(e, (total-1)*es); err != nil {
+		return 0, err
+	}
+	if !isZero(e) {
+		return total, nil
+	}
+	lo, hi := int64(0), total-1 // the answer is in [lo, hi]: entry hi is zero
+	if hole, err := f.Seek(0, seekHole); err == nil && hole < size {
+		if h := (hole + es - 1) / es; h < hi {
+			hi = h
+		}
+	}
+	for hi > lo {
+		if (hi-lo)*es <= int64(len(buf)) {
+			chunk := buf[:(hi-lo)*es]
+			if _, err := f.ReadAt(chunk, lo*es); err != nil && !errors.Is(err, io.EOF) {
+				return 0, err
+			}
+			n := hi
+			for n > lo && isZero(chunk[(n-1-lo)*es:(n-lo)*es]) {
+				n--
+			}
+			return n, nil
+		}
+		mid := lo + (hi-lo)/2
+		if _, err := f.ReadAt(e, mid*es); err != nil {
+			return 0, err
+		}
+		if isZero(e) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, nil
+}
+
+// timeEntry decodes a time index entry.
+func timeEntry(b []byte) (ts int64, rel uint32) {
+	return int64(binary.BigEndian.Uint64(b)), binary.BigEndian.Uint32(b[8:])
+}
+
+// offsetEntry decodes an offset index entry.
+func offsetEntry(b []byte) (rel uint32, pos uint32) {
+	return binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
+}
+
+// lastTimestamp returns the last valid time index entry's timestamp (-1
+// when there is none) and the number of valid entries. It reports
+// errCorrupt (with the best value it could find) when the file length is
+// not a multiple of 12 or the last two timestamps decrease.
+func lastTimestamp(f *os.File, size int64, buf []byte) (ts int64, n int64, err error) {
+	n, err = validEntries(f, size, timeEntrySize, buf)
+	if err != nil || n == 0 {
+		if err == nil && size%timeEntrySize != 0 {
+			err = errCorrupt
+		}
+		return -1, n, err
+	}
+	first := n - 2
+	if first < 0 {
+		first = 0
+	}
+	b := buf[:(n-first)*timeEntrySize]
+	if _, err := f.ReadAt(b, first*timeEntrySize); err != nil {
+		return -1, n, err
+	}
+	ts, _ = timeEntry(b[len(b)-timeEntrySize:])
+	if len(b) == 2*timeEntrySize {
+		if prev, _ := timeEntry(b); prev > ts {
+			err = errCorrupt
+		}
+	}
+	if size%timeEntrySize != 0 || ts < 0 {
+		err = errCorrupt
+	}
+	return ts, n, err
+}
+
+// expiryPoints is how many (timestamp, position) points the scanner keeps
+// for an active segment (spec R1.6).
+const expiryPoints = 8
+
+// sampleExpiry builds the open segment's expiry curve: points (ts, pos)
+// such that every record stored before byte pos has a timestamp <= ts.
+// The j-th time index entry is appended at the same append as the j-th
+// offset index entry or later (time entries are skipped when the max
+// timestamp does not grow), so the bytes before the j-th offset entry's
+// position were all appended before the j-th time entry's max timestamp
+// was recorded.
+func sampleExpiry(ti *os.File, nTime int64, oi *os.File, nOff int64, buf []byte) ([]ExpiryPoint, error) {
+	n := min(nTime, nOff)
+	if n == 0 {
+		return nil, nil
+	}
+	k := int64(expiryPoints)
+	if n < k {
+		k = n
+	}
+	pts := make([]ExpiryPoint, 0, k)
+	if n*timeEntrySize <= int64(len(buf))/2 {
+		tb := buf[:n*timeEntrySize]
+		ob := buf[n*timeEntrySize : n*timeEntrySize+n*offsetEntrySize]
+		if _, err := ti.ReadAt(tb, 0); err != nil {
+			return nil, err
+		}
+		if _, err := oi.ReadAt(ob, 0); err != nil {
+			return nil, err
+		}
+		for i := int64(0); i < k; i++ {
+			j := (i+1)*n/k - 1
+			ts, _ := timeEntry(tb[j*timeEntrySize:])
+			_, pos := offsetEntry(ob[j*offsetEntrySize:])
+			pts = append(pts, ExpiryPoint{TimestampMs: ts, Position: int64(pos)})
+		}
+	} else {
+		e := buf[:timeEntrySize]
+		for i := int64(0); i < k; i++ {
+			j := (i+1)*n/k - 1
+			if _, err := ti.ReadAt(e, j*timeEntrySize); err != nil {
+				return nil, err
+			}
+			ts, _ := timeEntry(e)
+			if _, err := oi.ReadAt(e[:offsetEntrySize], j*offsetEntrySize); err != nil {
+				return nil, err
+			}
+			_, pos := offsetEntry(e)
+			pts = append(pts, ExpiryPoint{TimestampMs: ts, Position: int64(pos)})
+		}
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i].TimestampMs < pts[i-1].TimestampMs || pts[i].Position < pts[i-1].Position {
+			return pts[:i], errCorrupt
+		}
+	}
+	return pts, nil
+}
+
+// lastOffsetPosition returns the file position of the last offset index
+// entry (0 when the index is empty).
+func lastOffsetPosition(f *os.File, n int64, buf []byte) (int64, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	e := buf[:offsetEntrySize]
+	if _, err := f.ReadAt(e, (n-1)*offsetEntrySize); err != nil {
+		return 0, err
+	}
+	_, pos := offsetEntry(e)
+	return int64(pos), nil
+}
+
+// batchTail walks the record batch headers of a .log file from pos to its
+// end and returns the largest batch max timestamp (-1 if none) and the
+// offset after the last batch (-1 if no batch was found). The active
+// segment's time index lags the records appended since its last entry
+// (less than index.interval.bytes plus one batch); their batch headers
+// carry the timestamps Kafka keeps in memory. Only v2 batches are read;
+// the walk stops at anything else (a torn write, preallocated zeros).
+func batchTail(f *os.File, pos, size int64, buf []byte) (maxTs, next int64, err error) {
+	maxTs, next = -1, -1
+	bufStart, bufLen := int64(0), int64(0)
+	for i := 0; i < maxTailBatches && pos+batchHeaderSize <= size; i++ {
+		if pos < bufStart || pos+batchHeaderSize > bufStart+bufLen {
+			n, err := f.ReadAt(buf, pos)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return maxTs, next, err
+			}
+			bufStart, bufLen = pos, int64(n)
+			if bufLen < batchHeaderSize {
+				break
+			}
+		}
+		h := buf[pos-bufStart:]
+		be := binary.BigEndian
+		base := int64(be.Uint64(h))
+		length := int64(int32(be.Uint32(h[8:])))
+		if h[16] != 2 || length < batchHeaderSize-12 || pos+12+length > size || base < 0 {
+			break
+		}
+		lastDelta := int64(int32(be.Uint32(h[23:])))
+		if ts := int64(be.Uint64(h[35:])); ts > maxTs {
+			maxTs = ts
+		}
+		next = base + lastDelta + 1
+		pos += 12 + length
+	}
+	return maxTs, next, nil
+}

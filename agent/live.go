@@ -1,0 +1,698 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures the live agent. Zero durations take the defaults
+// documented on each field.
+type Config struct {
+	// LogDirs are the broker's log.dirs.
+	LogDirs []string `yaml:"logDirs"`
+	// CapacityBytes, when > 0, is a fixed capacity (a PVC size or quota):
+	// usage is then the bytes under each log dir over it (spec R2.1).
+	CapacityBytes uint64 `yaml:"capacityBytes"`
+	// Debounce: how long structural events (segment roll, deletion, new
+	// partition) gather before their partitions are re-read. Default 50ms.
+	Debounce time.Duration `yaml:"debounce"`
+	// GrowthInterval: how often partitions whose active segment was written
+	// are re-read. Writes are the flood; they cost a map insert. Default 1s.
+	GrowthInterval time.Duration `yaml:"growthInterval"`
+	// UsageInterval: how often filesystem usage (statfs) is refreshed.
+	// Default 250ms: the enforcer reacts within about this long.
+	UsageInterval time.Duration `yaml:"usageInterval"`
+	// ReclassifyInterval: how often every segment is reclassified as time
+	// passes (no I/O). Default 10s.
+	ReclassifyInterval time.Duration `yaml:"reclassifyInterval"`
+	// ResyncInterval: how often a full scan repairs anything missed.
+	// Default 5m.
+	ResyncInterval time.Duration `yaml:"resyncInterval"`
+	// PollInterval: how often directories that could not be watched (or a
+	// missing log dir) are re-read. Default 2s.
+	PollInterval time.Duration `yaml:"pollInterval"`
+}
+
+// Validate fills in defaults and checks the configuration.
+func (c *Config) Validate() error {
+	if len(c.LogDirs) == 0 {
+		return errors.New("logDirs: at least one log dir is required")
+	}
+	seen := map[string]bool{}
+	for i, d := range c.LogDirs {
+		if d == "" {
+			return fmt.Errorf("logDirs[%d]: empty path", i)
+		}
+		clean := filepath.Clean(d)
+		if seen[clean] {
+			return fmt.Errorf("logDirs[%d]: %s listed twice", i, d)
+		}
+		seen[clean] = true
+		c.LogDirs[i] = clean
+	}
+	for _, f := range []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"debounce", &c.Debounce, 50 * time.Millisecond},
+		{"growthInterval", &c.GrowthInterval, time.Second},
+		{"usageInterval", &c.UsageInterval, 250 * time.Millisecond},
+		{"reclassifyInterval", &c.ReclassifyInterval, 10 * time.Second},
+		{"resyncInterval", &c.ResyncInterval, 5 * time.Minute},
+		{"pollInterval", &c.PollInterval, 2 * time.Second},
+	} {
+		if *f.d < 0 {
+			return fmt.Errorf("%s: must not be negative, got %s", f.name, *f.d)
+		}
+		if *f.d == 0 {
+			*f.d = f.def
+		}
+	}
+	return nil
+}
+
+// TopicConfigSource gives the topic configs in force. Implementations
+// return a ConfigSet whose map they never modify afterwards.
+type TopicConfigSource interface {
+	Current() ConfigSet
+}
+
+// Agent keeps a live model of the broker's log dirs: it watches them with
+// inotify (polling where it cannot), re-reads what changed, and publishes
+// immutable Snapshots.
+type Agent struct {
+	cfg     Config
+	logger  *slog.Logger
+	scanner *Scanner
+	configs TopicConfigSource
+	now     func() time.Time
+
+	// seams for tests
+	newWatcher func() (fileWatcher, error)
+	usage      func(path string, capacity uint64, dirBytes int64) (Usage, error)
+
+	snap    atomic.Pointer[Snapshot]
+	updated chan struct{}
+}
+
+// New returns an Agent; Run starts it.
+func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger = logger.With("component", "agent")
+	return &Agent{
+		cfg:        cfg,
+		logger:     logger,
+		scanner:    NewScanner(logger),
+		configs:    configs,
+		now:        time.Now,
+		newWatcher: newFSWatcher,
+		usage:      DiskUsage,
+		updated:    make(chan struct{}, 1),
+	}, nil
+}
+
+// Snapshot returns the latest published snapshot, nil before the first
+// full scan.
+func (a *Agent) Snapshot() *Snapshot { return a.snap.Load() }
+
+// Updated signals that a new snapshot was published. Signals coalesce: the
+// channel has room for one, and a reader that wakes up reads Snapshot for
+// the latest state.
+func (a *Agent) Updated() <-chan struct{} { return a.updated }
+
+// Run watches and scans until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	l := &loop{a: a, rescans: map[string]uint64{}, ownErrs: map[ErrorKind]uint64{}}
+	defer l.close()
+	return l.run(ctx)
+}
+
+// loop is the state owned by Run's goroutine.
+type loop struct {
+	a    *Agent
+	w    fileWatcher // nil: no inotify at all, everything is polled
+	dirs []*dirState
+
+	rescans      map[string]uint64
+	rereads      uint64
+	ownErrs      map[ErrorKind]uint64
+	lastFull     time.Time
+	lastFullDur  time.Duration
+	limitLogged  bool
+	configsAt    time.Time
+	debounceSet  bool
+	lastRateTick time.Time
+}
+
+// dirState is one log dir as the loop knows it.
+type dirState struct {
+	path                             string
+	base                             LogDir // the last full scan, without partitions
+	rootDisk, rootPending, rootOther int64
+	cp                               Checkpoints
+	usage                            Usage
+	missing                          bool
+	watched                          bool // the root has an inotify watch
+	parts                            map[string]*partState
+	order                            []string // partition dir names, in snapshot order
+	dirty                            map[string]struct{}
+	grown                            map[string]struct{}
+	cpDirty                          bool
+}
+
+// partState is one partition directory.
+type partState struct {
+	raw        Partition
+	classified Partition
+	watched    bool
+
+	appended     uint64
+	activeBase   int64
+	activeBytes  int64
+	rate         float64
+	rateAppended uint64
+}
+
+func (l *loop) close() {
+	if l.w != nil {
+		l.w.Close()
+	}
+}
+
+func (l *loop) run(ctx context.Context) error {
+	a := l.a
+	if w, err := a.newWatcher(); err != nil {
+		a.logger.Warn("inotify unavailable, polling every directory", "err", err, "poll_interval", a.cfg.PollInterval)
+		l.ownErrs[ErrIO]++
+	} else {
+		l.w = w
+	}
+	for _, p := range a.cfg.LogDirs {
+		l.dirs = append(l.dirs, &dirState{path: p, parts: map[string]*partState{}, dirty: map[string]struct{}{}, grown: map[string]struct{}{}})
+	}
+	// Watch first, then scan: a file created in between is seen by both,
+	// never by neither.
+	l.fullScan("start")
+
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	defer debounce.Stop()
+	tick := func(d time.Duration) *time.Ticker { return time.NewTicker(d) }
+	growth, usage, reclass, resync, poll := tick(a.cfg.GrowthInterval), tick(a.cfg.UsageInterval),
+		tick(a.cfg.ReclassifyInterval), tick(a.cfg.ResyncInterval), tick(a.cfg.PollInterval)
+	defer growth.Stop()
+	defer usage.Stop()
+	defer reclass.Stop()
+	defer resync.Stop()
+	defer poll.Stop()
+
+	var events <-chan eventT
+	var errs <-chan error
+	if l.w != nil {
+		events, errs = l.w.Events(), l.w.Errors()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if l.handle(ev) && !l.debounceSet {
+				debounce.Reset(a.cfg.Debounce)
+				l.debounceSet = true
+			}
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			if errors.Is(err, errOverflow) {
+				a.logger.Warn("inotify queue overflow, rescanning")
+				l.fullScan("overflow")
+				continue
+			}
+			l.ownErrs[ErrIO]++
+			a.logger.Warn("inotify error", "err", err)
+		case <-debounce.C:
+			l.debounceSet = false
+			l.flush(false)
+		case <-growth.C:
+			l.flush(true)
+		case <-usage.C:
+			if l.refreshUsage() {
+				l.publish()
+			}
+		case <-reclass.C:
+			l.reclassifyAll()
+			l.publish()
+		case <-resync.C:
+			l.fullScan("periodic")
+		case <-poll.C:
+			l.poll()
+		}
+	}
+}
+
+// handle files one event; it reports whether something structural needs a
+// debounced re-read. It does no I/O.
+func (l *loop) handle(ev eventT) bool {
+	dir, name := filepath.Dir(ev.Name), filepath.Base(ev.Name)
+	for _, d := range l.dirs {
+		switch {
+		case ev.Name == d.path:
+			if ev.Has(opRemove) || ev.Has(opRename) {
+				l.lost(d, fmt.Errorf("log dir %s removed or unmounted", d.path))
+				l.publish()
+			}
+			return false
+		case dir == d.path:
+			if name == logStartOffsetCheckpoint || name == replicationCheckpoint {
+				if ev.Has(opCreate) || ev.Has(opWrite) || ev.Has(opRename) {
+					d.cpDirty = true
+					return true
+				}
+				return false
+			}
+			if _, _, _, ok := ParsePartitionDirName(name); ok {
+				d.dirty[name] = struct{}{}
+				return true
+			}
+			return false
+		case filepath.Dir(dir) == d.path:
+			pname := filepath.Base(dir)
+			if ev.Op == opWrite || ev.Op == opChmod {
+				// The active segment's appends: note the partition, no more.
+				if ev.Op == opWrite && strings.HasSuffix(name, ".log") {
+					d.grown[pname] = struct{}{}
+				}
+				return false
+			}
+			d.dirty[pname] = struct{}{}
+			return true
+		}
+	}
+	return false
+}
+
+// flush re-reads dirty partitions (and, with growth, grown ones) and
+// publishes.
+func (l *loop) flush(growth bool) {
+	changed := false
+	for _, d := range l.dirs {
+		if d.missing {
+			continue
+		}
+		if d.cpDirty {
+			d.cpDirty = false
+			d.cp = l.a.scanner.ReadCheckpoints(d.path)
+			for _, ps := range d.parts {
+				ps.raw.LogStartOffset, ps.raw.HighWatermark = checkpointOffsets(d.cp, ps.raw)
+			}
+			l.reclassifyDir(d)
+			changed = true
+		}
+		if growth {
+			for name := range d.grown {
+				d.dirty[name] = struct{}{}
+			}
+			clear(d.grown)
+		}
+		for name := range d.dirty {
+			l.reread(d, name)
+			changed = true
+		}
+		clear(d.dirty)
+	}
+	if changed {
+		l.refreshUsage()
+		l.publish()
+	}
+}
+
+// checkpointOffsets looks a partition's offsets up in its log dir's
+// checkpoints, as the scanner does.
+func checkpointOffsets(cp Checkpoints, p Partition) (logStart, hw int64) {
+	tp := TopicPartition{Topic: p.Topic, Partition: p.Partition}
+	logStart, hw = -1, -1
+	if v, ok := cp.LogStart[tp]; ok {
+		logStart = v
+	} else if len(p.Segments) > 0 {
+		logStart = p.Segments[0].BaseOffset
+	}
+	if v, ok := cp.HighWatermark[tp]; ok {
+		hw = v
+	}
+	return logStart, hw
+}
+
+// reread re-reads one partition directory, adding or dropping it.
+func (l *loop) reread(d *dirState, name string) {
+	l.rereads++
+	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp)
+	ps := d.parts[name]
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && ps != nil {
+			l.unwatch(filepath.Join(d.path, name), ps)
+			delete(d.parts, name)
+			d.order = nil
+		}
+		return
+	}
+	if ps == nil {
+		ps = &partState{activeBase: -1}
+		d.parts[name] = ps
+		d.order = nil
+		l.watchPartition(d, name, ps)
+		// A directory's first files may land before its watch: read again.
+		if p2, err := l.a.scanner.ReadPartition(d.path, name, d.cp); err == nil {
+			p = p2
+		}
+	}
+	l.setRaw(d, ps, p)
+}
+
+// setRaw stores a freshly read partition: appended bytes, classification.
+func (l *loop) setRaw(d *dirState, ps *partState, p Partition) {
+	if n := len(p.Segments); n > 0 {
+		active := p.Segments[n-1]
+		if ps.activeBase >= 0 {
+			// Bytes now in segments at or after the previously active one,
+			// minus what that one held: appended since the last read.
+			var now int64
+			for _, s := range p.Segments {
+				if s.BaseOffset >= ps.activeBase {
+					now += s.LogBytes
+				}
+			}
+			if now > ps.activeBytes {
+				ps.appended += uint64(now - ps.activeBytes)
+			}
+		}
+		ps.activeBase, ps.activeBytes = active.BaseOffset, active.LogBytes
+	}
+	p.AppendedBytes, p.WriteRateBytesPerSecond = ps.appended, ps.rate
+	ps.raw = p
+	ps.classified = l.classify(p)
+}
+
+func (l *loop) classify(p Partition) Partition {
+	return Classify(p, l.a.configs.Current().For(p.Topic), l.a.now())
+}
+
+func (l *loop) reclassifyDir(d *dirState) {
+	for _, ps := range d.parts {
+		ps.classified = l.classify(ps.raw)
+	}
+}
+
+// reclassifyAll reclassifies every partition for the passing of time and
+// updates write rates.
+func (l *loop) reclassifyAll() {
+	now := l.a.now()
+	dt := now.Sub(l.lastRateTick).Seconds()
+	for _, d := range l.dirs {
+		for _, ps := range d.parts {
+			if !l.lastRateTick.IsZero() && dt > 0 {
+				inst := float64(ps.appended-ps.rateAppended) / dt
+				if ps.rate == 0 {
+					ps.rate = inst
+				} else {
+					ps.rate = 0.5*ps.rate + 0.5*inst
+				}
+			}
+			ps.rateAppended = ps.appended
+			ps.raw.WriteRateBytesPerSecond = ps.rate
+			ps.classified = l.classify(ps.raw)
+		}
+	}
+	l.lastRateTick = now
+}
+
+// fullScan reads every log dir from scratch, watching before reading.
+func (l *loop) fullScan(trigger string) {
+	start := time.Now()
+	l.rescans[trigger]++
+	for _, d := range l.dirs {
+		l.scanDir(d)
+	}
+	l.refreshUsage()
+	l.lastFull, l.lastFullDur = time.Now(), time.Since(start)
+	l.publish()
+}
+
+func (l *loop) scanDir(d *dirState) {
+	a := l.a
+	if l.w != nil && !d.watched {
+		if err := l.w.Add(d.path); err == nil {
+			d.watched = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			l.watchFailed(d.path, err)
+		}
+	}
+	ld := a.scanner.ScanLogDir(d.path)
+	if ld.Err != nil {
+		l.lost(d, ld.Err)
+		return
+	}
+	if d.missing {
+		a.logger.Info("log dir back", "log_dir", d.path)
+	}
+	d.missing = false
+	d.cp = a.scanner.ReadCheckpoints(d.path)
+	d.base = ld
+	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
+	seen := make(map[string]bool, len(ld.Partitions))
+	for _, p := range ld.Partitions {
+		d.rootDisk -= p.DiskBytes
+		d.rootPending -= p.PendingDeleteBytes
+		seen[p.Dir] = true
+		ps := d.parts[p.Dir]
+		if ps == nil {
+			ps = &partState{activeBase: -1}
+			d.parts[p.Dir] = ps
+			l.watchPartition(d, p.Dir, ps)
+		}
+		l.setRaw(d, ps, p)
+	}
+	for name, ps := range d.parts {
+		if !seen[name] {
+			l.unwatch(filepath.Join(d.path, name), ps)
+			delete(d.parts, name)
+		}
+	}
+	d.base.Partitions = nil
+	d.order = nil
+	clear(d.dirty)
+	clear(d.grown)
+}
+
+// lost marks a log dir unreadable; what was known is kept and served.
+func (l *loop) lost(d *dirState, err error) {
+	if !d.missing {
+		l.a.logger.Error("log dir unreadable, serving last known state", "log_dir", d.path, "err", err)
+		l.ownErrs[ErrLogDirMissing]++
+	}
+	d.missing = true
+	d.base.Err = err
+	if d.watched && l.w != nil {
+		l.w.Remove(d.path)
+	}
+	d.watched = false
+	for _, ps := range d.parts {
+		ps.watched = false
+	}
+}
+
+func (l *loop) watchPartition(d *dirState, name string, ps *partState) {
+	if l.w == nil || ps.watched {
+		return
+	}
+	if err := l.w.Add(filepath.Join(d.path, name)); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			l.watchFailed(filepath.Join(d.path, name), err)
+		}
+		return
+	}
+	ps.watched = true
+}
+
+func (l *loop) unwatch(path string, ps *partState) {
+	if ps.watched && l.w != nil {
+		l.w.Remove(path) // the kernel drops the watch of a removed dir itself
+	}
+	ps.watched = false
+}
+
+func (l *loop) watchFailed(path string, err error) {
+	if isWatchLimit(err) {
+		if !l.limitLogged {
+			l.a.logger.Warn("inotify watch limit reached, polling the directories left over",
+				"path", path, "poll_interval", l.a.cfg.PollInterval,
+				"hint", "raise fs.inotify.max_user_watches")
+			l.limitLogged = true
+		}
+		return
+	}
+	l.ownErrs[ErrIO]++
+	l.a.logger.Warn("cannot watch directory, polling it", "path", path, "err", err)
+}
+
+// poll re-reads what inotify does not cover: unwatched log dirs (listing
+// them for new partitions), unwatched partitions, missing log dirs.
+func (l *loop) poll() {
+	changed := false
+	for _, d := range l.dirs {
+		if d.missing {
+			if fi, err := os.Stat(d.path); err == nil && fi.IsDir() {
+				l.rescans["log_dir_recovered"]++
+				l.scanDir(d)
+				changed = true
+			}
+			continue
+		}
+		if !d.watched {
+			l.rescans["poll"]++
+			l.scanDir(d)
+			changed = true
+			continue
+		}
+		for name, ps := range d.parts {
+			if !ps.watched {
+				l.watchPartition(d, name, ps) // watches may have been freed
+				l.reread(d, name)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		l.refreshUsage()
+		l.publish()
+	}
+}
+
+// refreshUsage reads each log dir's usage; it reports whether any changed.
+func (l *loop) refreshUsage() bool {
+	changed := false
+	for _, d := range l.dirs {
+		if d.missing && l.a.cfg.CapacityBytes == 0 {
+			continue
+		}
+		u, err := l.a.usage(d.path, l.a.cfg.CapacityBytes, d.diskBytes())
+		if err != nil {
+			l.lost(d, fmt.Errorf("disk usage: %w", err))
+			changed = true
+			continue
+		}
+		if u != d.usage {
+			d.usage = u
+			changed = true
+		}
+	}
+	return changed
+}
+
+func (d *dirState) diskBytes() int64 {
+	n := d.rootDisk
+	for _, ps := range d.parts {
+		n += ps.raw.DiskBytes
+	}
+	return n
+}
+
+// publish assembles and stores a new immutable snapshot.
+func (l *loop) publish() {
+	a := l.a
+	cs := a.configs.Current()
+	if !cs.Time.Equal(l.configsAt) {
+		// New topic configs: every classification may change.
+		l.configsAt = cs.Time
+		for _, d := range l.dirs {
+			l.reclassifyDir(d)
+		}
+	}
+	s := &Snapshot{Time: a.now(), Configs: cs.Topics, Defaults: cs.Defaults, ConfigsTime: cs.Time}
+	for _, d := range l.dirs {
+		ld := d.base
+		ld.Path = d.path
+		if !d.missing {
+			ld.Err = nil
+		}
+		ld.Usage = d.usage
+		ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk, d.rootPending
+		if d.order == nil {
+			d.order = make([]string, 0, len(d.parts))
+			for name := range d.parts {
+				d.order = append(d.order, name)
+			}
+			slices.SortFunc(d.order, func(x, y string) int { return comparePartitions(d.parts[x].raw, d.parts[y].raw) })
+		}
+		ld.Partitions = make([]Partition, 0, len(d.order))
+		for _, name := range d.order {
+			p := d.parts[name].classified
+			ld.DiskBytes += p.DiskBytes
+			ld.PendingDeleteBytes += p.PendingDeleteBytes
+			ld.Partitions = append(ld.Partitions, p)
+		}
+		s.LogDirs = append(s.LogDirs, ld)
+	}
+	s.Health = Health{
+		LastFullScan:         l.lastFull,
+		LastFullScanDuration: l.lastFullDur,
+		ScanErrors:           a.scanner.Errors(),
+		Rescans:              make(map[string]uint64, len(l.rescans)),
+		PartitionRereads:     l.rereads,
+		WatchMode:            "inotify",
+	}
+	for k, v := range l.ownErrs {
+		s.Health.ScanErrors[k] += v
+	}
+	for k, v := range l.rescans {
+		s.Health.Rescans[k] = v
+	}
+	for _, d := range l.dirs {
+		if !d.watched && !d.missing {
+			s.Health.PolledDirs++
+		}
+		for _, ps := range d.parts {
+			if !ps.watched {
+				s.Health.PolledDirs++
+			}
+		}
+	}
+	if l.w == nil || s.Health.PolledDirs > 0 {
+		s.Health.WatchMode = "polling"
+	}
+	a.snap.Store(s)
+	select {
+	case a.updated <- struct{}{}:
+	default:
+	}
+}
+
+func comparePartitions(a, b Partition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	if a.Partition != b.Partition {
+		if a.Partition < b.Partition {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.Dir, b.Dir)
+}

@@ -1,0 +1,414 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
+)
+
+type staticConfigs ConfigSet
+
+func (s staticConfigs) Current() ConfigSet { return ConfigSet(s) }
+
+func testConfigs() staticConfigs {
+	return staticConfigs{Defaults: DefaultTopicConfig(), Time: time.Unix(1, 0)}
+}
+
+// genLogDir writes a small realistic log dir: two topics of two partitions.
+func genLogDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "kafka-logs")
+	_, err := logdirgen.Generate(dir, logdirgen.Spec{
+		Now:    time.Now(),
+		Sparse: true,
+		Topics: []logdirgen.Topic{
+			{Name: "orders", Partitions: 2, Segments: []logdirgen.Segment{{Bytes: 64 << 10, Age: time.Hour}, {Bytes: 8 << 10}}},
+			{Name: "audit.log-v2", Partitions: 2, Segments: []logdirgen.Segment{{Bytes: 32 << 10}}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startAgent runs an agent until the test ends and waits for its first
+// snapshot.
+func startAgent(t *testing.T, cfg Config, setup func(*Agent)) *Agent {
+	t.Helper()
+	a, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), testConfigs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	waitFor(t, 5*time.Second, a, func(s *Snapshot) error { return nil })
+	return a
+}
+
+// waitFor polls the agent's snapshot until cond accepts it.
+func waitFor(t *testing.T, timeout time.Duration, a *Agent, cond func(*Snapshot) error) *Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := a.Snapshot()
+		var err error
+		if s == nil {
+			err = errors.New("no snapshot yet")
+		} else {
+			err = cond(s)
+		}
+		if err == nil {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %v", timeout, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func livePartition(s *Snapshot, dir string) (Partition, bool) {
+	for _, ld := range s.LogDirs {
+		for _, p := range ld.Partitions {
+			if p.Dir == dir {
+				return p, true
+			}
+		}
+	}
+	return Partition{}, false
+}
+
+func segmentBases(p Partition) []int64 {
+	var out []int64
+	for _, s := range p.Segments {
+		out = append(out, s.BaseOffset)
+	}
+	return out
+}
+
+func touch(t *testing.T, path string, size int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// roll simulates a segment roll: a new segment's files after the active one.
+func roll(t *testing.T, pdir string, base int64) {
+	t.Helper()
+	for _, suffix := range []string{".log", ".index", ".timeindex"} {
+		touch(t, filepath.Join(pdir, logdirgen.FileName(base, suffix)), 0)
+	}
+}
+
+// fastConfig keeps periodic work out of the way: what the tests see comes
+// from events (or from the mechanism under test).
+func fastConfig(dir string) Config {
+	return Config{LogDirs: []string{dir}, Debounce: 20 * time.Millisecond, GrowthInterval: 100 * time.Millisecond,
+		UsageInterval: 50 * time.Millisecond, ReclassifyInterval: time.Hour, ResyncInterval: time.Hour, PollInterval: 100 * time.Millisecond}
+}
+
+// Issue 4: a roll, a deletion and a new partition show up from events
+// alone, within a second, without a full rescan.
+func TestLiveEventsWithoutRescan(t *testing.T) {
+	dir := genLogDir(t)
+	a := startAgent(t, fastConfig(dir), nil)
+	s := a.Snapshot()
+	if got := s.Health.Rescans["start"]; got != 1 {
+		t.Fatalf("start rescans %d, want 1", got)
+	}
+	if s.Health.WatchMode != "inotify" || s.Health.PolledDirs != 0 {
+		t.Fatalf("watch mode %q with %d polled dirs, want inotify and 0", s.Health.WatchMode, s.Health.PolledDirs)
+	}
+	p, _ := livePartition(s, "orders-0")
+	bases := segmentBases(p)
+	last := bases[len(bases)-1]
+
+	t.Run("roll", func(t *testing.T) {
+		roll(t, filepath.Join(dir, "orders-0"), last+1000)
+		waitFor(t, time.Second, a, func(s *Snapshot) error {
+			p, _ := livePartition(s, "orders-0")
+			n := len(p.Segments)
+			if n != len(bases)+1 || p.Segments[n-1].BaseOffset != last+1000 {
+				return fmt.Errorf("segments %v", segmentBases(p))
+			}
+			if p.Segments[n-1].State != StateOpen || p.Segments[n-2].State == StateOpen {
+				return fmt.Errorf("after the roll the new segment must be the open one: %v / %v", p.Segments[n-2].State, p.Segments[n-1].State)
+			}
+			return nil
+		})
+	})
+	t.Run("retention deletion", func(t *testing.T) {
+		pdir := filepath.Join(dir, "orders-0")
+		for _, suffix := range []string{".log", ".index", ".timeindex"} {
+			old := filepath.Join(pdir, logdirgen.FileName(bases[0], suffix))
+			if err := os.Rename(old, old+".deleted"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, time.Second, a, func(s *Snapshot) error {
+			p, _ := livePartition(s, "orders-0")
+			if p.Segments[0].BaseOffset == bases[0] {
+				return fmt.Errorf("segment %d still listed", bases[0])
+			}
+			if p.PendingDeleteBytes == 0 || s.LogDirs[0].PendingDeleteBytes < p.PendingDeleteBytes {
+				return fmt.Errorf("pending delete bytes %d (log dir %d)", p.PendingDeleteBytes, s.LogDirs[0].PendingDeleteBytes)
+			}
+			return nil
+		})
+	})
+	t.Run("new topic", func(t *testing.T) {
+		pdir := filepath.Join(dir, "payments-0")
+		if err := os.Mkdir(pdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		roll(t, pdir, 0)
+		waitFor(t, time.Second, a, func(s *Snapshot) error {
+			p, ok := livePartition(s, "payments-0")
+			if !ok || len(p.Segments) != 1 || p.Topic != "payments" {
+				return fmt.Errorf("payments-0: %v %+v", ok, p)
+			}
+			return nil
+		})
+		// A segment written into the new directory after it was found
+		// proves the new directory is watched.
+		roll(t, pdir, 500)
+		waitFor(t, time.Second, a, func(s *Snapshot) error {
+			p, _ := livePartition(s, "payments-0")
+			if len(p.Segments) != 2 {
+				return fmt.Errorf("payments-0 segments %v", segmentBases(p))
+			}
+			return nil
+		})
+	})
+	t.Run("topic deleted", func(t *testing.T) {
+		if err := os.Rename(filepath.Join(dir, "audit.log-v2-1"), filepath.Join(dir, "audit.log-v2-1.0123456789abcdef0123456789abcdef-delete")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Second, a, func(s *Snapshot) error {
+			if _, ok := livePartition(s, "audit.log-v2-1"); ok {
+				return errors.New("audit.log-v2-1 still live")
+			}
+			p, ok := livePartition(s, "audit.log-v2-1.0123456789abcdef0123456789abcdef-delete")
+			if !ok || p.Kind != KindDeleted {
+				return fmt.Errorf("deleted dir not seen as deleted: %v %q", ok, p.Kind)
+			}
+			return nil
+		})
+	})
+	if s := a.Snapshot(); s.Health.Rescans["start"] != 1 || len(s.Health.Rescans) != 1 {
+		t.Fatalf("rescans %v: changes must come from events, not full scans", s.Health.Rescans)
+	}
+	if a.Snapshot().Health.PartitionRereads == 0 {
+		t.Fatal("no partition re-read counted")
+	}
+}
+
+// Appends to the active segment are seen on the growth cadence and counted
+// as appended bytes.
+func TestLiveGrowthCountsAppendedBytes(t *testing.T) {
+	dir := genLogDir(t)
+	a := startAgent(t, fastConfig(dir), nil)
+	p, _ := livePartition(a.Snapshot(), "orders-1")
+	active := filepath.Join(dir, "orders-1", logdirgen.FileName(p.Segments[len(p.Segments)-1].BaseOffset, ".log"))
+	f, err := os.OpenFile(active, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 12345)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		p, _ := livePartition(s, "orders-1")
+		if p.AppendedBytes != 12345 {
+			return fmt.Errorf("appended %d, want 12345", p.AppendedBytes)
+		}
+		return nil
+	})
+}
+
+// limitedWatcher is a real inotify watcher that refuses watches past a
+// limit, as the kernel does when fs.inotify.max_user_watches runs out.
+type limitedWatcher struct {
+	fileWatcher
+	mu    sync.Mutex
+	limit int
+	n     int
+}
+
+func (w *limitedWatcher) Add(path string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n >= w.limit {
+		return fmt.Errorf("add watch %s: %w", path, syscall.ENOSPC)
+	}
+	w.n++
+	return w.fileWatcher.Add(path)
+}
+
+// R6: an exhausted inotify watch limit falls back to polling, says so, and
+// stays correct.
+func TestLiveWatchLimitFallsBackToPolling(t *testing.T) {
+	dir := genLogDir(t)
+	a := startAgent(t, fastConfig(dir), func(a *Agent) {
+		a.newWatcher = func() (fileWatcher, error) {
+			w, err := newFSWatcher()
+			return &limitedWatcher{fileWatcher: w, limit: 2}, err
+		}
+	})
+	s := a.Snapshot()
+	if s.Health.WatchMode != "polling" || s.Health.PolledDirs == 0 {
+		t.Fatalf("watch mode %q, polled %d: want polling with some polled dirs", s.Health.WatchMode, s.Health.PolledDirs)
+	}
+	// Every partition, watched or not, converges.
+	for _, name := range []string{"orders-0", "orders-1", "audit.log-v2-0", "audit.log-v2-1"} {
+		roll(t, filepath.Join(dir, name), 9000)
+	}
+	waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		for _, name := range []string{"orders-0", "orders-1", "audit.log-v2-0", "audit.log-v2-1"} {
+			p, _ := livePartition(s, name)
+			if p.Segments[len(p.Segments)-1].BaseOffset != 9000 {
+				return fmt.Errorf("%s: %v", name, segmentBases(p))
+			}
+		}
+		return nil
+	})
+}
+
+// overflowWatcher swallows every event after start and reports an
+// overflow when told to, as inotify does when its queue is full.
+type overflowWatcher struct {
+	fileWatcher
+	events chan fsnotify.Event
+	errs   chan error
+}
+
+func (w *overflowWatcher) Events() <-chan fsnotify.Event { return w.events }
+func (w *overflowWatcher) Errors() <-chan error          { return w.errs }
+
+// R6: a queue overflow triggers a full rescan that repairs what was missed.
+func TestLiveOverflowRescans(t *testing.T) {
+	dir := genLogDir(t)
+	ow := &overflowWatcher{events: make(chan fsnotify.Event), errs: make(chan error, 1)}
+	a := startAgent(t, fastConfig(dir), func(a *Agent) {
+		a.newWatcher = func() (fileWatcher, error) {
+			w, err := newFSWatcher()
+			ow.fileWatcher = w
+			return ow, err
+		}
+	})
+	roll(t, filepath.Join(dir, "orders-0"), 7777)
+	time.Sleep(200 * time.Millisecond) // events are swallowed: nothing may change
+	if p, _ := livePartition(a.Snapshot(), "orders-0"); p.Segments[len(p.Segments)-1].BaseOffset == 7777 {
+		t.Fatal("the roll was seen although its events were dropped: the test proves nothing")
+	}
+	ow.errs <- fsnotify.ErrEventOverflow
+	s := waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		p, _ := livePartition(s, "orders-0")
+		if p.Segments[len(p.Segments)-1].BaseOffset != 7777 {
+			return fmt.Errorf("orders-0: %v", segmentBases(p))
+		}
+		return nil
+	})
+	if s.Health.Rescans["overflow"] != 1 {
+		t.Fatalf("rescans %v, want one overflow rescan", s.Health.Rescans)
+	}
+}
+
+// R6: a log dir that disappears is reported, the last known state is still
+// served, and it is picked up again when it comes back.
+func TestLiveLogDirDisappearsAndReturns(t *testing.T) {
+	dir := genLogDir(t)
+	a := startAgent(t, fastConfig(dir), nil)
+	before := len(a.Snapshot().LogDirs[0].Partitions)
+	moved := dir + ".away"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	// A rename of the watched directory itself arrives as a move-self; a
+	// remove or unmount as delete-self. Either way the poll finds it gone.
+	s := waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if s.LogDirs[0].Err == nil {
+			return errors.New("log dir error not reported")
+		}
+		return nil
+	})
+	if got := len(s.LogDirs[0].Partitions); got != before {
+		t.Fatalf("serving %d partitions after the log dir vanished, want the %d known", got, before)
+	}
+	if s.Health.ScanErrors[ErrLogDirMissing] == 0 {
+		t.Fatalf("scan errors %v, want log_dir_missing counted", s.Health.ScanErrors)
+	}
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	roll(t, filepath.Join(dir, "orders-0"), 4242)
+	waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if s.LogDirs[0].Err != nil {
+			return fmt.Errorf("still in error: %v", s.LogDirs[0].Err)
+		}
+		p, _ := livePartition(s, "orders-0")
+		if p.Segments[len(p.Segments)-1].BaseOffset != 4242 {
+			return fmt.Errorf("orders-0 after recovery: %v", segmentBases(p))
+		}
+		if s.Health.Rescans["log_dir_recovered"] == 0 {
+			return fmt.Errorf("rescans %v", s.Health.Rescans)
+		}
+		return nil
+	})
+}
+
+// Config errors name the field (spec R6).
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no log dirs", Config{}, "logDirs"},
+		{"empty path", Config{LogDirs: []string{""}}, "logDirs[0]"},
+		{"duplicate", Config{LogDirs: []string{"/a", "/a/"}}, "logDirs[1]"},
+		{"negative", Config{LogDirs: []string{"/a"}, Debounce: -1}, "debounce"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+	c := Config{LogDirs: []string{"/a"}}
+	if err := c.Validate(); err != nil || c.Debounce != 50*time.Millisecond || c.ResyncInterval != 5*time.Minute {
+		t.Fatalf("defaults: %v %+v", err, c)
+	}
+}

@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/shirou/gopsutil/v4/disk"
+)
+
+// ConfigSet is the topic configs classification uses: per-topic values and
+// the broker defaults for topics without an entry.
+type ConfigSet struct {
+	Topics   map[string]TopicConfig
+	Defaults TopicConfig
+	// Time is when the configs were fetched or loaded.
+	Time time.Time
+}
+
+// For returns the config of topic.
+func (c ConfigSet) For(topic string) TopicConfig {
+	if tc, ok := c.Topics[topic]; ok {
+		return tc
+	}
+	return c.Defaults
+}
+
+// BuildSnapshot classifies every partition of dirs with configs at now and
+// returns an immutable Snapshot. dirs are not modified: the snapshot gets
+// its own LogDir and Partition slices, and shares segment slices whose
+// classification did not change (see Classify). health is copied.
+func BuildSnapshot(now time.Time, dirs []LogDir, configs ConfigSet, health Health) Snapshot {
+	snap := Snapshot{
+		Time:        now,
+		LogDirs:     make([]LogDir, len(dirs)),
+		Configs:     maps.Clone(configs.Topics),
+		Defaults:    configs.Defaults,
+		ConfigsTime: configs.Time,
+		Health:      health,
+	}
+	if snap.Configs == nil {
+		snap.Configs = map[string]TopicConfig{}
+	}
+	snap.Health.ScanErrors = maps.Clone(health.ScanErrors)
+	snap.Health.Rescans = maps.Clone(health.Rescans)
+	for i, d := range dirs {
+		nd := d
+		nd.Partitions = make([]Partition, len(d.Partitions))
+		for j, p := range d.Partitions {
+			nd.Partitions[j] = Classify(p, configs.For(p.Topic), now)
+		}
+		snap.LogDirs[i] = nd
+	}
+	return snap
+}
+
+// DiskUsage computes a log dir's usage (spec R2.1). With capacity > 0 (a
+// configured PVC size or quota), used is the bytes under the log dir
+// (dirBytes, from a scan). Otherwise it is the filesystem's, from statfs,
+// as df reports it: capacity is used + available, so blocks reserved for
+// root (which a broker running as an ordinary user cannot write) are left
+// out and the ratio equals df's Use%.
+func DiskUsage(path string, capacity uint64, dirBytes int64) (Usage, error) {
+	if capacity > 0 {
+		used := uint64(max(dirBytes, 0))
+		u := Usage{CapacityBytes: capacity, UsedBytes: used, Basis: CapacityConfigured}
+		if used < capacity {
+			u.AvailableBytes = capacity - used
+		}
+		return u, nil
+	}
+	st, err := disk.Usage(path)
+	if err != nil {
+		return Usage{Basis: CapacityFilesystem}, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return Usage{CapacityBytes: st.Used + st.Free, UsedBytes: st.Used, AvailableBytes: st.Free, Basis: CapacityFilesystem}, nil
+}
