@@ -29,6 +29,9 @@ type SnapshotSource interface {
 	Updated() <-chan struct{}
 }
 
+// The agent's live watcher is the production SnapshotSource.
+var _ SnapshotSource = (*agent.Agent)(nil)
+
 // Clock tells the time (injected for the schedule and staleness).
 type Clock interface {
 	Now() time.Time

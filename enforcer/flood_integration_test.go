@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
@@ -44,7 +47,7 @@ func statfsRatio(path string) float64 {
 // flood starts a broker on a 256 MiB tmpfs, the guard (cloud profile,
 // enforcing) and a producer writing as fast as it can, until cycles
 // protect/lift cycles are complete.
-func flood(t testing.TB, cycles int) (floodResult, *kafkatest.Broker) {
+func flood(t testing.TB, cycles int, live bool) (floodResult, *kafkatest.Broker) {
 	b, err := kafkatest.Start(kafkatest.Options{TmpfsSize: "256m", RetentionCheckMs: 1000, FileDeleteDelayMs: 1000,
 		Props: []string{"log.segment.delete.delay.ms=1000"}})
 	if err != nil {
@@ -54,7 +57,15 @@ func flood(t testing.TB, cycles int) (floodResult, *kafkatest.Broker) {
 	const topic = "flood"
 	b.CreateTopic(t, topic, 2, map[string]string{"segment.bytes": "1048576"})
 
-	src := &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond}
+	var src source = &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond}
+	if live {
+		a, err := agent.New(agent.Config{LogDirs: []string{b.LogDir}, UsageInterval: 10 * time.Millisecond},
+			slog.New(slog.NewTextHandler(io.Discard, nil)), staticConfigs{Defaults: agent.DefaultTopicConfig(), Time: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = a
+	}
 	g := startGuard(t, b, enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src, realClock{}, enforcer.DefaultOwnershipTopic, false)
 
 	var (
@@ -241,7 +252,17 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 // engages at 90%, the producer gets TOPIC_AUTHORIZATION_FAILED, readers
 // keep reading, the purge brings usage under 85% and writes succeed again.
 func TestR4_3FloodBrokerStaysUp(t *testing.T) {
-	res, b := flood(t, 2)
+	res, b := flood(t, 2, false)
+	checkFlood(t, res, b)
+}
+
+// The same flood with the agent's live watcher as the snapshot source.
+func TestR4_3FloodBrokerStaysUpWithLiveAgent(t *testing.T) {
+	res, b := flood(t, 2, true)
+	checkFlood(t, res, b)
+}
+
+func checkFlood(t *testing.T, res floodResult, b *kafkatest.Broker) {
 	t.Logf("produced %d MiB, max usage %.1f%%, %d crossings of 90%%, %d refused requests, %d resumptions, reactions %v, reads under protection %d",
 		res.produced>>20, res.maxRatio*100, len(res.crossings), res.refused, res.resumed, res.reactions, res.readsOK)
 	if !b.Running() {
@@ -273,9 +294,13 @@ func TestR4_3FloodBrokerStaysUp(t *testing.T) {
 //
 //	go test -tags integration -run '^$' -bench R4_3ProtectionReactionTime -benchtime 10x ./enforcer/
 func BenchmarkR4_3ProtectionReactionTime(b *testing.B) {
-	res, _ := flood(b, b.N)
+	res, _ := flood(b, b.N, false)
 	b.ReportMetric(float64(percentile(res.reactions, 0.50).Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(percentile(res.reactions, 0.99).Microseconds())/1000, "p99_ms")
 	b.ReportMetric(res.maxRatio*100, "max_usage_%")
 	b.Logf("reactions %v; max usage %.2f%%; resumed %d", res.reactions, res.maxRatio*100, res.resumed)
 }
+
+type staticConfigs agent.ConfigSet
+
+func (s staticConfigs) Current() agent.ConfigSet { return agent.ConfigSet(s) }

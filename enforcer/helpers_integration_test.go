@@ -97,12 +97,19 @@ func (c *fakeClock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
+// source is a snapshot source the test runs: the test-only scanner or the
+// agent's live watcher.
+type source interface {
+	enforcer.SnapshotSource
+	Run(ctx context.Context) error
+}
+
 // guard is an enforcer running in the test process.
 type guard struct {
 	e     *enforcer.Enforcer
 	reg   *prometheus.Registry
 	logs  *logBuf
-	src   *scantest.Source
+	src   source
 	admin *kafkaadmin.Enforce
 	stop  func()
 }
@@ -118,7 +125,7 @@ func newAdmin(t testing.TB, b *kafkatest.Broker, ownTopic string) *kafkaadmin.En
 }
 
 // startGuard runs src and an enforcer until the test ends.
-func startGuard(t testing.TB, b *kafkatest.Broker, cfg enforcer.Config, src *scantest.Source, clock enforcer.Clock, ownTopic string, echo bool) *guard {
+func startGuard(t testing.TB, b *kafkatest.Broker, cfg enforcer.Config, src source, clock enforcer.Clock, ownTopic string, echo bool) *guard {
 	t.Helper()
 	g := &guard{reg: prometheus.NewRegistry(), logs: &logBuf{}, src: src, admin: newAdmin(t, b, ownTopic)}
 	var w io.Writer = g.logs
