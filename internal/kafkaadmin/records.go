@@ -139,12 +139,8 @@ func (e *Enforce) StoreOwnership(ctx context.Context, o enforcer.Ownership) erro
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.producer == nil {
-		p, err := sarama.NewSyncProducerFromClient(e.client)
-		if err != nil {
-			return fmt.Errorf("producer: %w", err)
-		}
-		e.producer = p
+	if err := e.ensureProducer(); err != nil {
+		return err
 	}
 	_, _, err = e.producer.SendMessage(&sarama.ProducerMessage{
 		Topic: e.ownershipTopic, Partition: 0,
@@ -156,12 +152,30 @@ func (e *Enforce) StoreOwnership(ctx context.Context, o enforcer.Ownership) erro
 	return nil
 }
 
-// Prepare creates the ownership topic when missing.
+// Prepare creates the ownership topic when missing and the producer that
+// writes to it, so the first protection waits for neither.
 func (e *Enforce) Prepare(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return e.ensureOwnershipTopic()
+	if err := e.ensureOwnershipTopic(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ensureProducer()
+}
+
+func (e *Enforce) ensureProducer() error {
+	if e.producer != nil {
+		return nil
+	}
+	p, err := sarama.NewSyncProducerFromClient(e.client)
+	if err != nil {
+		return fmt.Errorf("producer: %w", err)
+	}
+	e.producer = p
+	return nil
 }
 
 func (e *Enforce) ensureOwnershipTopic() error {
