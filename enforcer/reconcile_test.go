@@ -405,6 +405,15 @@ func TestRunReconcilesOnUpdatesUntilCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Ten publications before the worker starts coalesce into one pending
+	// signal (capacity one, non-blocking sends): whatever the scheduling,
+	// they cost one pass besides the pass at start.
+	for range 10 {
+		select {
+		case src.ch <- struct{}{}:
+		default:
+		}
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -416,15 +425,6 @@ func TestRunReconcilesOnUpdatesUntilCancelled(t *testing.T) {
 				t.Fatalf("%v passes, want %v", passes(), n)
 			}
 			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	waitFor(1) // the first pass runs at start
-	// Many publications while the worker is busy coalesce into pending signals
-	// of one: each non-blocking send after the first is dropped.
-	for range 10 {
-		select {
-		case src.ch <- struct{}{}:
-		default:
 		}
 	}
 	waitFor(2)
