@@ -154,6 +154,17 @@ func (e *Enforcer) Run(ctx context.Context) error {
 			e.logger.Warn("prepare admin", "err", err)
 		}
 	}
+	// Nothing to decide before the agent's first full scan: waiting for it
+	// keeps a start-up race from being reported as a stale snapshot. A
+	// source that never publishes is still reported, at the first tick.
+	if e.src.Snapshot() == nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.src.Updated():
+		case <-ticker.C:
+		}
+	}
 	for {
 		if err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			e.logError(err)
