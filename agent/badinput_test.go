@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -310,4 +311,44 @@ func findSegmentFile(t *testing.T, dir, part, suffix string, active bool) string
 		return m[len(m)-1]
 	}
 	return m[0]
+}
+
+// R6: the broker appends to the active segment's log, then indexes what it
+// appended. A scan that took the log's size before the index gained an
+// entry sees that entry past the size it took: not corruption, since it
+// lies within the log as it is now. An entry past the log's current end
+// still is (see TestScanBadInput).
+func TestScanActiveIndexAheadOfStaleLogSize(t *testing.T) {
+	dir, _ := generate(t, badInputSpec())
+	logger, logs := testLogger(t)
+	s := testScanner(t, logger)
+	idx := findSegmentFile(t, dir, "b-0", ".index", true)
+	base, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(idx), ".index"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile := strings.TrimSuffix(idx, ".index") + ".log"
+	lfi, err := os.Stat(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The active index's first entry points at the log's last bytes.
+	pos := lfi.Size() - 1
+	entry := []byte{0, 0, 0, 1, byte(pos >> 24), byte(pos >> 16), byte(pos >> 8), byte(pos)}
+	if err := os.WriteFile(idx, entry, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(filepath.Join(dir, "b-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var ts int64 = -1
+	p := Partition{}
+	buf := make([]byte, 16<<10)
+	stale := pos - 10 // the size the listing saw, before the last append
+	s.readActive(d, filepath.Join(dir, "b-0"), base, ".log", ".index", int64(len(entry)), stale, nil, 0, &ts, &p, buf)
+	if n := s.Errors()[ErrCorruptIndex]; n != 0 {
+		t.Fatalf("an index entry within the current log counted as corrupt (%d):\n%s", n, logs)
+	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -633,13 +634,20 @@ func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexN
 			}
 		}
 	}
-	if pos > logBytes {
-		s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index points past the end of the log"))
-		pos = 0
-	}
 	if lf, err := openSegmentFile(d, base, logName); err != nil {
 		s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), err)
 	} else {
+		if pos > logBytes {
+			// The broker appends to the log, then indexes what it appended:
+			// an index read after the log's size was taken can point past
+			// that size. Only past the log's current size is it corrupt.
+			if size, err := lf.Seek(0, io.SeekEnd); err == nil && pos <= size {
+				logBytes = size
+			} else {
+				s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index points past the end of the log"))
+				pos = 0
+			}
+		}
 		maxTs, next, err := batchTail(lf, pos, logBytes, buf)
 		lf.Close()
 		if err != nil {

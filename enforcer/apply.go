@@ -109,8 +109,11 @@ func (e *Enforcer) applyDeletions(ctx context.Context, dels []Deletion) error {
 // record logs one deletion and counts it.
 func (e *Enforcer) record(d Deletion, err error) {
 	action := string(d.Action)
+	if d.Action == ActionPurgeFraction {
+		e.fractionPass[TopicPartition{d.Topic, d.Partition}] = e.clock.Now()
+	}
 	attrs := []any{"action", action, "log_dir", d.LogDir, "topic", d.Topic, "partition", d.Partition,
-		"from_offset", d.FromOffset, "to_offset", d.Offset, "segments", d.Segments, "bytes", d.Bytes,
+		"from_offset", d.FromOffset, "to_offset", d.Offset, "high_watermark", d.HighWatermark, "segments", d.Segments, "bytes", d.Bytes,
 		"unexpired_bytes", d.UnexpiredBytes, "reason", d.Reason, "band", d.Band, "dry_run", e.dryRun}
 	switch {
 	case e.dryRun:

@@ -108,6 +108,9 @@ type Observed struct {
 	// Offsets from the broker, for the partitions of log dirs that free
 	// space this pass. Partitions without an entry are not touched.
 	Offsets map[TopicPartition]Offsets
+	// FractionDone: partitions that already had their purge_fraction pass
+	// in the current interval.
+	FractionDone map[TopicPartition]bool
 	// Protection state from the admin API (nil when not observed).
 	Protection *ProtectionObserved
 }

@@ -29,6 +29,9 @@ type SnapshotSource interface {
 	Updated() <-chan struct{}
 }
 
+// The agent's live watcher is the production SnapshotSource.
+var _ SnapshotSource = (*agent.Agent)(nil)
+
 // Clock tells the time (injected for the schedule and staleness).
 type Clock interface {
 	Now() time.Time
@@ -57,6 +60,14 @@ type Admin interface {
 	StoreOwnership(ctx context.Context, o Ownership) error
 }
 
+// Preparer is optionally implemented by an Admin: Run calls Prepare once
+// before the first pass when enforcing (the Sarama adapter creates the
+// ownership topic there, so the first protection does not wait for it).
+// A failure is logged; the adapter retries on first use.
+type Preparer interface {
+	Prepare(ctx context.Context) error
+}
+
 // Enforcer is the reconcile loop.
 type Enforcer struct {
 	cfg     Config
@@ -75,15 +86,19 @@ type Enforcer struct {
 	// State below is owned by the single worker (Run / Reconcile).
 	lastScheduled time.Time
 	ownership     map[int32]Ownership // nil until loaded
-	brokerID      int32
-	windowStart   time.Time
-	windowActions int
-	heldReasons   []BlockReason
-	lastErr       string
-	lastErrLog    time.Time
+	// ownershipLoaded: when the records were last read.
+	ownershipLoaded time.Time
+	brokerID        int32
+	windowStart     time.Time
+	windowActions   int
+	heldReasons     []BlockReason
+	lastErr         string
+	lastErrLog      time.Time
 	// Observe mode: what enforcing would have set, so the dry run reports
 	// the plan enforcement would follow instead of the same one each pass.
 	virtualLSO map[TopicPartition]int64
+	// fractionPass: when each partition last had a purge_fraction pass.
+	fractionPass map[TopicPartition]time.Time
 }
 
 // New builds an enforcer. It performs no I/O.
@@ -118,6 +133,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, src Snapsho
 		dryRun: !cfg.Enabled, brokerF: cfg.BrokerID, brokerID: -1,
 		lastScheduled: clock.Now(),
 		virtualLSO:    map[TopicPartition]int64{},
+		fractionPass:  map[TopicPartition]time.Time{},
 	}
 	if e.dryRun {
 		m.enabled.Set(0)
@@ -133,6 +149,22 @@ func (e *Enforcer) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	e.logger.Info("enforcer started", "dry_run", e.dryRun, "profile", e.policy.Profile.Name,
 		"strategy", e.cfg.Protection.Strategy, "interval", e.cfg.Interval)
+	if p, ok := e.admin.(Preparer); ok && !e.dryRun {
+		if err := p.Prepare(ctx); err != nil && ctx.Err() == nil {
+			e.logger.Warn("prepare admin", "err", err)
+		}
+	}
+	// Nothing to decide before the agent's first full scan: waiting for it
+	// keeps a start-up race from being reported as a stale snapshot. A
+	// source that never publishes is still reported, at the first tick.
+	if e.src.Snapshot() == nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.src.Updated():
+		case <-ticker.C:
+		}
+	}
 	for {
 		if err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			e.logError(err)
@@ -179,7 +211,12 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 
 	now := e.clock.Now()
 	snap := e.src.Snapshot()
-	o := Observed{Now: now, Snapshot: snap, ScheduleDue: e.scheduleDue(now)}
+	o := Observed{Now: now, Snapshot: snap, ScheduleDue: e.scheduleDue(now), FractionDone: map[TopicPartition]bool{}}
+	for tp, at := range e.fractionPass {
+		if now.Sub(at) < e.cfg.Interval && !now.Before(at) {
+			o.FractionDone[tp] = true
+		}
+	}
 	o.Stale = snap == nil || now.Sub(snap.Time) > e.cfg.StaleAfter
 	if snap == nil {
 		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil)
@@ -189,25 +226,39 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	e.learnBrokerID(snap)
 
 	var errs []error
-	// Ownership: read once at start, then again whenever protection is
-	// relevant (this agent claims something, or a log dir wants it).
+	var phases []any
+	// Ownership: read at start, then at most once per Interval while
+	// protection is relevant, and always before lifting (below). Switching
+	// protection on uses the cached records: it must not wait for a read.
 	mine := e.mine()
 	o.Protected = dirSet(mine.LogDirs)
 	goals := Desired(e.policy, o)
-	if e.ownership == nil || !mine.empty() || anyProtect(goals) {
-		if err := e.loadOwnership(ctx); err != nil {
+	loaded := false
+	load := func() bool {
+		t := time.Now()
+		err := e.loadOwnership(ctx)
+		phases = append(phases, "load_ownership", time.Since(t))
+		if err != nil {
 			errs = append(errs, err)
 			o.BrokerUnreachable = true
-		} else {
-			mine = e.mine()
-			o.Protected = dirSet(mine.LogDirs)
-			goals = Desired(e.policy, o)
+			return false
 		}
+		e.ownershipLoaded, loaded = now, true
+		mine = e.mine()
+		o.Protected = dirSet(mine.LogDirs)
+		goals = Desired(e.policy, o)
+		return true
+	}
+	relevant := !mine.empty() || anyProtect(goals)
+	if e.ownership == nil || (relevant && !anyNewProtect(goals, o.Protected) && (now.Sub(e.ownershipLoaded) >= e.cfg.Interval || now.Before(e.ownershipLoaded))) {
+		load()
 	}
 
 	// Offsets from the broker for the log dirs that free space.
 	if parts := freeingPartitions(snap, goals); len(parts) > 0 && !o.BrokerUnreachable {
+		t := time.Now()
 		offs, err := e.admin.Offsets(ctx, parts)
+		phases = append(phases, "list_offsets", time.Since(t))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list offsets: %w", err))
 			o.BrokerUnreachable = true
@@ -226,7 +277,9 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	}
 
 	if e.ownership != nil && !o.BrokerUnreachable && (!mine.empty() || anyProtect(goals)) {
+		t := time.Now()
 		po, err := e.observeProtection(ctx)
+		phases = append(phases, "observe_protection", time.Since(t))
 		if err != nil {
 			errs = append(errs, err)
 			o.BrokerUnreachable = true
@@ -237,6 +290,17 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	}
 
 	plan := PlanActions(o, goals)
+	if pp := plan.Protection; o.Protection != nil && !loaded && (len(pp.Delete) > 0 || pp.RemoveQuota || (pp.Record && len(pp.Create) == 0 && pp.SetQuota == 0)) {
+		// Lifting or changing claims: decide on fresh records of the other
+		// agents, so one never removes what another still claims.
+		if load() {
+			o.Protection.Ownership = e.ownership
+			plan = PlanActions(o, goals)
+		} else {
+			plan.Protection = ProtectionPlan{Ownership: mine}
+			o.Protection = nil
+		}
+	}
 	e.reportGoals(snap, goals, o)
 	if len(plan.Held) > 0 || o.Stale {
 		result = "blocked"
@@ -245,8 +309,13 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 		// Protection could not be observed: keep the gauge at what is recorded.
 		plan.Protection = ProtectionPlan{Ownership: mine}
 	}
+	t := time.Now()
 	if err := e.apply(ctx, plan, goals, o); err != nil {
 		errs = append(errs, err)
+	}
+	if !plan.Empty() {
+		phases = append(phases, "apply", time.Since(t))
+		e.logger.Debug("reconcile pass", phases...)
 	}
 	if plan.Deletions != nil || o.ScheduleDue {
 		if ran := scheduledRan(goals, o); ran {
@@ -344,6 +413,11 @@ func (e *Enforcer) observeProtection(ctx context.Context) (*ProtectionObserved, 
 		}
 	}
 	return po, nil
+}
+
+// anyNewProtect: a log dir wants protection it does not have yet.
+func anyNewProtect(goals []DirGoal, protected map[string]bool) bool {
+	return slices.ContainsFunc(goals, func(g DirGoal) bool { return g.Protect && !protected[g.LogDir] })
 }
 
 func anyProtect(goals []DirGoal) bool {

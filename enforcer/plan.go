@@ -21,8 +21,10 @@ type Deletion struct {
 	// FromOffset is the log start offset before.
 	FromOffset int64
 	// Offset is the new log start offset: a segment boundary.
-	Offset   int64
-	Segments int
+	Offset int64
+	// HighWatermark when planned: Offset never passes it.
+	HighWatermark int64
+	Segments      int
 	// Bytes the segments take on disk.
 	Bytes int64
 	// UnexpiredBytes: bytes of segments not yet eligible by retention
@@ -112,6 +114,7 @@ type candidate struct {
 type partState struct {
 	p        *agent.Partition
 	lso      int64
+	hw       int64
 	queue    []candidate
 	chosen   []candidate
 	unexpire int64
@@ -132,7 +135,7 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 		if ok {
 			lso, hw = max(lso, off.LogStart), off.HighWatermark
 		}
-		ps := &partState{p: p, lso: lso}
+		ps := &partState{p: p, lso: lso, hw: hw}
 		// Segments wholly below the log start offset are on their way out:
 		// the broker removes them at its next retention check.
 		for j := 0; j < len(p.Segments)-1; j++ {
@@ -142,6 +145,9 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 		}
 		if !ok || hw < 0 || !deletable(o.Snapshot, p.Topic) {
 			continue
+		}
+		if g.Free.Action == ActionPurgeFraction && o.FractionDone[TopicPartition{p.Topic, p.Partition}] {
+			continue // one purge_fraction pass per partition per interval
 		}
 		limit := int64(math.MaxInt64)
 		if g.Free.Action == ActionPurgeFraction {
@@ -195,7 +201,7 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 		d := Deletion{
 			LogDir: ld.Path, Topic: ps.p.Topic, Partition: ps.p.Partition,
 			Action: g.Free.Action, Band: g.Band.Name,
-			FromOffset: ps.lso, Offset: ps.chosen[len(ps.chosen)-1].end,
+			FromOffset: ps.lso, Offset: ps.chosen[len(ps.chosen)-1].end, HighWatermark: ps.hw,
 			Segments: len(ps.chosen), UnexpiredBytes: ps.unexpire,
 			Oldest: ps.chosen[0].seg.LargestTimestamp,
 		}

@@ -218,6 +218,22 @@ func TestPlanDeletions(t *testing.T) {
 			want: []del{{"a", 0, 10, 2, 200, 200}},
 		},
 		{
+			rule: "R3.2/local: one pass per partition per interval", profile: LocalProfile(),
+			obs: func() Observed {
+				var sa []agent.Segment
+				for i := range 20 {
+					st := C
+					if i == 19 {
+						st = O
+					}
+					sa = append(sa, seg(int64(i*5), i, st))
+				}
+				return Observed{Snapshot: snap(870_000, 1_000_000, part("a", 0, 0, 100, sa...)),
+					FractionDone: map[TopicPartition]bool{{"a", 0}: true}}
+			}(),
+			want: []del{},
+		},
+		{
 			rule: "R3.2/local below 83% leaves retention to the broker", profile: LocalProfile(),
 			obs:  Observed{ScheduleDue: true, Snapshot: snap(820, 1000, part("a", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)))},
 			want: []del{},

@@ -13,7 +13,8 @@
 #   --port N                     KDG_KAFKA_PORT      PLAINTEXT port; SASL is N+1, controller N+2 [19092]
 #   --tmpfs SIZE                 KDG_KAFKA_TMPFS     put the log dir on a tmpfs of SIZE (e.g. 256m; needs root)
 #   --retention-check-ms N       KDG_KAFKA_RETENTION_CHECK_MS   log.retention.check.interval.ms [300000]
-#   --file-delete-delay-ms N     KDG_KAFKA_FILE_DELETE_DELAY_MS file.delete.delay.ms [60000]
+#   --file-delete-delay-ms N     KDG_KAFKA_FILE_DELETE_DELAY_MS log.segment.delete.delay.ms [60000]
+#                                (the broker default of the topic config file.delete.delay.ms)
 #   --prop KEY=VALUE             extra server.properties line (repeatable)
 #   KDG_KAFKA_CLASSPATH=a.jar:b.jar  extra jars on the broker classpath (plugins)
 #
@@ -120,7 +121,7 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 log.retention.check.interval.ms=$RETENTION_CHECK_MS
-file.delete.delay.ms=$FILE_DELETE_DELAY_MS
+log.segment.delete.delay.ms=$FILE_DELETE_DELAY_MS
 log.initial.task.delay.ms=0
 EOF
   local p

@@ -208,7 +208,8 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 	}
 	var link *kafkaLink
 	if cfg.Kafka.Enabled() {
-		link = &kafkaLink{cfg: cfg.Kafka, ownTopic: cfg.Enforcer.OwnershipTopic, logger: logger.With("component", "kafka")}
+		link = &kafkaLink{cfg: cfg.Kafka, ownTopic: cfg.Enforcer.OwnershipTopic, enforcing: cfg.Enforcer.Enabled,
+			logger: logger.With("component", "kafka")}
 	}
 	a, err := agent.New(cfg.Config, logger, configSource{link: link, offline: offline})
 	if err != nil {

@@ -28,7 +28,10 @@ var errNoBroker = errors.New("kafka cluster not reachable")
 type kafkaLink struct {
 	cfg      kafkaadmin.Config
 	ownTopic string
-	logger   *slog.Logger
+	// enforcing: create the ownership topic as soon as connected, so the
+	// first protection does not wait for it.
+	enforcing bool
+	logger    *slog.Logger
 
 	mu           sync.Mutex
 	enforce      *kafkaadmin.Enforce
@@ -62,7 +65,7 @@ func (k *kafkaLink) Run(ctx context.Context, brokerID int32, topics func() []str
 	refresh time.Duration, admission reserve.Config) error {
 	backoff := time.Second
 	for {
-		err := k.connect(brokerID, topics, initial, refresh, admission)
+		err := k.connect(ctx, brokerID, topics, initial, refresh, admission)
 		if err == nil {
 			break
 		}
@@ -79,20 +82,20 @@ func (k *kafkaLink) Run(ctx context.Context, brokerID int32, topics func() []str
 	return k.configs.Run(ctx)
 }
 
-func (k *kafkaLink) connect(brokerID int32, topics func() []string, initial agent.ConfigSet, refresh time.Duration, admission reserve.Config) error {
+func (k *kafkaLink) connect(ctx context.Context, brokerID int32, topics func() []string, initial agent.ConfigSet, refresh time.Duration, admission reserve.Config) error {
 	client, admin, err := kafkaadmin.Connect(k.cfg)
 	if err != nil {
 		return err
 	}
-	sc, err := k.cfg.SaramaConfig()
+	enf, err := kafkaadmin.NewEnforceFromConfig(k.cfg, k.ownTopic)
 	if err != nil {
 		admin.Close()
 		return err
 	}
-	enf, err := kafkaadmin.NewEnforce(k.cfg.BootstrapServers, sc, k.ownTopic)
-	if err != nil {
-		admin.Close()
-		return err
+	if k.enforcing {
+		if err := enf.Prepare(ctx); err != nil {
+			k.logger.Warn("prepare ownership topic, retried on first use", "err", err)
+		}
 	}
 	// Admission gets a connection of its own: a broker serves one request
 	// per connection at a time, and a topic creation waits on its answer.

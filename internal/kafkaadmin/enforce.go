@@ -1,4 +1,3 @@
-// Package kafkaadmin adapts Sarama to the interfaces the guard's parts declare.
 package kafkaadmin
 
 import (
@@ -169,4 +168,13 @@ func (e *Enforce) DeleteRecords(ctx context.Context, topic string, offsets map[i
 		}
 	}
 	return out, nil
+}
+
+// NewEnforceFromConfig connects with the guard's connection configuration.
+func NewEnforceFromConfig(c Config, ownershipTopic string) (*Enforce, error) {
+	sc, err := c.SaramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	return NewEnforce(c.BootstrapServers, sc, ownershipTopic)
 }

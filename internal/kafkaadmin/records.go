@@ -50,45 +50,78 @@ func (e *Enforce) LoadOwnership(ctx context.Context) (map[int32]enforcer.Ownersh
 	if hw <= lo {
 		return out, nil
 	}
-	consumer, err := sarama.NewConsumerFromClient(e.client)
+	leader, err := e.client.Leader(e.ownershipTopic, 0)
 	if err != nil {
-		return nil, fmt.Errorf("consumer: %w", err)
+		return nil, fmt.Errorf("leader of %s: %w", e.ownershipTopic, err)
 	}
-	defer consumer.Close()
-	pc, err := consumer.ConsumePartition(e.ownershipTopic, 0, lo)
-	if err != nil {
-		return nil, fmt.Errorf("consume %s: %w", e.ownershipTopic, err)
-	}
-	defer pc.Close()
-	timer := time.NewTimer(30 * time.Second)
-	defer timer.Stop()
-	for {
-		select {
-		case m := <-pc.Messages():
-			id, ok := strings.CutPrefix(string(m.Key), ownershipKeyPrefix)
-			n, err := strconv.ParseInt(id, 10, 32)
-			if ok && err == nil {
-				if len(m.Value) == 0 {
-					delete(out, int32(n))
-				} else {
-					var o enforcer.Ownership
-					if err := json.Unmarshal(m.Value, &o); err != nil {
-						return nil, fmt.Errorf("decode ownership record %s at offset %d: %w", m.Key, m.Offset, err)
+	// Plain Fetch requests: the topic is small, and a partition consumer
+	// would add its subscription batching delay to every read.
+	for off := lo; off < hw; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		req := &sarama.FetchRequest{Version: 4, MaxWaitTime: 0, MinBytes: 1, MaxBytes: 8 << 20, Isolation: sarama.ReadUncommitted}
+		req.AddBlock(e.ownershipTopic, 0, off, 4<<20, -1)
+		rsp, err := leader.Fetch(req)
+		if err != nil {
+			return nil, fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, err)
+		}
+		block := rsp.GetBlock(e.ownershipTopic, 0)
+		if block == nil {
+			return nil, fmt.Errorf("fetch %s at %d: no answer for the partition", e.ownershipTopic, off)
+		}
+		if !errors.Is(block.Err, sarama.ErrNoError) {
+			return nil, fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, block.Err)
+		}
+		next := off
+		for _, rs := range block.RecordsSet {
+			rb := rs.RecordBatch
+			if rb == nil {
+				continue
+			}
+			end := rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+			if rb.PartialTrailingRecord && len(rb.Records) == 0 {
+				continue
+			}
+			if !rb.Control {
+				for _, r := range rb.Records {
+					o := rb.FirstOffset + r.OffsetDelta
+					if o < off {
+						continue
 					}
-					out[int32(n)] = o
+					if err := applyRecord(out, r.Key, r.Value); err != nil {
+						return nil, fmt.Errorf("decode ownership record %s at offset %d: %w", r.Key, o, err)
+					}
 				}
 			}
-			if m.Offset >= hw-1 {
-				return out, nil
-			}
-		case err := <-pc.Errors():
-			return nil, fmt.Errorf("consume %s: %w", e.ownershipTopic, err)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
-			return nil, fmt.Errorf("consume %s: offset %d not reached in time", e.ownershipTopic, hw-1)
+			next = max(next, end)
 		}
+		if next == off {
+			return nil, fmt.Errorf("fetch %s at %d: no progress before offset %d", e.ownershipTopic, off, hw)
+		}
+		off = next
 	}
+	return out, nil
+}
+
+// applyRecord folds one record into the map: the latest value per key
+// wins; an empty value removes the key.
+func applyRecord(out map[int32]enforcer.Ownership, key, value []byte) error {
+	id, ok := strings.CutPrefix(string(key), ownershipKeyPrefix)
+	n, err := strconv.ParseInt(id, 10, 32)
+	if !ok || err != nil {
+		return nil // not a record of ours
+	}
+	if len(value) == 0 {
+		delete(out, int32(n))
+		return nil
+	}
+	var o enforcer.Ownership
+	if err := json.Unmarshal(value, &o); err != nil {
+		return err
+	}
+	out[int32(n)] = o
+	return nil
 }
 
 // StoreOwnership writes this broker's record (acks=all), creating the
@@ -106,12 +139,8 @@ func (e *Enforce) StoreOwnership(ctx context.Context, o enforcer.Ownership) erro
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.producer == nil {
-		p, err := sarama.NewSyncProducerFromClient(e.client)
-		if err != nil {
-			return fmt.Errorf("producer: %w", err)
-		}
-		e.producer = p
+	if err := e.ensureProducer(); err != nil {
+		return err
 	}
 	_, _, err = e.producer.SendMessage(&sarama.ProducerMessage{
 		Topic: e.ownershipTopic, Partition: 0,
@@ -120,6 +149,32 @@ func (e *Enforce) StoreOwnership(ctx context.Context, o enforcer.Ownership) erro
 	if err != nil {
 		return fmt.Errorf("write ownership record to %s: %w", e.ownershipTopic, err)
 	}
+	return nil
+}
+
+// Prepare creates the ownership topic when missing and the producer that
+// writes to it, so the first protection waits for neither.
+func (e *Enforce) Prepare(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.ensureOwnershipTopic(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ensureProducer()
+}
+
+func (e *Enforce) ensureProducer() error {
+	if e.producer != nil {
+		return nil
+	}
+	p, err := sarama.NewSyncProducerFromClient(e.client)
+	if err != nil {
+		return fmt.Errorf("producer: %w", err)
+	}
+	e.producer = p
 	return nil
 }
 

@@ -42,7 +42,7 @@ type Options struct {
 	TmpfsSize string
 	// RetentionCheckMs sets log.retention.check.interval.ms (0: Kafka's 300000).
 	RetentionCheckMs int
-	// FileDeleteDelayMs sets file.delete.delay.ms (0: Kafka's 60000).
+	// FileDeleteDelayMs sets log.segment.delete.delay.ms, the broker default of file.delete.delay.ms (0: Kafka's 60000).
 	FileDeleteDelayMs int
 	// Props are extra server.properties lines ("key=value").
 	Props []string

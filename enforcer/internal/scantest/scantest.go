@@ -1,19 +1,17 @@
-// Package scantest is a small log-dir scanner for the enforcer's
-// integration tests: it publishes agent.Snapshots of a real broker's log
-// dir (segments, checkpoints, usage) through the enforcer's SnapshotSource
-// interface, until the agent's own scanner is wired in by the run command.
-// Segment states: the last segment is open, the others closed unless the
-// Classify hook says eligible.
+// Package scantest publishes agent.Snapshots of a real broker's log dir for
+// the enforcer's integration tests, through the enforcer's SnapshotSource
+// interface. It scans and classifies with the agent's own Scanner and
+// Classify, and adds the seams those tests need: a topic filter (tests
+// share one broker), a capacity that a test moves to cross bands without
+// filling a disk, a clock, and an optional override of segment states.
 package scantest
 
 import (
-	"bufio"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -27,7 +25,8 @@ type Source struct {
 	// Capacity, when set, gives a configured capacity (usage = bytes under
 	// the log dir / capacity); otherwise statfs.
 	Capacity func() uint64
-	// Classify may mark segments eligible (segments exclude the open one).
+	// Classify, when set, overrides the states the agent's classification
+	// gave (segs exclude the open one).
 	Classify func(topic string, segs []agent.Segment)
 	// Now is the clock stamped on snapshots (time.Now when nil).
 	Now func() time.Time
@@ -41,6 +40,8 @@ type Source struct {
 	Topics map[string]bool
 
 	mu      sync.Mutex
+	scanner *agent.Scanner
+	prev    *agent.LogDir // the last unfiltered scan, reused by the next
 	snap    *agent.Snapshot
 	updated chan struct{}
 	once    sync.Once
@@ -130,19 +131,16 @@ func (s *Source) usage() agent.Usage {
 			used = uint64(duBytes(s.LogDir))
 		} else if entries, err := os.ReadDir(s.LogDir); err == nil {
 			for _, e := range entries {
-				if m := partDir.FindStringSubmatch(e.Name()); m != nil && s.Topics[m[1]] {
+				if topic, _, kind, ok := agent.ParsePartitionDirName(e.Name()); ok && kind == agent.KindLive && s.Topics[topic] {
 					used += uint64(duBytes(filepath.Join(s.LogDir, e.Name())))
 				}
 			}
 		}
-		return agent.Usage{CapacityBytes: c, UsedBytes: used, AvailableBytes: c - min(c, used), Basis: agent.CapacityConfigured}
+		u, _ := agent.DiskUsage(s.LogDir, c, int64(used))
+		return u
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.LogDir, &st); err != nil {
-		return agent.Usage{}
-	}
-	bs := uint64(st.Bsize)
-	return agent.Usage{CapacityBytes: st.Blocks * bs, UsedBytes: (st.Blocks - st.Bfree) * bs, AvailableBytes: st.Bavail * bs, Basis: agent.CapacityFilesystem}
+	u, _ := agent.DiskUsage(s.LogDir, 0, 0)
+	return u
 }
 
 func duBytes(dir string) int64 {
@@ -152,170 +150,57 @@ func duBytes(dir string) int64 {
 			return nil
 		}
 		if fi, err := d.Info(); err == nil {
-			n += diskBytes(fi)
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			} else {
+				n += fi.Size()
+			}
 		}
 		return nil
 	})
 	return n
 }
 
-func diskBytes(fi os.FileInfo) int64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Blocks * 512
-	}
-	return fi.Size()
-}
-
-var partDir = regexp.MustCompile(`^(.+)-(\d+)$`)
-
 func (s *Source) scan() *agent.Snapshot {
-	ld := agent.LogDir{Path: s.LogDir, BrokerID: -1}
-	lso := readCheckpoint(filepath.Join(s.LogDir, "log-start-offset-checkpoint"))
-	hw := readCheckpoint(filepath.Join(s.LogDir, "replication-offset-checkpoint"))
-	ld.BrokerID = metaNodeID(filepath.Join(s.LogDir, "meta.properties"))
-	entries, err := os.ReadDir(s.LogDir)
-	if err != nil {
-		ld.Err = err
+	s.mu.Lock()
+	if s.scanner == nil {
+		sc, err := agent.NewScanner(agent.ScannerConfig{}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			panic(err) // the zero config is valid
+		}
+		s.scanner = sc
 	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		name := e.Name()
-		if strings.HasSuffix(name, "-delete") {
-			n := duBytes(filepath.Join(s.LogDir, name))
-			ld.PendingDeleteBytes += n
-			continue
-		}
-		m := partDir.FindStringSubmatch(name)
-		if m == nil {
-			continue
-		}
-		if s.Topics != nil && !s.Topics[m[1]] {
-			continue
-		}
-		pn, _ := strconv.Atoi(m[2])
-		p := agent.Partition{Topic: m[1], Partition: int32(pn), Dir: name, Kind: agent.KindLive, LogStartOffset: -1, HighWatermark: -1}
-		if m[1] == "__cluster_metadata" {
-			p.Kind = agent.KindMetadata
-		}
-		key := m[1] + " " + m[2]
-		if v, ok := lso[key]; ok {
-			p.LogStartOffset = v
-		}
-		if v, ok := hw[key]; ok {
-			p.HighWatermark = v
-		}
-		s.scanPartition(&p, filepath.Join(s.LogDir, name))
-		ld.PendingDeleteBytes += p.PendingDeleteBytes
-		ld.Partitions = append(ld.Partitions, p)
-	}
-	ld.Usage = s.usage()
-	return &agent.Snapshot{Time: s.now(), LogDirs: []agent.LogDir{ld}, Configs: s.Configs, Defaults: agent.DefaultTopicConfig()}
-}
+	sc, prev := s.scanner, s.prev
+	s.mu.Unlock()
+	ld := sc.ScanLogDir(s.LogDir, prev)
+	s.mu.Lock()
+	s.prev = &ld
+	s.mu.Unlock()
 
-func (s *Source) scanPartition(p *agent.Partition, dir string) {
-	files, err := os.ReadDir(dir)
-	if err != nil {
-		return
+	configs := agent.ConfigSet{Topics: s.Configs, Defaults: agent.DefaultTopicConfig()}
+	now := s.now()
+	out := ld
+	out.Partitions = nil
+	if s.Topics != nil {
+		// The filtered view counts only its own partitions' bytes: other
+		// tests' deletions on the shared broker are not this test's.
+		out.PendingDeleteBytes, out.DiskBytes, out.OtherBytes = 0, 0, 0
 	}
-	segs := map[int64]*agent.Segment{}
-	var bases []int64
-	for _, f := range files {
-		fi, err := f.Info()
-		if err != nil {
-			continue // vanished
-		}
-		name := f.Name()
-		db := diskBytes(fi)
-		p.DiskBytes += db
-		if strings.HasSuffix(name, ".deleted") {
-			p.PendingDeleteBytes += db
+	for _, p := range ld.Partitions {
+		if s.Topics != nil && !s.Topics[p.Topic] {
 			continue
 		}
-		dot := strings.IndexByte(name, '.')
-		if dot != 20 {
-			p.OtherBytes += db
-			continue
+		if s.Topics != nil {
+			out.PendingDeleteBytes += p.PendingDeleteBytes
+			out.DiskBytes += p.DiskBytes
 		}
-		base, err := strconv.ParseInt(name[:20], 10, 64)
-		if err != nil {
-			p.OtherBytes += db
-			continue
-		}
-		sg := segs[base]
-		if sg == nil {
-			sg = &agent.Segment{BaseOffset: base, State: agent.StateClosed}
-			segs[base] = sg
-		}
-		sg.DiskBytes += db
-		sg.ApparentBytes += fi.Size()
-		if strings.HasSuffix(name, ".log") {
-			sg.LogBytes = fi.Size()
-			sg.LargestTimestamp = fi.ModTime()
-			sg.TimestampSource = agent.TimestampFromMtime
-			bases = append(bases, base)
-		}
-	}
-	sortInt64(bases)
-	for _, b := range bases {
-		p.Segments = append(p.Segments, *segs[b])
-	}
-	if n := len(p.Segments); n > 0 {
-		p.Segments[n-1].State = agent.StateOpen
-		if s.Classify != nil {
+		p = agent.Classify(p, configs.For(p.Topic), now)
+		if n := len(p.Segments); n > 0 && s.Classify != nil {
+			p.Segments = slices.Clone(p.Segments) // the scan result is shared with the next scan
 			s.Classify(p.Topic, p.Segments[:n-1])
 		}
+		out.Partitions = append(out.Partitions, p)
 	}
-}
-
-func sortInt64(a []int64) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
-}
-
-// readCheckpoint parses a Kafka offset checkpoint file: version, count,
-// then "topic partition offset" lines.
-func readCheckpoint(path string) map[string]int64 {
-	out := map[string]int64{}
-	f, err := os.Open(path)
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for i := 0; sc.Scan(); i++ {
-		if i < 2 {
-			continue
-		}
-		fs := strings.Fields(sc.Text())
-		if len(fs) != 3 {
-			continue
-		}
-		v, err := strconv.ParseInt(fs[2], 10, 64)
-		if err == nil {
-			out[fs[0]+" "+fs[1]] = v
-		}
-	}
-	return out
-}
-
-func metaNodeID(path string) int32 {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if ok && (k == "node.id" || k == "broker.id") {
-			n, err := strconv.Atoi(v)
-			if err == nil {
-				return int32(n)
-			}
-		}
-	}
-	return -1
+	out.Usage = s.usage()
+	return &agent.Snapshot{Time: now, LogDirs: []agent.LogDir{out}, Configs: s.Configs, Defaults: configs.Defaults}
 }

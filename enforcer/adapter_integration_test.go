@@ -1,0 +1,183 @@
+//go:build integration
+
+package enforcer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
+)
+
+// R4.1, R4.2: DeleteRecords moves the log start offset to a segment
+// boundary; a nil RPC error is not success: a compact-only topic answers
+// POLICY_VIOLATION and an offset past the high watermark
+// OFFSET_OUT_OF_RANGE, per partition.
+func TestR4_2DeleteRecordsResultsPerPartition(t *testing.T) {
+	const del, compact = "adapter-delete", "adapter-compact"
+	shared.CreateTopic(t, del, 2, map[string]string{"internal.segment.bytes": "16384"})
+	shared.CreateTopic(t, compact, 1, map[string]string{"cleanup.policy": "compact"})
+	produceRounds(t, shared, del, 2, 1, 40, 1000)
+	shared.Produce(t, compact, 0, 5, 100)
+	a := newAdmin(t, shared, "__kdg_test_adapter")
+	ctx := context.Background()
+
+	src := &scantest.Source{LogDir: shared.LogDir, Topics: map[string]bool{del: true}, Capacity: func() uint64 { return 1 << 40 }}
+	snap := src.ScanOnce()
+	boundary := snap.LogDirs[0].Partitions[0].Segments[1].BaseOffset
+	offs := offsets(t, a, del, 2)
+
+	res, err := a.DeleteRecords(ctx, del, map[int32]int64{0: boundary, 1: offs[1].HighWatermark + 10})
+	if err != nil {
+		t.Fatalf("rpc error: %v", err)
+	}
+	if res[0] != nil {
+		t.Errorf("partition 0 to %d: %v", boundary, res[0])
+	}
+	if !errors.Is(res[1], sarama.ErrOffsetOutOfRange) {
+		t.Errorf("partition 1 past the high watermark: %v, want OFFSET_OUT_OF_RANGE", res[1])
+	}
+	got := offsets(t, a, del, 2)
+	if got[0].LogStart != boundary || got[1].LogStart != 0 {
+		t.Errorf("log start offsets %v, want %d and 0", got, boundary)
+	}
+
+	res, err = a.DeleteRecords(ctx, compact, map[int32]int64{0: 1})
+	if err != nil {
+		t.Fatalf("rpc error: %v", err)
+	}
+	if !errors.Is(res[0], sarama.ErrPolicyViolation) {
+		t.Errorf("compact-only topic: %v, want POLICY_VIOLATION", res[0])
+	}
+
+	// The broker removes the segment below the new log start offset.
+	kafkatest.Eventually(t, 20*time.Second, func() error {
+		ps := src.ScanOnce().LogDirs[0].Partitions
+		if ps[0].Segments[0].BaseOffset != boundary {
+			return fmt.Errorf("first segment still %d", ps[0].Segments[0].BaseOffset)
+		}
+		return nil
+	})
+}
+
+// R4.3: the ACL calls create, list and delete exactly the bindings given,
+// and the ownership records round-trip through the compacted topic.
+func TestR4_3ACLAndOwnershipAdapter(t *testing.T) {
+	const topic = "adapter-acl"
+	shared.CreateTopic(t, topic, 1, nil)
+	a := newAdmin(t, shared, "__kdg_test_adapter_own")
+	ctx := context.Background()
+	deny := enforcer.ACL{Topic: topic, Pattern: enforcer.PatternLiteral, Principal: enforcer.AnyPrincipal, Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermDeny}
+	bob := enforcer.ACL{Topic: topic, Pattern: enforcer.PatternLiteral, Principal: "User:bob", Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermDeny}
+	prefixed := enforcer.ACL{Topic: "adapter-", Pattern: enforcer.PatternPrefixed, Principal: enforcer.AnyPrincipal, Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermDeny}
+	if err := a.CreateACLs(ctx, []enforcer.ACL{deny, bob, prefixed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateACLs(ctx, []enforcer.ACL{deny}); err != nil {
+		t.Fatalf("creating an existing binding again: %v", err)
+	}
+	all, err := a.TopicACLs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []enforcer.ACL{deny, bob, prefixed} {
+		if !slices.Contains(all, want) {
+			t.Errorf("listed %v, missing %v", all, want)
+		}
+	}
+	if err := a.DeleteACLs(ctx, []enforcer.ACL{deny}); err != nil {
+		t.Fatal(err)
+	}
+	all, _ = a.TopicACLs(ctx)
+	if slices.Contains(all, deny) || !slices.Contains(all, bob) || !slices.Contains(all, prefixed) {
+		t.Errorf("after deleting one binding: %v", all)
+	}
+	if err := a.DeleteACLs(ctx, []enforcer.ACL{bob, prefixed}); err != nil {
+		t.Fatal(err)
+	}
+
+	own, err := a.LoadOwnership(ctx)
+	if err != nil || len(own) != 0 {
+		t.Fatalf("before any record: %v %v", own, err)
+	}
+	rec := enforcer.Ownership{BrokerID: 7, Strategy: enforcer.StrategyACL, LogDirs: []string{"/d"}, ACLs: []enforcer.ACL{deny}}
+	for i := range 3 {
+		rec.LogDirs = []string{fmt.Sprintf("/d%d", i)}
+		if err := a.StoreOwnership(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.StoreOwnership(ctx, enforcer.Ownership{BrokerID: 8}); err != nil {
+		t.Fatal(err)
+	}
+	own, err = a.LoadOwnership(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(own) != 2 || !slices.Equal(own[7].LogDirs, []string{"/d2"}) || !slices.Equal(own[7].ACLs, []enforcer.ACL{deny}) {
+		t.Fatalf("loaded %+v", own)
+	}
+}
+
+// R4.3: the quota strategy sets producer_byte_rate on the default client
+// entity, lifts it, and never touches an operator's default quota.
+func TestR4_3QuotaStrategy(t *testing.T) {
+	const topic = "quota-protect"
+	shared.CreateTopic(t, topic, 1, nil)
+	shared.Produce(t, topic, 0, 20, 1000)
+	capacity := &fixedCapacity{}
+	src := &scantest.Source{LogDir: shared.LogDir, Topics: map[string]bool{topic: true}, Capacity: capacity.get}
+	capacity.set(1 << 40)
+	used := usedBytes(src)
+	capacity.set(uint64(float64(used) / 0.95))
+	src.ScanOnce()
+	cfg := enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond, Protection: enforcer.ProtectionConfig{Strategy: enforcer.StrategyQuota, ProducerByteRate: 2048}}
+	g := startGuard(t, shared, cfg, src, realClock{}, "__kdg_test_quota", false)
+	ctx := context.Background()
+	quota := func(want int64) func() error {
+		return func() error {
+			got, err := g.admin.DefaultProducerQuota(ctx)
+			if err != nil {
+				return err
+			}
+			if got != want {
+				return fmt.Errorf("default producer_byte_rate %d, want %d", got, want)
+			}
+			return nil
+		}
+	}
+	kafkatest.Eventually(t, 20*time.Second, quota(2048))
+	if acls := topicACLs(t, g.admin, topic); len(acls) != 0 {
+		t.Errorf("quota strategy created ACLs: %v", acls)
+	}
+	capacity.set(uint64(float64(used) / 0.5))
+	kafkatest.Eventually(t, 20*time.Second, quota(0))
+	g.stop()
+
+	// An operator's default quota stays as it is.
+	if err := g.admin.SetDefaultProducerQuota(ctx, 5000); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.admin.RemoveDefaultProducerQuota(context.Background()) })
+	capacity.set(uint64(float64(used) / 0.95))
+	g2 := startGuard(t, shared, cfg, src, realClock{}, "__kdg_test_quota", false)
+	kafkatest.Eventually(t, 20*time.Second, func() error {
+		if len(g2.logs.lines("operator default client quota in place, quota protection not applied")) == 0 {
+			return fmt.Errorf("no log line about the operator's quota")
+		}
+		return nil
+	})
+	capacity.set(uint64(float64(used) / 0.5))
+	g2.waitReconciles(t, 3)
+	if err := quota(5000)(); err != nil {
+		t.Fatal(err)
+	}
+}

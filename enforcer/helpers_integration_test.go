@@ -1,0 +1,417 @@
+//go:build integration
+
+package enforcer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
+)
+
+var shared *kafkatest.Broker
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain())
+	}
+	os.Exit(kafkatest.Main(m, kafkatest.Options{RetentionCheckMs: 1000, FileDeleteDelayMs: 1000,
+		// file.delete.delay.ms is the topic-level name; the broker reads log.segment.delete.delay.ms.
+		Props: []string{"log.segment.delete.delay.ms=1000"}}, &shared))
+}
+
+// logBuf collects JSON log lines.
+type logBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// lines returns the decoded lines whose msg is one of msgs.
+func (l *logBuf) lines(msgs ...string) []map[string]any {
+	l.mu.Lock()
+	data := append([]byte(nil), l.buf.Bytes()...)
+	l.mu.Unlock()
+	return parseLines(data, msgs...)
+}
+
+func parseLines(data []byte, msgs ...string) []map[string]any {
+	var out []map[string]any
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var m map[string]any
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		for _, msg := range msgs {
+			if m["msg"] == msg {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// source is a snapshot source the test runs: the test-only scanner or the
+// agent's live watcher.
+type source interface {
+	enforcer.SnapshotSource
+	Run(ctx context.Context) error
+}
+
+// guard is an enforcer running in the test process.
+type guard struct {
+	e     *enforcer.Enforcer
+	reg   *prometheus.Registry
+	logs  *logBuf
+	src   source
+	admin *kafkaadmin.Enforce
+	stop  func()
+}
+
+func newAdmin(t testing.TB, b *kafkatest.Broker, ownTopic string) *kafkaadmin.Enforce {
+	t.Helper()
+	a, err := kafkaadmin.NewEnforce([]string{b.SASLAddr}, b.GuardConfig(), ownTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// startGuard runs src and an enforcer until the test ends.
+func startGuard(t testing.TB, b *kafkatest.Broker, cfg enforcer.Config, src source, clock enforcer.Clock, ownTopic string, echo bool) *guard {
+	t.Helper()
+	g := &guard{reg: prometheus.NewRegistry(), logs: &logBuf{}, src: src, admin: newAdmin(t, b, ownTopic)}
+	var w io.Writer = g.logs
+	if echo {
+		w = io.MultiWriter(g.logs, os.Stderr)
+	}
+	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e, err := enforcer.New(cfg, logger, g.reg, src, g.admin, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.e = e
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); src.Run(ctx) }()
+	go func() { defer wg.Done(); e.Run(ctx) }()
+	var once sync.Once
+	g.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(g.stop)
+	return g
+}
+
+// metric sums the samples of a metric family whose labels include want.
+func metric(reg *prometheus.Registry, name string, want map[string]string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return -1
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+// waitReconciles waits for n more reconcile passes.
+func (g *guard) waitReconciles(t testing.TB, n int) {
+	t.Helper()
+	start := metric(g.reg, "kafka_disk_guard_reconciles_total", nil)
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		if got := metric(g.reg, "kafka_disk_guard_reconciles_total", nil); got < start+float64(n) {
+			return fmt.Errorf("%v reconciles of %d", got-start, n)
+		}
+		return nil
+	})
+}
+
+// offsets returns the broker's log start offset and high watermark.
+func offsets(t testing.TB, a *kafkaadmin.Enforce, topic string, parts int32) map[int32]enforcer.Offsets {
+	t.Helper()
+	var tps []enforcer.TopicPartition
+	for p := range parts {
+		tps = append(tps, enforcer.TopicPartition{Topic: topic, Partition: p})
+	}
+	got, err := a.Offsets(context.Background(), tps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]enforcer.Offsets{}
+	for tp, o := range got {
+		out[tp.Partition] = o
+	}
+	return out
+}
+
+// topicACLs lists the ACLs on one topic (literal).
+func topicACLs(t testing.TB, a *kafkaadmin.Enforce, topic string) []enforcer.ACL {
+	t.Helper()
+	all, err := a.TopicACLs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []enforcer.ACL
+	for _, x := range all {
+		if x.Topic == topic {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func hasACL(acls []enforcer.ACL, principal, op, perm string) bool {
+	for _, a := range acls {
+		if a.Principal == principal && a.Operation == op && a.Permission == perm {
+			return true
+		}
+	}
+	return false
+}
+
+// produceRounds writes rounds x n records of size bytes to each partition
+// in turn, so segment timestamps interleave across partitions.
+func produceRounds(t testing.TB, b *kafkatest.Broker, topic string, parts int32, rounds, n, size int) {
+	t.Helper()
+	p := b.Producer(t)
+	value := bytes.Repeat([]byte("v"), size)
+	for range rounds {
+		for part := range parts {
+			msgs := make([]*sarama.ProducerMessage, n)
+			for i := range msgs {
+				msgs[i] = &sarama.ProducerMessage{Topic: topic, Partition: part, Value: sarama.ByteEncoder(value)}
+			}
+			// One record per request keeps segments small and many.
+			for _, m := range msgs {
+				if _, _, err := p.SendMessage(m); err != nil {
+					t.Fatalf("produce %s-%d: %v", topic, part, err)
+				}
+			}
+		}
+	}
+}
+
+// fixedCapacity is a configured capacity the test moves.
+type fixedCapacity struct {
+	mu sync.Mutex
+	v  uint64
+}
+
+func (c *fixedCapacity) get() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v
+}
+
+func (c *fixedCapacity) set(v uint64) {
+	c.mu.Lock()
+	c.v = v
+	c.mu.Unlock()
+}
+
+// usedBytes is what a Source with a configured capacity counts as used.
+func usedBytes(src *scantest.Source) uint64 {
+	return src.ScanOnce().LogDirs[0].Usage.UsedBytes
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// ---- child process: an agent that can be killed with SIGKILL ----
+
+const childEnv = "KDG_ENFORCER_CHILD"
+
+// childMain runs an enforcer against the broker named in the environment,
+// with a configured capacity read from a file at every scan, until killed.
+func childMain() int {
+	getenv := os.Getenv
+	id, _ := strconv.Atoi(getenv("KDG_CHILD_BROKER_ID"))
+	capFile := getenv("KDG_CHILD_CAPACITY_FILE")
+	topics := map[string]bool{}
+	for _, t := range strings.Split(getenv("KDG_CHILD_TOPICS"), ",") {
+		topics[t] = true
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V4_0_0_0
+	cfg.ClientID = "kafka-disk-guard-child"
+	cfg.Net.SASL.Enable = true
+	cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	cfg.Net.SASL.User = kafkatest.GuardUser
+	cfg.Net.SASL.Password = kafkatest.GuardPassword
+	admin, err := kafkaadmin.NewEnforce([]string{getenv("KDG_CHILD_SASL")}, cfg, getenv("KDG_CHILD_OWNERSHIP_TOPIC"))
+	if err != nil {
+		logger.Error("admin", "err", err)
+		return 1
+	}
+	src := &scantest.Source{LogDir: getenv("KDG_CHILD_LOG_DIR"), Topics: topics, ScanEvery: 100 * time.Millisecond,
+		Capacity: func() uint64 {
+			data, _ := os.ReadFile(capFile)
+			v, _ := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+			return v
+		}}
+	e, err := enforcer.New(enforcer.Config{Enabled: true, BrokerID: ptr(int32(id)), Interval: 200 * time.Millisecond},
+		logger, prometheus.NewRegistry(), src, admin, realClock{})
+	if err != nil {
+		logger.Error("enforcer", "err", err)
+		return 1
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	go src.Run(ctx)
+	if err := e.Run(ctx); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// child is an agent process.
+type child struct {
+	proc *os.Process
+	logs *logBuf
+	done chan struct{}
+}
+
+func startChild(t *testing.T, b *kafkatest.Broker, brokerID int, capFile, topics, ownTopic string) *child {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{logs: &logBuf{}, done: make(chan struct{})}
+	attr := &os.ProcAttr{Env: append(os.Environ(),
+		childEnv+"=1",
+		"KDG_CHILD_BROKER_ID="+strconv.Itoa(brokerID),
+		"KDG_CHILD_CAPACITY_FILE="+capFile,
+		"KDG_CHILD_TOPICS="+topics,
+		"KDG_CHILD_SASL="+b.SASLAddr,
+		"KDG_CHILD_LOG_DIR="+b.LogDir,
+		"KDG_CHILD_OWNERSHIP_TOPIC="+ownTopic,
+	)}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr.Files = []*os.File{nil, w, w}
+	proc, err := os.StartProcess(exe, []string{exe, "-test.run=^$"}, attr)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.proc = proc
+	go func() {
+		io.Copy(c.logs, r)
+		r.Close()
+	}()
+	go func() { proc.Wait(); close(c.done) }()
+	t.Cleanup(func() { c.kill(t) })
+	return c
+}
+
+// kill sends SIGKILL and waits for the process to end.
+func (c *child) kill(t *testing.T) {
+	if err := c.proc.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Logf("kill child: %v", err)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		t.Error("child did not die")
+	}
+}
+
+func writeCapacity(t *testing.T, path string, v uint64) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatUint(v, 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// classifyAllClosed marks every closed segment of the named topics
+// eligible by time (standing in for the agent's classification).
+func classifyAllClosed(topics ...string) func(string, []agent.Segment) {
+	return func(topic string, segs []agent.Segment) {
+		for _, t := range topics {
+			if t == topic {
+				for i := range segs {
+					segs[i].State = agent.StateEligible
+					segs[i].Reason = agent.ReasonRetentionTime
+					segs[i].ExpiredBytes = segs[i].LogBytes
+				}
+			}
+		}
+	}
+}
