@@ -726,7 +726,7 @@ func (l *loop) publish() {
 			for name := range d.parts {
 				d.order = append(d.order, name)
 			}
-			slices.SortFunc(d.order, func(x, y string) int { return comparePartitions(d.parts[x].raw, d.parts[y].raw) })
+			slices.SortFunc(d.order, func(x, y string) int { return partitionOrder(d.parts[x].raw, d.parts[y].raw) })
 		}
 		ld.Partitions = make([]Partition, 0, len(d.order))
 		for _, name := range d.order {
@@ -769,17 +769,4 @@ func (l *loop) publish() {
 	case a.updated <- struct{}{}:
 	default:
 	}
-}
-
-func comparePartitions(a, b Partition) int {
-	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-		return c
-	}
-	if a.Partition != b.Partition {
-		if a.Partition < b.Partition {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a.Dir, b.Dir)
 }

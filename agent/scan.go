@@ -215,7 +215,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			for i := range next {
 				j := jobs[i]
 				full := filepath.Join(path, j.name)
-				p, err := s.readPartition(root, j.name, full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind), sc)
+				p, err := s.readPartition(root, j.name, full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
 				if err != nil {
 					// Nothing was read (open or list failed): leave it out
 					// rather than report an empty partition.
@@ -249,7 +249,8 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 
 func sortPartitions(ps []Partition) { slices.SortFunc(ps, partitionOrder) }
 
-// partitionOrder orders partitions by topic, partition, then kind.
+// partitionOrder orders partitions by topic, partition, kind, then
+// directory name (two deleted copies of one partition).
 func partitionOrder(a, b Partition) int {
 	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 		return c
@@ -260,7 +261,10 @@ func partitionOrder(a, b Partition) int {
 		}
 		return 1
 	}
-	return strings.Compare(string(a.Kind), string(b.Kind))
+	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Dir, b.Dir)
 }
 
 // ReadCheckpoints reads log-start-offset-checkpoint and
@@ -563,12 +567,12 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 }
 
 // prevPartition finds a partition in an earlier scan (partitions are sorted).
-func prevPartition(prev *LogDir, topic string, part int32, kind PartitionKind) *Partition {
+func prevPartition(prev *LogDir, topic string, part int32, kind PartitionKind, dir string) *Partition {
 	if prev == nil {
 		return nil
 	}
 	ps := prev.Partitions
-	i, found := slices.BinarySearchFunc(ps, Partition{Topic: topic, Partition: part, Kind: kind}, partitionOrder)
+	i, found := slices.BinarySearchFunc(ps, Partition{Topic: topic, Partition: part, Kind: kind, Dir: dir}, partitionOrder)
 	if !found {
 		return nil
 	}
