@@ -13,6 +13,7 @@ command -v mvn >/dev/null || fail "mvn is not installed (it fetches the broker j
 command -v kcat >/dev/null || fail "kcat is not installed (Debian package kcat; .ci/run installs it)"
 
 step() { printf '\n== %s\n' "$*"; }
+results=$(mktemp); trap 'rm -f "$results"' EXIT
 
 step "fetch broker jars"
 scripts/kafka.sh fetch >/dev/null
@@ -22,7 +23,7 @@ go vet ./...
 go vet -tags integration ./...
 
 step "unit tests (-race)"
-go test -race -count=1 ./...
+go test -race -count=1 ./... | tee -a "$results"
 
 # Packages whose tests change with the integration tag; one broker-using
 # package at a time so timing-sensitive tests get the machine's cores.
@@ -34,7 +35,7 @@ pkgs=$(go list -tags integration -f '{{.ImportPath}} {{.Dir}} {{join .TestGoFile
     done
   done)
 [ -n "$pkgs" ] || fail "no integration test package found"
-go test -race -count=1 -p 1 -timeout 30m -tags integration $pkgs
+go test -race -count=1 -p 1 -timeout 30m -tags integration $pkgs | tee -a "$results"
 
 if [ -x scripts/check-deploy.sh ]; then
   step "deployment checks (helm, promtool, dashboards)"
@@ -42,3 +43,5 @@ if [ -x scripts/check-deploy.sh ]; then
 fi
 echo
 echo "test.sh: all tests passed"
+# Test packages run (unit and integration passes), as one closing line.
+echo "packages: $(grep -c '^ok ' "$results") passed, $(grep -c '^FAIL' "$results") failed"
