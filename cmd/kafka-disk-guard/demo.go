@@ -303,6 +303,7 @@ func printProgress(ctx context.Context, w io.Writer, src exporter.SnapshotSource
 	}
 }
 
+// humanBytes renders a byte count with binary units ("1.5 MiB").
 func humanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {

@@ -377,8 +377,8 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 			fmt.Fprintf(&b, "  error: %s\n", d.Error)
 			continue
 		}
-		fmt.Fprintf(&b, "  usage: %.1f%% (%s used of %s, %s), %s available\n", 100*d.UsageRatio, iec(int64(d.UsedBytes)), iec(int64(d.CapacityBytes)), d.CapacityBasis, iec(int64(d.AvailableBytes)))
-		fmt.Fprintf(&b, "  disk: %s total, %s pending deletion, %s other\n", iec(d.DiskBytes), iec(d.PendingDeleteBytes), iec(d.OtherBytes))
+		fmt.Fprintf(&b, "  usage: %.1f%% (%s used of %s, %s), %s available\n", 100*d.UsageRatio, humanBytes(int64(d.UsedBytes)), humanBytes(int64(d.CapacityBytes)), d.CapacityBasis, humanBytes(int64(d.AvailableBytes)))
+		fmt.Fprintf(&b, "  disk: %s total, %s pending deletion, %s other\n", humanBytes(d.DiskBytes), humanBytes(d.PendingDeleteBytes), humanBytes(d.OtherBytes))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(&b, "\ntopics (segments and .log bytes by state; expired-but-retained bytes by reason)")
@@ -412,8 +412,8 @@ func summaryCols(s summary) string {
 	}
 	return fmt.Sprintf("%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
 		s.Segments.Open, s.Segments.Closed, s.Segments.Eligible,
-		iec(s.Bytes.Open), iec(s.Bytes.Closed), iec(s.Bytes.Eligible),
-		iec(s.ExpiredRetained.OpenSegment), iec(s.ExpiredRetained.AwaitingDeletion), iec(s.ExpiredRetained.PendingDelete), age)
+		humanBytes(s.Bytes.Open), humanBytes(s.Bytes.Closed), humanBytes(s.Bytes.Eligible),
+		humanBytes(s.ExpiredRetained.OpenSegment), humanBytes(s.ExpiredRetained.AwaitingDeletion), humanBytes(s.ExpiredRetained.PendingDelete), age)
 }
 
 func retentionText(ms, bytes int64) string {
@@ -422,7 +422,7 @@ func retentionText(ms, bytes int64) string {
 		t = (time.Duration(ms) * time.Millisecond).String()
 	}
 	if bytes >= 0 {
-		t += " bytes=" + iec(bytes)
+		t += " bytes=" + humanBytes(bytes)
 	}
 	return t
 }
@@ -432,18 +432,4 @@ func offsetText(o int64) string {
 		return "?"
 	}
 	return fmt.Sprint(o)
-}
-
-// iec renders a byte count with binary units.
-func iec(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%dB", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
