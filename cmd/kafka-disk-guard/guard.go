@@ -251,7 +251,6 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 		g.Go(func() error {
 			// The broker id comes from meta.properties (spec R1.5): wait for
 			// the first scan.
-			var id int32 = -1
 			for a.Snapshot() == nil {
 				select {
 				case <-ctx.Done():
@@ -259,13 +258,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 				case <-a.Updated():
 				}
 			}
-			for _, ld := range a.Snapshot().LogDirs {
-				if ld.BrokerID >= 0 {
-					id = ld.BrokerID
-					break
-				}
-			}
-			return link.Run(ctx, id, func() []string { return snapshotTopics(a) }, offline, cfg.TopicConfigs.RefreshInterval,
+			return link.Run(ctx, a.Snapshot().BrokerID(), func() []string { return snapshotTopics(a) }, offline, cfg.TopicConfigs.RefreshInterval,
 				reserve.Config{LimitPercent: cfg.Admission.LimitPercent, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
 					BrokerStorageBytes: cfg.Admission.BrokerStorageBytes})
 		})
@@ -293,18 +286,7 @@ func snapshotTopics(a *agent.Agent) []string {
 	if s == nil {
 		return nil
 	}
-	seen := map[string]bool{}
-	var out []string
-	for _, ld := range s.LogDirs {
-		for _, p := range ld.Partitions {
-			if p.Kind == agent.KindLive && !seen[p.Topic] {
-				seen[p.Topic] = true
-				out = append(out, p.Topic)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+	return s.LiveTopics()
 }
 
 type systemClock struct{}
