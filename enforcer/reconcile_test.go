@@ -28,6 +28,9 @@ type fakeAdmin struct {
 	quota     int64
 	ownership map[int32]Ownership
 	writes    int
+	// Reads, for tests of what a pass reads.
+	loads       int
+	offsetCalls [][]TopicPartition
 }
 
 func newFakeAdmin(s *agent.Snapshot) *fakeAdmin {
@@ -53,6 +56,7 @@ func (f *fakeAdmin) Offsets(_ context.Context, parts []TopicPartition) (map[Topi
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	f.offsetCalls = append(f.offsetCalls, slices.Clone(parts))
 	out := map[TopicPartition]Offsets{}
 	for _, tp := range parts {
 		out[tp] = Offsets{LogStart: f.lso[tp], HighWatermark: f.hw[tp]}
@@ -137,6 +141,7 @@ func (f *fakeAdmin) LoadOwnership(context.Context) (map[int32]Ownership, error) 
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	f.loads++
 	return maps.Clone(f.ownership), nil
 }
 
