@@ -472,3 +472,24 @@ func TestPlanProtectionQuota(t *testing.T) {
 		})
 	}
 }
+
+// A topic held back in a log dir (DirGoal.HeldTopics, where per-topic
+// evidence lands) gives nothing: the plan skips it, takes the next oldest
+// segments elsewhere and records why.
+func TestPlanSkipsHeldTopics(t *testing.T) {
+	C, O := agent.StateClosed, agent.StateOpen
+	o := Observed{Snapshot: snap(950, 1000,
+		part("a", 0, 0, 40, seg(0, 1, C), seg(10, 2, C), seg(20, 3, C), seg(30, 4, O)),
+		part("b", 0, 0, 40, seg(0, 5, C), seg(10, 6, C), seg(20, 7, C), seg(30, 8, O)))}
+	o.Offsets = brokerOffsets(o.Snapshot)
+	goals := Desired(Policy{Profile: CloudProfile(), HysteresisPoints: 5}, o)
+	const why BlockReason = "config_not_fresh"
+	goals[0].HeldTopics = map[string][]BlockReason{"a": {why}}
+	p := PlanActions(o, goals)
+	if got, want := dels(p.Deletions), []del{{"b", 0, 20, 2, 200, 200}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("deletions %+v, want %+v", got, want)
+	}
+	if want := []TopicHold{{LogDir: dir, Topic: "a", Reasons: []BlockReason{why}}}; !reflect.DeepEqual(p.HeldTopics, want) {
+		t.Errorf("held topics %+v, want %+v", p.HeldTopics, want)
+	}
+}

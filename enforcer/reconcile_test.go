@@ -208,7 +208,7 @@ func newTestEnforcer(t *testing.T, cfg Config, s *agent.Snapshot, admin Admin, c
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.BrokerID = new(int32(1))
-	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, &staticSource{snap: s, ch: make(chan struct{}, 1)}, admin, clock)
+	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)}, Admin: admin, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestRunReconcilesOnUpdatesUntilCancelled(t *testing.T) {
 	s := fullSnapshot()
 	src := &staticSource{snap: s, ch: make(chan struct{}, 1)}
 	reg := prometheus.NewRegistry()
-	e, err := New(Config{Interval: time.Hour, BrokerID: new(int32(1))}, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, src, newFakeAdmin(s), &clockAt{t0})
+	e, err := New(Config{Interval: time.Hour, BrokerID: new(int32(1))}, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src, Admin: newFakeAdmin(s), Clock: &clockAt{t0}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 		fmt.Fprintln(out.stdout, "The log dir keeps changing; so do the metrics. Ctrl-C to stop.")
 		return printProgress(ctx, out.stdout, ag, 15*time.Second)
 	})
-	err = serve(ctx, gc, logger, version, revision, hooks)
+	err = serve(ctx, gc, logger, build{version, revision}, hooks)
 	fmt.Fprintln(out.stdout, "Stopped.")
 	return err
 }

@@ -177,7 +177,7 @@ func runGuard(ctx context.Context, args []string, getenv env, out streams) error
 	ver, rev := buildVersion()
 	logger.Info("starting", "version", ver, "log_dirs", cfg.LogDirs, "enforce", cfg.Enforcer.Enabled,
 		"profile", cfg.Enforcer.Profile, "kafka", strings.Join(cfg.Kafka.BootstrapServers, ","))
-	return serve(ctx, cfg, logger, ver, rev, serveHooks{})
+	return serve(ctx, cfg, logger, build{ver, rev}, serveHooks{})
 }
 
 // serveHooks let the demo reuse serve.
@@ -190,8 +190,12 @@ type serveHooks struct {
 	extra []func(ctx context.Context, a *agent.Agent, addr string) error
 }
 
+// build identifies the binary in metrics and logs.
+type build struct{ version, revision string }
+
 // serve wires the parts and runs them until ctx ends or one fails.
-func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev string, hooks serveHooks) error {
+func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, hooks serveHooks) error {
+	ver, rev := b.version, b.revision
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -221,7 +225,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
 	// the plan, and every action fails as broker_unreachable.
-	enf, err := enforcer.New(cfg.Enforcer, logger, reg, a, link, systemClock{})
+	enf, err := enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: link, Clock: systemClock{}})
 	if err != nil {
 		return err
 	}
