@@ -52,30 +52,11 @@ type ByState struct {
 
 // Of returns the figure of state st (0 for an unknown state).
 func (b ByState) Of(st State) int64 {
-	switch st {
-	case StateOpen:
-		return b.Open
-	case StateClosed:
-		return b.Closed
-	case StateEligible:
-		return b.Eligible
-	}
-	return 0
+	return figureOf(st, [3]State{StateOpen, StateClosed, StateEligible}, [3]int64{b.Open, b.Closed, b.Eligible})
 }
 
 // Total is the sum over the states.
 func (b ByState) Total() int64 { return b.Open + b.Closed + b.Eligible }
-
-func (b *ByState) add(st State, v int64) {
-	switch st {
-	case StateOpen:
-		b.Open += v
-	case StateClosed:
-		b.Closed += v
-	case StateEligible:
-		b.Eligible += v
-	}
-}
 
 // ByReason holds one figure per expired-but-retained reason (spec R1.6).
 type ByReason struct {
@@ -84,19 +65,22 @@ type ByReason struct {
 
 // Of returns the figure of reason r (0 for any other reason).
 func (b ByReason) Of(r Reason) int64 {
-	switch r {
-	case RetainedOpenSegment:
-		return b.OpenSegment
-	case RetainedAwaitingDelete:
-		return b.AwaitingDeletion
-	case RetainedPendingDeletion:
-		return b.PendingDelete
-	}
-	return 0
+	return figureOf(r, [3]Reason{RetainedOpenSegment, RetainedAwaitingDelete, RetainedPendingDeletion},
+		[3]int64{b.OpenSegment, b.AwaitingDeletion, b.PendingDelete})
 }
 
 // Total is the sum over the reasons.
 func (b ByReason) Total() int64 { return b.OpenSegment + b.AwaitingDeletion + b.PendingDelete }
+
+// figureOf returns the figure at key's place in keys, 0 when absent.
+func figureOf[K comparable](key K, keys [3]K, figures [3]int64) int64 {
+	for i, k := range keys {
+		if k == key {
+			return figures[i]
+		}
+	}
+	return 0
+}
 
 // States lists the segment states in report order.
 func States() []State { return []State{StateOpen, StateClosed, StateEligible} }
@@ -152,12 +136,17 @@ func (p *Partition) Summary() Summary {
 	}
 	for i := range p.Segments {
 		seg := &p.Segments[i]
-		s.Segments.add(seg.State, 1)
-		s.Bytes.add(seg.State, seg.DiskBytes)
 		switch seg.State {
 		case StateOpen:
+			s.Segments.Open++
+			s.Bytes.Open += seg.DiskBytes
 			s.Expired.OpenSegment += seg.ExpiredBytes
+		case StateClosed:
+			s.Segments.Closed++
+			s.Bytes.Closed += seg.DiskBytes
 		case StateEligible:
+			s.Segments.Eligible++
+			s.Bytes.Eligible += seg.DiskBytes
 			s.Expired.AwaitingDeletion += seg.DiskBytes
 			if s.OldestEligible.IsZero() || seg.LargestTimestamp.Before(s.OldestEligible) {
 				s.OldestEligible = seg.LargestTimestamp

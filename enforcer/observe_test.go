@@ -2,7 +2,6 @@ package enforcer
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -97,16 +96,7 @@ func TestReconcileReadsOffsetsOnlyWhereFreeing(t *testing.T) {
 
 // purge_fraction takes its share once per partition per interval (R3.2).
 func TestReconcilePurgeFractionOncePerInterval(t *testing.T) {
-	C, O := agent.StateClosed, agent.StateOpen
-	var segs []agent.Segment
-	for i := range 20 {
-		st := C
-		if i == 19 {
-			st = O
-		}
-		segs = append(segs, seg(int64(i*5), i, st))
-	}
-	mk := func() *agent.Snapshot { return snap(870_000, 1_000_000, part("a", 0, 0, 100, slices.Clone(segs)...)) }
+	mk := func() *agent.Snapshot { return snap(870_000, 1_000_000, part("a", 0, 0, 100, segRun(20, 5)...)) }
 	clock := &clockAt{t0}
 	f := newFakeAdmin(mk())
 	e, reg := newTestEnforcer(t, Config{Enabled: true, Profile: ProfileLocal, Interval: 10 * time.Second}, mk(), f, clock)

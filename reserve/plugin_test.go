@@ -27,17 +27,14 @@ func TestPluginInternalTopicsResource(t *testing.T) {
 		"# Do not edit.\n" +
 		strings.Join(agent.KafkaInternalTopics(), "\n") + "\n"
 	path := filepath.FromSlash(pluginInternalTopics)
-	if *update {
+	switch got, err := os.ReadFile(path); {
+	case err == nil && string(got) == want:
+	case *update:
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want {
-		t.Errorf("%s is not generated from agent.KafkaInternalTopics (run go test ./reserve -run PluginInternalTopics -update):\n%s", path, got)
+	default:
+		t.Errorf("%s is not generated from agent.KafkaInternalTopics (run go test ./reserve -run PluginInternalTopics -update): %v\n%s", path, err, got)
 	}
 	for _, topic := range agent.KafkaInternalTopics() {
 		d, err := Check(offline(1<<30, 1<<30), Request{Operation: CreateTopic, Topic: topic, Partitions: 50, ReplicationFactor: 1}, Config{})
