@@ -31,6 +31,13 @@ const (
 	BlockScanErrors        BlockReason = "scan_errors"
 )
 
+// blockReasons lists every block reason: enforcer_blocked has a series for
+// each, 0 or 1. A new reason is added here and in dirHolds (or as a topic
+// hold).
+func blockReasons() []BlockReason {
+	return []BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors}
+}
+
 // ACL is one ACL binding on a topic. The guard's own are always literal,
 // principal User:*, host *.
 type ACL struct {

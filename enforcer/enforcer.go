@@ -296,7 +296,7 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 
 func (e *Enforcer) setBlocked(reasons []BlockReason, dirs []string) {
 	slices.Sort(reasons)
-	for _, r := range []BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors} {
+	for _, r := range blockReasons() {
 		v := 0.0
 		if slices.Contains(reasons, r) {
 			v = 1

@@ -84,7 +84,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	for _, r := range []BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors} {
+	for _, r := range blockReasons() {
 		m.blocked.WithLabelValues(string(r)).Set(0)
 	}
 	for _, r := range []ReconcileResult{ReconcileOK, ReconcileError, ReconcileBlocked} {
