@@ -94,6 +94,7 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
     @Override
     public void validate(RequestMetadata md) throws PolicyViolationException {
         if (INTERNAL_TOPICS.contains(md.topic())) {
+            log.info("kafka-disk-guard admits Kafka's internal topic {} without asking", md.topic());
             return;
         }
         String body = requestJson(md);
