@@ -129,10 +129,17 @@ type Summary struct {
 // kind: its segments by state, and its expired-but-retained bytes (for a
 // -delete directory, all of it is PendingDelete).
 func (p *Partition) Summary() Summary {
-	s := Summary{AppendedBytes: p.AppendedBytes}
-	s.Expired.PendingDelete = p.PendingDeleteBytes
+	var s Summary
+	p.addTo(&s)
+	return s
+}
+
+// addTo adds p's Summary to s.
+func (p *Partition) addTo(s *Summary) {
+	s.AppendedBytes += p.AppendedBytes
+	s.Expired.PendingDelete += p.PendingDeleteBytes
 	if p.Kind == KindLive {
-		s.Partitions = 1
+		s.Partitions++
 	}
 	for i := range p.Segments {
 		seg := &p.Segments[i]
@@ -153,7 +160,6 @@ func (p *Partition) Summary() Summary {
 			}
 		}
 	}
-	return s
 }
 
 // Add adds o's figures to s.
@@ -187,25 +193,30 @@ type TopicSummary struct {
 // partition of the topic.
 const AllPartitions int32 = -1
 
-// topicPart is what a partition directory gives its topic's figures: a
-// live partition all of its Summary; a -delete directory its
+// addToTopic adds what a partition directory gives its topic's figures
+// to s: a live partition all of its Summary; a -delete directory its
 // pending-delete bytes (all of it); a -future or -stray directory its
 // pending-delete bytes when it has some (a replica moving in is not the
 // topic's data in this log dir until it replaces the live one); the
-// metadata log nothing (it is not a topic). ok is false when the
-// directory gives nothing.
-func topicPart(p *Partition) (s Summary, ok bool) {
+// metadata log nothing (it is not a topic). With s nil it only reports
+// whether the directory gives anything.
+func addToTopic(p *Partition, s *Summary) bool {
 	switch p.Kind {
 	case KindLive:
-		return p.Summary(), true
-	case KindDeleted:
-		s.Expired.PendingDelete = p.PendingDeleteBytes
-		return s, true
-	case KindFuture, KindStray:
-		s.Expired.PendingDelete = p.PendingDeleteBytes
-		return s, p.PendingDeleteBytes > 0
+		if s != nil {
+			p.addTo(s)
+		}
+		return true
+	case KindDeleted, KindFuture, KindStray:
+		if p.Kind != KindDeleted && p.PendingDeleteBytes == 0 {
+			return false
+		}
+		if s != nil {
+			s.Expired.PendingDelete += p.PendingDeleteBytes
+		}
+		return true
 	}
-	return s, false
+	return false
 }
 
 // TopicSummaries returns the figures of every topic in the log dir, sorted
@@ -227,28 +238,43 @@ func (d *LogDir) PartitionSummaries() []TopicSummary {
 // partitions are sorted by topic and partition, so those of one topic (or
 // one partition) are adjacent. Unsorted input is sorted and merged after.
 func (d *LogDir) summaries(perPartition bool) []TopicSummary {
-	var out []TopicSummary
+	key := func(p *Partition) int32 {
+		if perPartition {
+			return p.Partition
+		}
+		return AllPartitions
+	}
+	// Count the summaries first (adjacent keys; exact for sorted input) so
+	// the result is allocated once.
+	n := 0
+	var last *Partition
+	for i := range d.Partitions {
+		p := &d.Partitions[i]
+		if addToTopic(p, nil) {
+			if last == nil || p.Topic != last.Topic || key(p) != key(last) {
+				n++
+			}
+			last = p
+		}
+	}
+	out := make([]TopicSummary, 0, n)
 	sorted := true
 	for i := range d.Partitions {
 		p := &d.Partitions[i]
-		s, ok := topicPart(p)
-		if !ok {
+		if !addToTopic(p, nil) {
 			continue
 		}
-		part := AllPartitions
-		if perPartition {
-			part = p.Partition
-		}
+		part := key(p)
 		if n := len(out); n > 0 {
-			last := &out[n-1]
-			if c := compareTopicPart(last.Topic, last.Partition, p.Topic, part); c == 0 {
-				last.Add(s)
+			c := compareTopicPart(out[n-1].Topic, out[n-1].Partition, p.Topic, part)
+			if c == 0 {
+				addToTopic(p, &out[n-1].Summary)
 				continue
-			} else if c > 0 {
-				sorted = false
 			}
+			sorted = sorted && c < 0
 		}
-		out = append(out, TopicSummary{Topic: p.Topic, Partition: part, Summary: s})
+		out = append(out, TopicSummary{Topic: p.Topic, Partition: part})
+		addToTopic(p, &out[len(out)-1].Summary)
 	}
 	if sorted {
 		return out

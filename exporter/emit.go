@@ -54,26 +54,28 @@ func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time
 	states := agent.States()
 	reasons := agent.RetainedReasons()
 	labels := make([]string, 0, 4)
-	for i := range v.topics {
-		t := &v.topics[i]
-		labels = append(labels[:0], t.logDir, t.Topic)
-		if c.cfg.PerPartition {
-			labels = append(labels, strconv.FormatInt(int64(t.Partition), 10))
-		}
-		n := len(labels)
-		for _, s := range states {
-			labels = append(labels[:n], string(s))
-			gauge(ch, c.d.segments, float64(t.Segments.Of(s)), labels...)
-			gauge(ch, c.d.segmentBytes, float64(t.Bytes.Of(s)), labels...)
-		}
-		for _, r := range reasons {
-			labels = append(labels[:n], string(r))
-			gauge(ch, c.d.expiredRetained, float64(t.Expired.Of(r)), labels...)
-		}
-		labels = labels[:n]
-		counter(ch, c.d.appended, float64(t.AppendedBytes), labels...)
-		if !t.OldestEligible.IsZero() {
-			gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(t.OldestEligible).Seconds()), labels...)
+	for _, d := range v.topics {
+		for i := range d.topics {
+			t := &d.topics[i]
+			labels = append(labels[:0], d.logDir, t.Topic)
+			if c.cfg.PerPartition {
+				labels = append(labels, strconv.FormatInt(int64(t.Partition), 10))
+			}
+			n := len(labels)
+			for _, s := range states {
+				labels = append(labels[:n], string(s))
+				gauge(ch, c.d.segments, float64(t.Segments.Of(s)), labels...)
+				gauge(ch, c.d.segmentBytes, float64(t.Bytes.Of(s)), labels...)
+			}
+			for _, r := range reasons {
+				labels = append(labels[:n], string(r))
+				gauge(ch, c.d.expiredRetained, float64(t.Expired.Of(r)), labels...)
+			}
+			labels = labels[:n]
+			counter(ch, c.d.appended, float64(t.AppendedBytes), labels...)
+			if !t.OldestEligible.IsZero() {
+				gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(t.OldestEligible).Seconds()), labels...)
+			}
 		}
 	}
 }

@@ -10,11 +10,11 @@ import (
 // noPartition stands for "all partitions" when per-partition series are off.
 const noPartition = agent.AllPartitions
 
-// topicView is one topic (or partition) of one log dir: its figures as the
-// agent defines them (agent.Summary).
-type topicView struct {
+// dirTopics are the topics (or partitions) of one log dir with their
+// figures as the agent defines them (agent.Summary).
+type dirTopics struct {
 	logDir string
-	agent.TopicSummary
+	topics []agent.TopicSummary
 }
 
 type reservedKey struct {
@@ -31,7 +31,7 @@ type brokerAgg struct {
 // view is what a scrape emits, aggregated from one snapshot.
 type view struct {
 	logDirs  []agent.LogDir // shallow copies: only the scalar fields are read
-	topics   []topicView
+	topics   []dirTopics
 	reserved map[reservedKey]float64
 	brokers  map[string]*brokerAgg
 }
@@ -51,9 +51,7 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 		if cfg.PerPartition {
 			sums = ld.PartitionSummaries
 		}
-		for _, ts := range sums() {
-			v.topics = append(v.topics, topicView{logDir: ld.Path, TopicSummary: ts})
-		}
+		v.topics = append(v.topics, dirTopics{logDir: ld.Path, topics: sums()})
 		b := v.broker(ld.BrokerID)
 		b.storage += float64(ld.Usage.CapacityBytes)
 		for j := range ld.Partitions {
