@@ -163,7 +163,8 @@ type DirGoal struct {
 	Blocked []BlockReason
 	// HeldTopics: topics whose deletions are held back in this log dir,
 	// with the reasons; the plan skips them and records why
-	// (Plan.HeldTopics). Per-topic evidence (spec R7) fills it.
+	// (Plan.HeldTopics), and the pass counts as blocked. Desired sets
+	// none yet: it is where per-topic evidence (spec R7) lands.
 	HeldTopics map[string][]BlockReason
 }
 
