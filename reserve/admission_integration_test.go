@@ -3,7 +3,6 @@
 package reserve_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
@@ -28,28 +28,31 @@ import (
 
 const gib = int64(1) << 30
 
-// switchSource lets the test start the guard's HTTP server before the
-// broker (the broker needs its URL) and make the guard fail on purpose.
-type switchSource struct {
+// gate lets the test start the guard's HTTP server before the broker (the
+// broker needs its URL) and make the guard answer 503 on purpose.
+type gate struct {
 	mu   sync.Mutex
-	src  reserve.ClusterSource
-	fail bool
+	h    http.Handler
+	down bool
 }
 
-func (s *switchSource) set(src reserve.ClusterSource, fail bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.src, s.fail = src, fail
+func (g *gate) set(h http.Handler, down bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.h, g.down = h, down
 }
 
-func (s *switchSource) ReadCluster(ctx context.Context) (reserve.ClusterInfo, error) {
-	s.mu.Lock()
-	src, fail := s.src, s.fail
-	s.mu.Unlock()
-	if fail || src == nil {
-		return reserve.ClusterInfo{}, errors.New("guard made unreachable by the test")
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	h, down := g.h, g.down
+	g.mu.Unlock()
+	if down || h == nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error":"guard made unreachable by the test"}`))
+		return
 	}
-	return src.ReadCluster(ctx)
+	h.ServeHTTP(w, r)
 }
 
 // pluginBuild builds the CreateTopicPolicy jar with Maven once per test run.
@@ -112,9 +115,9 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 
 	// Each broker "has" 10 GiB of configured storage; the limit is 90%.
 	cfg := reserve.Config{BrokerStorageBytes: 10 * gib}
-	src := &switchSource{}
+	g := &gate{}
 	mux := http.NewServeMux()
-	mux.Handle("/api/v1/reserve/check", reserve.NewHandler(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)), src))
+	mux.Handle("/api/v1/reserve/check", g)
 	guard := httptest.NewServer(mux)
 	t.Cleanup(guard.Close)
 
@@ -143,7 +146,20 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 	// CreateTopics open until the guard has read the cluster.
 	admin := broker.Admin(t)
 	reader := kafkaadmin.NewClusterReader(broker.Admin(t))
-	src.set(reader, false)
+	reg := prometheus.NewRegistry()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	model, err := reserve.NewModel(cfg, logger, reg, reader, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h, err := reserve.NewHandler(cfg, logger, reg, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.set(h, false)
 
 	if !strings.Contains(broker.ServerLog(), "kafka-disk-guard reserved-space policy asks") {
 		t.Fatalf("the broker did not load the policy")
@@ -284,6 +300,11 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 			}
 			return nil
 		})
+		// The model learns partitions added around the guard at its next
+		// read.
+		if err := model.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 		// Now over the limit: even a small topic is refused.
 		err = admin.CreateTopic("tiny", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1,
 			ConfigEntries: map[string]*string{"retention.bytes": ptr("1048576"), "segment.bytes": ptr("1048576")}}, false)
@@ -293,8 +314,8 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 	})
 
 	t.Run("R5.4 guard unreachable with on.unreachable=refuse", func(t *testing.T) {
-		src.set(reader, true)
-		defer src.set(reader, false)
+		g.set(h, true)
+		defer g.set(h, false)
 		err := admin.CreateTopic("while-down", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
 		if !errors.Is(err, sarama.ErrPolicyViolation) {
 			t.Fatalf("err = %v, want POLICY_VIOLATION", err)
