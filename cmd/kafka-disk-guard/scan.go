@@ -20,14 +20,14 @@ import (
 
 // scanConfig is the scan subcommand's configuration, from flags.
 type scanConfig struct {
-	LogDirs         []string
-	ConfigFile      string
-	Defaults        agent.TopicConfig
-	CapacityBytes   uint64
-	Now             time.Time
-	Format          string
-	Kafka           kafkaadmin.Config
-	Timeout         time.Duration
+	LogDirs       []string
+	ConfigFile    string
+	Defaults      agent.TopicConfig
+	CapacityBytes uint64
+	Now           time.Time
+	Format        string
+	Kafka         kafkaadmin.Config
+	Timeout       time.Duration
 }
 
 // Validate checks the configuration.
