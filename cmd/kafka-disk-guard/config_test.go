@@ -150,7 +150,10 @@ func TestEveryKeyWithABadValueIsNamed(t *testing.T) {
 			}
 			file := writeFile(t, "guard.yaml", body)
 			for _, check := range []func() error{
-				func() error { _, err := parseRunConfig([]string{"--config", file}, mapEnv(nil), io.Discard); return err },
+				func() error {
+					_, err := parseRunConfig([]string{"--config", file}, mapEnv(nil), io.Discard)
+					return err
+				},
 				func() error { return runCheckConfig(t.Context(), []string{file}, nil, streams{io.Discard, io.Discard}) },
 			} {
 				err := check()
