@@ -213,8 +213,13 @@ type agentConfig struct {
 			Strategy string `yaml:"strategy"`
 		} `yaml:"protection"`
 	} `yaml:"enforcer"`
+	Admission struct {
+		Enabled      bool    `yaml:"enabled"`
+		LimitPercent float64 `yaml:"limitPercent"`
+	} `yaml:"admission"`
 	Web struct {
-		ListenAddress string `yaml:"listenAddress"`
+		ListenAddress      string `yaml:"listenAddress"`
+		ProbeListenAddress string `yaml:"probeListenAddress"`
 	} `yaml:"web"`
 	Metrics struct {
 		PerPartition bool `yaml:"perPartition"`
