@@ -49,6 +49,12 @@ func TestRunGuardsRealBrokerOverSASL(t *testing.T) {
 	}
 	waitMetric(t, addr, `kafka_disk_guard_enforcer_blocked{reason="broker_unreachable"} 0`)
 	waitMetric(t, addr, `kafka_disk_guard_enforcement_enabled 0`)
+	// Quiet start: a reachable cluster, and not one warning or error.
+	for _, l := range logLines(t, logs.String()) {
+		if l["level"] == "WARN" || l["level"] == "ERROR" {
+			t.Errorf("%s at a start against a reachable broker: %v", l["level"], l)
+		}
+	}
 
 	// Admission: far more than the broker's disk can hold is refused,
 	// with the limit named; a small topic is allowed.

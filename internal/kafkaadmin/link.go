@@ -205,14 +205,15 @@ func (l *Link) Run(ctx context.Context) error {
 	defer l.Close()
 	backoff := l.opts.MinBackoff
 	failures := 0
+	attempted := func() { l.onceAtt.Do(func() { close(l.attempted) }) }
 	for {
 		c, err := l.dial(l.cfg)
-		l.onceAtt.Do(func() { close(l.attempted) })
 		if err != nil {
 			failures++
 			if failures == 1 || failures%10 == 0 {
 				l.logger.Warn("kafka connection failed, retrying", "err", err, "failures", failures, "retry_in", backoff.String())
 			}
+			attempted() // after the log line: it is the first warning of a start
 			select {
 			case <-ctx.Done():
 				return nil
@@ -224,6 +225,7 @@ func (l *Link) Run(ctx context.Context) error {
 		l.set(c)
 		l.logger.Info("kafka connected", "bootstrap_servers", strings.Join(l.cfg.BootstrapServers, ","),
 			"brokers", len(c.client.Brokers()), "failed_attempts", failures)
+		attempted()
 		failures, backoff = 0, l.opts.MinBackoff
 		err = l.watch(ctx, c)
 		if ctx.Err() != nil {

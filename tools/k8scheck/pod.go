@@ -214,11 +214,15 @@ type agentConfig struct {
 		} `yaml:"protection"`
 	} `yaml:"enforcer"`
 	Admission struct {
-		Enabled      bool    `yaml:"enabled"`
-		LimitPercent float64 `yaml:"limitPercent"`
+		Enabled             bool    `yaml:"enabled"`
+		LimitPercent        float64 `yaml:"limitPercent"`
+		RefreshInterval     string  `yaml:"refreshInterval"`
+		MaxModelAge         string  `yaml:"maxModelAge"`
+		MaxConcurrentChecks int     `yaml:"maxConcurrentChecks"`
 	} `yaml:"admission"`
 	Web struct {
 		ListenAddress      string `yaml:"listenAddress"`
+		ConfigFile         string `yaml:"configFile"`
 		ProbeListenAddress string `yaml:"probeListenAddress"`
 	} `yaml:"web"`
 	Metrics struct {
