@@ -63,13 +63,6 @@ func (k *kafkaFlags) register(fs *flag.FlagSet) {
 	}
 }
 
-// given reports whether the cluster was named on the command line or in
-// the environment.
-func (k *kafkaFlags) given(getenv env) bool {
-	return k.set("bootstrap-server") || getenv("KDG_BOOTSTRAP_SERVERS") != "" ||
-		k.set("command-config") || getenv("KDG_COMMAND_CONFIG") != ""
-}
-
 func (k *kafkaFlags) set(name string) bool {
 	found := false
 	k.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
