@@ -78,6 +78,9 @@ func TestExitCodes(t *testing.T) {
 		{"check-config, invalid file", []string{"check-config", badConfig}, 1},
 		{"check-config, missing file", []string{"check-config", filepath.Join(t.TempDir(), "none.yaml")}, 1},
 		{"check-config", []string{"check-config", goodConfig}, 0},
+		{"check-config --online without a cluster", []string{"check-config", "--online", goodConfig}, 1},
+		{"check-config --online, cluster unreachable", []string{"check-config", "--online", "--bootstrap-server", closedAddr(t), goodConfig}, 1},
+		{"check-config --online with a password flag", []string{"check-config", "--online", "--sasl-password", "x", goodConfig}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -86,6 +86,14 @@ func TestRunGuardsRealBrokerOverSASL(t *testing.T) {
 		t.Fatalf("a 1 MiB topic was refused: %s", small.Reason)
 	}
 
+	// check-config --online reads the cluster with the same connection.
+	var out bytes.Buffer
+	file := writeFile(t, "guard.yaml", "logDirs: ["+b.LogDir+"]\nkafka: {bootstrapServers: ["+b.SASLAddr+"], sasl: {mechanism: PLAIN, username: "+kafkatest.GuardUser+"}}\n")
+	err = run(t.Context(), []string{"check-config", "--online", file}, mapEnv(map[string]string{"KDG_SASL_PASSWORD": kafkatest.GuardPassword}), &out, io.Discard)
+	if err != nil || !strings.Contains(out.String(), "cluster ok: 1 broker(s)") {
+		t.Fatalf("check-config --online: %v\n%s", err, out.String())
+	}
+
 	// A wrong password: the guard keeps watching and serving, and says why.
 	cfg2, err := parseRunConfig(args, mapEnv(map[string]string{"KDG_SASL_PASSWORD": "wrong"}), io.Discard)
 	if err != nil {
