@@ -17,7 +17,9 @@ import (
 // was lost, after Close). Match it with errors.Is.
 var ErrNotConnected = errors.New("kafka cluster not connected")
 
-// LinkOptions tune a Link's reconnect loop; zero values take the defaults.
+// LinkOptions tune a Link's reconnect loop (not a YAML section: set by
+// code); zero or negative values take the defaults, so there is nothing to
+// validate.
 type LinkOptions struct {
 	// MinBackoff is the wait after the first failed connection attempt
 	// (default 1s); it doubles after each failure up to MaxBackoff (30s).
@@ -32,16 +34,16 @@ type LinkOptions struct {
 
 // WithDefaults returns o with every unset field at its default.
 func (o LinkOptions) WithDefaults() LinkOptions {
-	if o.MinBackoff == 0 {
+	if o.MinBackoff <= 0 {
 		o.MinBackoff = time.Second
 	}
-	if o.MaxBackoff == 0 {
+	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 30 * time.Second
 	}
-	if o.HealthInterval == 0 {
+	if o.HealthInterval <= 0 {
 		o.HealthInterval = 15 * time.Second
 	}
-	if o.HealthFailures == 0 {
+	if o.HealthFailures <= 0 {
 		o.HealthFailures = 2
 	}
 	return o
