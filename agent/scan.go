@@ -21,11 +21,17 @@ type ScannerConfig struct {
 	Workers int
 }
 
-// Validate fills in defaults and checks the values.
-func (c *ScannerConfig) Validate() error {
+// WithDefaults returns c with every unset field at its default.
+func (c ScannerConfig) WithDefaults() ScannerConfig {
 	if c.Workers == 0 {
 		c.Workers = 4
 	}
+	return c
+}
+
+// Validate checks the values (after defaults).
+func (c ScannerConfig) Validate() error {
+	c = c.WithDefaults()
 	if c.Workers < 0 || c.Workers > 256 {
 		return fmt.Errorf("workers %d: want 1-256", c.Workers)
 	}
@@ -60,6 +66,7 @@ func NewScanner(cfg ScannerConfig, logger *slog.Logger) (*Scanner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("scanner: %w", err)
 	}
+	cfg = cfg.WithDefaults()
 	s := &Scanner{
 		cfg:    cfg,
 		logger: logger.With("component", "scanner"),

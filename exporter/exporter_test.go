@@ -298,7 +298,7 @@ func TestConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", Config{}, ""},
-		{"negative compact flat", Config{CompactFlatBytes: -1}, "compact_flat_bytes"},
+		{"negative compact flat", Config{CompactFlatBytes: -1}, "admission.compactFlatBytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,7 +307,7 @@ func TestConfigValidate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
 				}
-				if tt.cfg.CompactFlatBytes != gib || tt.cfg.Now == nil {
+				if c := tt.cfg.WithDefaults(); c.CompactFlatBytes != gib || c.Now == nil {
 					t.Errorf("defaults not filled: %+v", tt.cfg)
 				}
 				return

@@ -141,6 +141,8 @@ refuse "custom preset without globs" "set dataLayout.kubeletPods.logDirGlobs" \
 refuse "SASL without a password" "needs kafka.sasl.password" --set 'kafka.bootstrapServers={k:9092}' --set kafka.sasl.enabled=true
 refuse "ServiceMonitor and PodMonitor together" "not both" --set serviceMonitor.enabled=true --set podMonitor.enabled=true
 refuse "ServiceMonitor in sidecar mode" "use podMonitor in sidecar mode" --set mode=sidecar --set serviceMonitor.enabled=true
+refuse "NetworkPolicy in sidecar mode" "networkPolicy: not in sidecar mode" --set mode=sidecar --set networkPolicy.enabled=true
+refuse "admission limit above 100" "/admission/limitPercent" --set admission.limitPercent=150
 
 # --- 4. systemd ---------------------------------------------------------
 step "systemd unit"

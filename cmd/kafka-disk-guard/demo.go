@@ -18,6 +18,7 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
 
@@ -26,7 +27,7 @@ type demoConfig struct {
 	listen       string
 	webConfig    string
 	dir          string
-	bootstrap    string
+	kafka        kafkaadmin.Config
 	logDirs      []string
 	capacity     uint64
 	compactFlat  int64
@@ -38,9 +39,12 @@ type demoConfig struct {
 // so its usage ratio moves visibly.
 const demoDefaultCapacity = 256 << 20
 
-func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
+func parseDemoFlags(args []string, getenv env, stderr io.Writer) (demoConfig, error) {
 	var c demoConfig
 	var logDirs string
+	if err := rejectPasswordFlag(args); err != nil {
+		return c, err
+	}
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -49,7 +53,8 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 Generates a realistic Kafka broker log dir in a temporary directory, keeps
 writing to it as a broker would (records appended, segments rolled, expired
 segments deleted), scans it and serves its metrics until interrupted.
-With --bootstrap-server and --log-dirs it watches a real broker instead.
+With --bootstrap-server and --log-dirs it watches a real broker instead
+(connection flags and KDG_* variables as for run).
 
 flags:
 `)
@@ -59,7 +64,8 @@ flags:
 	fs.StringVar(&c.listen, "web.listen-address", exporter.DefaultListenAddress, "address to serve /metrics on")
 	fs.StringVar(&c.webConfig, "web.config.file", "", "exporter-toolkit web config file: TLS and basic auth")
 	fs.StringVar(&c.dir, "dir", "", "generate the log dir here instead of a temporary directory (kept on exit)")
-	fs.StringVar(&c.bootstrap, "bootstrap-server", "", "guard a real broker: its bootstrap address (host:port); needs --log-dirs")
+	var kf kafkaFlags
+	kf.register(fs)
 	fs.StringVar(&logDirs, "log-dirs", "", "comma-separated log dirs of the real broker (its log.dirs)")
 	fs.Uint64Var(&c.capacity, "capacity-bytes", 0, "configured capacity per log dir; 0: the filesystem's (the generated log dir defaults to 256 MiB)")
 	fs.Int64Var(&c.compactFlat, "reserve.compact-flat-bytes", 0, "reserved bytes per compact-only partition; 0: 1 GiB (the generated log dir defaults to 64 MiB)")
@@ -81,10 +87,18 @@ flags:
 			}
 		}
 	}
-	if (c.bootstrap == "") != (len(c.logDirs) == 0) {
+	var err error
+	if c.kafka, err = kf.apply(kafkaadmin.Config{}, getenv); err != nil {
+		return c, usageError{"demo: " + flagName(err).Error()}
+	}
+	if err := c.kafka.Validate(); err != nil {
+		return c, usageError{"demo: " + flagName(err).Error()}
+	}
+	real := c.kafka.Enabled()
+	if real != (len(c.logDirs) > 0) {
 		return c, usageError{"demo: --bootstrap-server and --log-dirs go together"}
 	}
-	if c.bootstrap != "" && c.dir != "" {
+	if real && c.dir != "" {
 		return c, usageError{"demo: --dir is for the generated log dir, not with --bootstrap-server"}
 	}
 	if c.interval <= 0 {
@@ -93,17 +107,17 @@ flags:
 	if c.compactFlat < 0 {
 		return c, usageError{"demo: --reserve.compact-flat-bytes must not be negative"}
 	}
-	if c.bootstrap == "" && c.capacity == 0 {
+	if !real && c.capacity == 0 {
 		c.capacity = demoDefaultCapacity
 	}
-	if c.bootstrap == "" && c.compactFlat == 0 {
+	if !real && c.compactFlat == 0 {
 		c.compactFlat = demoCompactFlatBytes
 	}
 	return c, nil
 }
 
-func runDemo(ctx context.Context, args []string, _ env, out streams) error {
-	cfg, err := parseDemoFlags(args, out.stderr)
+func runDemo(ctx context.Context, args []string, getenv env, out streams) error {
+	cfg, err := parseDemoFlags(args, getenv, out.stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -119,7 +133,7 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 	gc.Metrics.PerPartition = cfg.perPartition
 	gc.Admission.CompactFlatBytes = cfg.compactFlat
 	var hooks serveHooks
-	if cfg.bootstrap == "" {
+	if !cfg.kafka.Enabled() {
 		dir := cfg.dir
 		if dir == "" {
 			tmp, err := os.MkdirTemp("", "kafka-disk-guard-demo-")
@@ -143,9 +157,9 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 		})
 		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s; a simulated broker appends records every %s, rolls segments and deletes expired ones.\n", dir, cfg.interval)
 	} else {
-		gc.Kafka.BootstrapServers = splitList(cfg.bootstrap)
+		gc.Kafka = cfg.kafka
 	}
-	if err := gc.validate(); err != nil {
+	if err := gc.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
 	hooks.extra = append(hooks.extra, func(ctx context.Context, ag *agent.Agent, addr string) error {

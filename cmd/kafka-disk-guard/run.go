@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -25,10 +26,27 @@ type command struct {
 	run     func(ctx context.Context, args []string, getenv env, out streams) error
 }
 
-// usageError is a mistake in the command line; main exits 2 for it.
+// usageError is a mistake in the command line or the configuration,
+// found before anything was done; main exits 2 for it.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
+
+// exitCode is the one convention of every subcommand: 0 success, 2 a
+// usage error (unknown flag, bad flag value, invalid configuration:
+// nothing was started), 1 a failure while doing the work (a cluster that
+// cannot be read, an address in use, a refused reservation, a
+// configuration file that fails check-config).
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -95,7 +113,10 @@ func buildVersion() (ver, revision string) {
 	return ver, revision
 }
 
-func runVersion(_ context.Context, _ []string, _ env, out streams) error {
+func runVersion(_ context.Context, args []string, _ env, out streams) error {
+	if len(args) > 0 {
+		return usageError{fmt.Sprintf("version: unexpected argument %q", args[0])}
+	}
 	v, rev := buildVersion()
 	fmt.Fprintf(out.stdout, "kafka-disk-guard %s %s\n", v, rev)
 	return nil

@@ -14,8 +14,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
@@ -23,17 +21,14 @@ import (
 
 // scanConfig is the scan subcommand's configuration, from flags.
 type scanConfig struct {
-	LogDirs         []string
-	ConfigFile      string
-	Defaults        agent.TopicConfig
-	CapacityBytes   uint64
-	Now             time.Time
-	Format          string
-	BootstrapServer string
-	SASLMechanism   string
-	SASLUser        string
-	SASLPassword    string
-	Timeout         time.Duration
+	LogDirs       []string
+	ConfigFile    string
+	Defaults      agent.TopicConfig
+	CapacityBytes uint64
+	Now           time.Time
+	Format        string
+	Kafka         kafkaadmin.Config
+	Timeout       time.Duration
 }
 
 // Validate checks the configuration.
@@ -44,8 +39,8 @@ func (c *scanConfig) Validate() error {
 	if c.Format != "table" && c.Format != "json" {
 		return fmt.Errorf("--format %q: want table or json", c.Format)
 	}
-	if (c.SASLUser == "") != (c.SASLPassword == "") {
-		return errors.New("--sasl-user and --sasl-password go together")
+	if err := c.Kafka.Validate(); err != nil {
+		return flagName(err)
 	}
 	if err := agent.ValidateTopicConfig(c.Defaults); err != nil {
 		return fmt.Errorf("defaults: %w", err)
@@ -54,6 +49,9 @@ func (c *scanConfig) Validate() error {
 }
 
 func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, error) {
+	if err := rejectPasswordFlag(args); err != nil {
+		return scanConfig{}, err
+	}
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	d := agent.DefaultTopicConfig()
@@ -69,11 +67,9 @@ func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, er
 	fs.Uint64Var(&cfg.CapacityBytes, "capacity-bytes", 0, "fixed capacity per log dir (a PVC size or quota); 0: the filesystem's")
 	fs.StringVar(&now, "now", "", "the clock, RFC 3339 (default: the current time)")
 	fs.StringVar(&cfg.Format, "format", "table", "output: table or json")
-	fs.StringVar(&cfg.BootstrapServer, "bootstrap-server", "", "read topic configs from this broker (host:port) instead of flags and file")
-	fs.StringVar(&cfg.SASLMechanism, "sasl-mechanism", "PLAIN", "SASL mechanism with --sasl-user: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
-	fs.StringVar(&cfg.SASLUser, "sasl-user", "", "SASL user for --bootstrap-server")
-	fs.StringVar(&cfg.SASLPassword, "sasl-password", getenv("KAFKA_DISK_GUARD_SASL_PASSWORD"), "SASL password (default $KAFKA_DISK_GUARD_SASL_PASSWORD)")
-	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "timeout for broker requests")
+	var kf kafkaFlags
+	kf.register(fs) // with a cluster, topic configs come from it instead of flags and file
+	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "time allowed to read the topic configs from the cluster")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
@@ -93,6 +89,9 @@ func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, er
 		return cfg, usageError{"--cleanup-policy: " + err.Error()}
 	}
 	cfg.Defaults.CleanupPolicy = p
+	if cfg.Kafka, err = kf.apply(kafkaadmin.Config{ClientID: "kafka-disk-guard-scan"}, getenv); err != nil {
+		return cfg, usageError{flagName(err).Error()}
+	}
 	cfg.Now = time.Now()
 	if now != "" {
 		if cfg.Now, err = time.Parse(time.RFC3339, now); err != nil {
@@ -154,29 +153,19 @@ func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agen
 			return cs, err
 		}
 	}
-	if cfg.BootstrapServer == "" {
+	if !cfg.Kafka.Enabled() {
 		return cs, nil
 	}
-	conn := kafkaadmin.Config{BootstrapServers: []string{cfg.BootstrapServer}, ClientID: "kafka-disk-guard-scan", Timeout: cfg.Timeout}
-	if cfg.SASLUser != "" {
-		conn.SASL = kafkaadmin.SASLConfig{Mechanism: cfg.SASLMechanism, Username: cfg.SASLUser, Password: cfg.SASLPassword}
-	}
-	if err := conn.Validate(); err != nil {
-		return cs, usageError{err.Error()}
-	}
-	sc, err := conn.SaramaConfig()
-	if err != nil {
+	link := kafkaadmin.NewLink(cfg.Kafka, slog.New(slog.DiscardHandler), kafkaadmin.LinkOptions{})
+	if err := link.Connect(); err != nil {
 		return cs, err
 	}
-	client, err := sarama.NewClient(conn.BootstrapServers, sc)
-	if err != nil {
-		return cs, fmt.Errorf("connect to %s: %w", cfg.BootstrapServer, err)
-	}
-	defer client.Close()
+	defer link.Close()
 	scanned := agent.Snapshot{LogDirs: dirs} // not classified yet: only its broker id and topics are read
+	brokerID := scanned.BrokerID()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	online, err := kafkaadmin.NewConfigFetcher(client, scanned.BrokerID()).FetchConfigs(ctx, scanned.LiveTopics())
+	online, err := link.ConfigFetcher(func() int32 { return brokerID }).FetchConfigs(ctx, scanned.LiveTopics())
 	if err != nil {
 		return cs, err
 	}

@@ -15,23 +15,35 @@ import (
 const describeBatch = 200
 
 // ConfigFetcher reads topic configs and broker defaults through Sarama's
-// DescribeConfigs. It implements agent.ConfigFetcher.
+// DescribeConfigs. It implements agent.ConfigFetcher. Like every adapter
+// it takes the connection at each call (ErrNotConnected without one).
 type ConfigFetcher struct {
-	client   sarama.Client
-	brokerID int32 // broker whose defaults apply; -1: any broker
+	src connSource
+	// brokerID is the broker whose defaults apply; -1: any broker.
+	brokerID func() int32
 }
 
-// NewConfigFetcher returns a fetcher using client. brokerID names the
-// broker whose log.* defaults are read (the one the agent guards); -1 lets
-// it pick any.
+// ConfigFetcher returns a fetcher over the link. brokerID tells the broker
+// whose log.* defaults are read (the one the agent guards, known after
+// the first scan); -1 lets it pick any.
+func (l *Link) ConfigFetcher(brokerID func() int32) *ConfigFetcher {
+	return &ConfigFetcher{src: l, brokerID: brokerID}
+}
+
+// NewConfigFetcher returns a fetcher over a client the caller owns
+// (tests).
 func NewConfigFetcher(client sarama.Client, brokerID int32) *ConfigFetcher {
-	return &ConfigFetcher{client: client, brokerID: brokerID}
+	return &ConfigFetcher{src: fixed{&conn{client: client}}, brokerID: func() int32 { return brokerID }}
 }
 
 // FetchConfigs returns the effective retention configs of topics (those
 // the broker does not know are left out) and the broker's defaults.
 func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agent.ConfigSet, error) {
-	defaults, err := f.brokerDefaults(ctx)
+	c, err := f.src.conn()
+	if err != nil {
+		return agent.ConfigSet{}, err
+	}
+	defaults, err := f.brokerDefaults(ctx, c.client)
 	if err != nil {
 		return agent.ConfigSet{}, err
 	}
@@ -45,11 +57,11 @@ func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agen
 		for _, t := range batch {
 			req.Resources = append(req.Resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: t})
 		}
-		b := f.client.LeastLoadedBroker()
+		b := c.client.LeastLoadedBroker()
 		if b == nil {
 			return agent.ConfigSet{}, errors.New("describe topic configs: no broker available")
 		}
-		resp, err := describe(b, f.client.Config(), req)
+		resp, err := describe(b, c.client.Config(), req)
 		if err != nil {
 			return agent.ConfigSet{}, fmt.Errorf("describe topic configs: %w", err)
 		}
@@ -72,10 +84,8 @@ func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agen
 }
 
 func describe(b *sarama.Broker, conf *sarama.Config, req *sarama.DescribeConfigsRequest) (*sarama.DescribeConfigsResponse, error) {
-	if ok, _ := b.Connected(); !ok {
-		if err := b.Open(conf); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
-			return nil, err
-		}
+	if err := openBroker(b, conf); err != nil {
+		return nil, err
 	}
 	return b.DescribeConfigs(req)
 }
@@ -90,24 +100,24 @@ func entries(cs []*sarama.ConfigEntry) map[string]string {
 
 // brokerDefaults reads the broker's log.* settings: the defaults of topics
 // without an override.
-func (f *ConfigFetcher) brokerDefaults(ctx context.Context) (agent.TopicConfig, error) {
+func (f *ConfigFetcher) brokerDefaults(ctx context.Context, client sarama.Client) (agent.TopicConfig, error) {
 	if err := ctx.Err(); err != nil {
 		return agent.TopicConfig{}, err
 	}
 	var b *sarama.Broker
-	if f.brokerID >= 0 {
+	if id := f.brokerID(); id >= 0 {
 		var err error
-		if b, err = f.client.Broker(f.brokerID); err != nil {
-			return agent.TopicConfig{}, fmt.Errorf("broker %d: %w", f.brokerID, err)
+		if b, err = client.Broker(id); err != nil {
+			return agent.TopicConfig{}, fmt.Errorf("broker %d: %w", id, err)
 		}
-	} else if bs := f.client.Brokers(); len(bs) > 0 {
+	} else if bs := client.Brokers(); len(bs) > 0 {
 		b = bs[0]
 	}
 	if b == nil {
 		return agent.TopicConfig{}, errors.New("describe broker configs: no broker available")
 	}
 	req := &sarama.DescribeConfigsRequest{Version: 1, Resources: []*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: strconv.Itoa(int(b.ID()))}}}
-	resp, err := describe(b, f.client.Config(), req)
+	resp, err := describe(b, client.Config(), req)
 	if err != nil {
 		return agent.TopicConfig{}, fmt.Errorf("describe broker configs: %w", err)
 	}
