@@ -1,0 +1,496 @@
+//go:build integration
+
+// Package image_test builds the container image with scripts/build-image.sh
+// (Buildah, amd64, an OCI layout) and checks what the chart will run: the
+// stamped version and revision, the image's contents and configuration,
+// the chart's rendered configs accepted inside the image, and the guard
+// serving from it as 65532 with nothing writable.
+package image_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/x509"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/e2e/e2etest"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
+)
+
+// The files the image may hold, with their modes; directories on their
+// paths are allowed (root-owned, 0755), nothing else.
+var wantFiles = map[string]fs.FileMode{
+	"etc/passwd":                        0o644,
+	"etc/group":                         0o644,
+	"etc/ssl/certs/ca-certificates.crt": 0o644,
+	"usr/bin/kafka-disk-guard":          0o755,
+}
+
+const entrypoint = "/usr/bin/kafka-disk-guard"
+
+type built struct {
+	ref, version, revision string
+	storage, oci           string
+}
+
+func TestImage(t *testing.T) {
+	start := time.Now()
+	chart := e2etest.ReadChart(t)
+	b := buildImage(t)
+	t.Logf("scripts/build-image.sh --arch amd64 --oci: %s in %s", b.ref, time.Since(start).Round(time.Second))
+
+	t.Run("version from Chart.yaml appVersion, revision from git, image name from the chart", func(t *testing.T) {
+		if b.version != chart.AppVersion {
+			t.Errorf("script stamped version %q, Chart.yaml appVersion %q", b.version, chart.AppVersion)
+		}
+		if want := gitRevision(t); b.revision != want {
+			t.Errorf("script stamped revision %q, git says %q", b.revision, want)
+		}
+		if got := chartImage(t); got != b.ref {
+			t.Errorf("the chart runs %q by default, the script built %q", got, b.ref)
+		}
+	})
+
+	img := readOCI(t, b.oci, chart.AppVersion)
+	t.Logf("image size: %d bytes compressed (%d layer(s)), %d bytes unpacked; binary %d bytes",
+		img.compressed, img.layers, img.unpacked, img.files["usr/bin/kafka-disk-guard"].size)
+
+	t.Run("config: user 65532, entrypoint, OCI labels", func(t *testing.T) {
+		c := img.config
+		if c.Architecture != "amd64" || c.OS != "linux" {
+			t.Errorf("platform %s/%s", c.OS, c.Architecture)
+		}
+		if c.Config.User != "65532:65532" {
+			t.Errorf("user %q, want 65532:65532", c.Config.User)
+		}
+		if !slices.Equal(c.Config.Entrypoint, []string{entrypoint}) {
+			t.Errorf("entrypoint %q", c.Config.Entrypoint)
+		}
+		for k, want := range map[string]string{
+			"org.opencontainers.image.source":   chart.Home,
+			"org.opencontainers.image.version":  chart.AppVersion,
+			"org.opencontainers.image.revision": b.revision,
+		} {
+			if got := c.Config.Labels[k]; got != want {
+				t.Errorf("label %s = %q, want %q", k, got, want)
+			}
+		}
+		for _, k := range []string{"org.opencontainers.image.licenses", "org.opencontainers.image.created"} {
+			if c.Config.Labels[k] == "" {
+				t.Errorf("label %s missing", k)
+			}
+		}
+	})
+
+	t.Run("contents: the binary, CA certificates, passwd and group, nothing else", func(t *testing.T) {
+		checkContents(t, img)
+	})
+
+	ctr := fromImage(t, b)
+
+	t.Run("version as 65532 prints the stamped version and revision", func(t *testing.T) {
+		out := runIn(t, b, ctr, nil, "version")
+		want := fmt.Sprintf("kafka-disk-guard %s %s", chart.AppVersion, b.revision)
+		if strings.TrimSpace(out) != want {
+			t.Errorf("version printed %q, want %q", out, want)
+		}
+	})
+
+	t.Run("check-config accepts every config the chart renders", func(t *testing.T) {
+		dir := t.TempDir()
+		var files []string
+		values, _ := filepath.Glob(filepath.Join(e2etest.Chart(t), "ci", "*-values.yaml"))
+		if len(values) == 0 {
+			t.Fatal("no values profiles in the chart's ci/")
+		}
+		for _, v := range values {
+			name := strings.TrimSuffix(filepath.Base(v), "-values.yaml") + ".yaml"
+			e2etest.WriteFile(t, dir, name, e2etest.RenderedConfig(t, e2etest.Template(t, "-f", v)))
+			files = append(files, "/etc/kafka-disk-guard/"+name)
+		}
+		// Time zones other than UTC need zone data the image has no files
+		// for: it is compiled into the binary.
+		e2etest.WriteFile(t, dir, "timezone.yaml", "logDirs: [/var/lib/kafka/data]\nenforcer: {schedule: {time: \"03:30\", timezone: Europe/Madrid}}\n")
+		files = append(files, "/etc/kafka-disk-guard/timezone.yaml")
+		out := runIn(t, b, ctr, []string{dir + ":/etc/kafka-disk-guard:ro"}, append([]string{"check-config"}, files...)...)
+		if n := strings.Count(out, ": ok: "); n != len(files) {
+			t.Errorf("check-config accepted %d of %d files:\n%s", n, len(files), out)
+		}
+	})
+
+	t.Run("run serves metrics as 65532 from a read-only log dir", func(t *testing.T) {
+		checkServes(t, b, ctr, chart.AppVersion)
+	})
+}
+
+// buildImage runs the build script for amd64 into a private Buildah
+// storage and an OCI layout, and parses its last line.
+func buildImage(t *testing.T) built {
+	t.Helper()
+	if _, err := exec.LookPath("buildah"); err != nil {
+		t.Fatal("buildah is not installed (Debian package buildah; .ci/run installs it)")
+	}
+	dir := t.TempDir()
+	b := built{storage: filepath.Join(dir, "storage"), oci: filepath.Join(dir, "oci")}
+	t.Cleanup(func() {
+		// The storage holds mounts only while a container runs; remove
+		// containers so nothing is left mounted before TempDir cleanup.
+		_ = buildah(b, "rm", "--all").Run()
+	})
+	cmd := exec.Command(filepath.Join(e2etest.Root(t), "scripts", "build-image.sh"),
+		"--arch", "amd64", "--storage-root", b.storage, "--oci", b.oci)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scripts/build-image.sh: %v\n%s%s", err, out, stderr.Bytes())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var arch string
+	if _, err := fmt.Sscanf(lines[len(lines)-1], "image %s version %s revision %s arch %s", &b.ref, &b.version, &b.revision, &arch); err != nil || arch != "amd64" {
+		t.Fatalf("build-image.sh's last line %q: %v", lines[len(lines)-1], err)
+	}
+	return b
+}
+
+func buildah(b built, args ...string) *exec.Cmd {
+	return exec.Command("buildah", append([]string{"--storage-driver", "vfs",
+		"--root", filepath.Join(b.storage, "root"), "--runroot", filepath.Join(b.storage, "run")}, args...)...)
+}
+
+func gitRevision(t *testing.T) string {
+	t.Helper()
+	root := e2etest.Root(t)
+	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse: %v", err)
+	}
+	st, err := exec.Command("git", "-C", root, "status", "--porcelain").Output()
+	if err != nil {
+		t.Fatalf("git status: %v", err)
+	}
+	r := strings.TrimSpace(string(rev))
+	if len(bytes.TrimSpace(st)) > 0 {
+		r += "-dirty"
+	}
+	return r
+}
+
+// chartImage is the image the chart's DaemonSet runs with default values.
+func chartImage(t *testing.T) string {
+	t.Helper()
+	for _, o := range e2etest.Template(t) {
+		if o.Kind != "DaemonSet" {
+			continue
+		}
+		var spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct{ Image string } `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		}
+		if err := o.Spec.Decode(&spec); err != nil {
+			t.Fatal(err)
+		}
+		if cs := spec.Template.Spec.Containers; len(cs) == 1 {
+			return cs[0].Image
+		}
+	}
+	t.Fatal("no DaemonSet with one container in the default render")
+	return ""
+}
+
+// --- the OCI layout ------------------------------------------------------
+
+type ociDescriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int64             `json:"size"`
+	Annotations map[string]string `json:"annotations"`
+	Platform    *struct {
+		Architecture string `json:"architecture"`
+		OS           string `json:"os"`
+	} `json:"platform"`
+}
+
+type imageConfig struct {
+	Architecture string `json:"architecture"`
+	OS           string `json:"os"`
+	Config       struct {
+		User       string            `json:"User"`
+		Entrypoint []string          `json:"Entrypoint"`
+		Cmd        []string          `json:"Cmd"`
+		Labels     map[string]string `json:"Labels"`
+	} `json:"config"`
+}
+
+type entry struct {
+	typ      byte
+	mode     fs.FileMode
+	uid, gid int
+	size     int64
+	link     string
+	data     []byte // regular files
+}
+
+type ociImage struct {
+	config     imageConfig
+	files      map[string]entry
+	layers     int
+	compressed int64
+	unpacked   int64
+}
+
+func readOCI(t *testing.T, dir, tag string) ociImage {
+	t.Helper()
+	blob := func(d ociDescriptor) []byte {
+		data, err := os.ReadFile(filepath.Join(dir, "blobs", strings.Replace(d.Digest, ":", "/", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	var index struct{ Manifests []ociDescriptor }
+	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &index); err != nil {
+		t.Fatal(err)
+	}
+	var top *ociDescriptor
+	for i, m := range index.Manifests {
+		if m.Annotations["org.opencontainers.image.ref.name"] == tag {
+			top = &index.Manifests[i]
+		}
+	}
+	if top == nil {
+		t.Fatalf("no image tagged %s in the OCI layout: %+v", tag, index.Manifests)
+	}
+	man := *top
+	if man.MediaType == "application/vnd.oci.image.index.v1+json" {
+		var list struct{ Manifests []ociDescriptor }
+		if err := json.Unmarshal(blob(man), &list); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, m := range list.Manifests {
+			if m.Platform != nil && m.Platform.OS == "linux" && m.Platform.Architecture == "amd64" {
+				man, found = m, true
+			}
+		}
+		if !found {
+			t.Fatalf("no linux/amd64 image in the index: %+v", list.Manifests)
+		}
+	}
+	var manifest struct {
+		Config ociDescriptor
+		Layers []ociDescriptor
+	}
+	if err := json.Unmarshal(blob(man), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	img := ociImage{files: map[string]entry{}, layers: len(manifest.Layers)}
+	if err := json.Unmarshal(blob(manifest.Config), &img.config); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range manifest.Layers {
+		img.compressed += l.Size
+		zr, err := gzip.NewReader(bytes.NewReader(blob(l)))
+		if err != nil {
+			t.Fatalf("layer %s: %v", l.Digest, err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("layer %s: %v", l.Digest, err)
+			}
+			name := strings.TrimSuffix(path.Clean(strings.TrimPrefix(h.Name, "./")), "/")
+			e := entry{typ: h.Typeflag, mode: fs.FileMode(h.Mode).Perm(), uid: h.Uid, gid: h.Gid, size: h.Size, link: h.Linkname}
+			if h.Typeflag == tar.TypeReg {
+				if e.data, err = io.ReadAll(tr); err != nil {
+					t.Fatal(err)
+				}
+				img.unpacked += h.Size
+			}
+			img.files[name] = e
+		}
+	}
+	return img
+}
+
+func checkContents(t *testing.T, img ociImage) {
+	allowedDirs := map[string]bool{}
+	for f := range wantFiles {
+		for d := path.Dir(f); d != "."; d = path.Dir(d) {
+			allowedDirs[d] = true
+		}
+	}
+	for name, e := range img.files {
+		if e.uid != 0 || e.gid != 0 {
+			t.Errorf("%s owned by %d:%d, want root: the guard's user must not own anything", name, e.uid, e.gid)
+		}
+		if e.mode&0o022 != 0 {
+			t.Errorf("%s mode %v is writable by group or others", name, e.mode)
+		}
+		switch {
+		case e.typ == tar.TypeDir && allowedDirs[name]:
+		case e.typ == tar.TypeReg && wantFiles[name] != 0:
+			if e.mode != wantFiles[name] {
+				t.Errorf("%s mode %v, want %v", name, e.mode, wantFiles[name])
+			}
+		default:
+			t.Errorf("unexpected entry %s (type %q, mode %v, link %q)", name, e.typ, e.mode, e.link)
+		}
+	}
+	for f := range wantFiles {
+		if _, ok := img.files[f]; !ok {
+			t.Errorf("%s missing", f)
+		}
+	}
+
+	for _, f := range []string{"etc/passwd", "etc/group"} {
+		lines := strings.Split(strings.TrimSpace(string(img.files[f].data)), "\n")
+		if len(lines) != 1 {
+			t.Errorf("%s has %d entries, want only 65532's: %q", f, len(lines), lines)
+			continue
+		}
+		fields := strings.Split(lines[0], ":")
+		id := fields[2]
+		if len(fields) < 3 || id != "65532" || (f == "etc/passwd" && fields[3] != "65532") {
+			t.Errorf("%s entry %q is not for 65532:65532", f, lines[0])
+		}
+	}
+
+	pool := x509.NewCertPool()
+	if ca := img.files["etc/ssl/certs/ca-certificates.crt"].data; !pool.AppendCertsFromPEM(ca) || !bytes.Contains(ca, []byte("BEGIN CERTIFICATE")) {
+		t.Error("ca-certificates.crt holds no PEM certificates")
+	}
+
+	bin := img.files["usr/bin/kafka-disk-guard"].data
+	ef, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		t.Fatalf("the binary is not ELF: %v", err)
+	}
+	if ef.Machine != elf.EM_X86_64 {
+		t.Errorf("binary machine %v, want x86-64", ef.Machine)
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("the binary is dynamically linked (%v): it cannot run on an empty base", p.Type)
+		}
+	}
+}
+
+// --- running the image ---------------------------------------------------
+
+// fromImage creates a working container from the built image.
+func fromImage(t *testing.T, b built) string {
+	t.Helper()
+	name := fmt.Sprintf("kdg-image-test-%d", os.Getpid())
+	if out, err := buildah(b, "from", "--pull-never", "--name", name, b.ref).CombinedOutput(); err != nil {
+		t.Fatalf("buildah from %s: %v\n%s", b.ref, err, out)
+	}
+	return name
+}
+
+// runCmd is `buildah run` of the image's entrypoint with args, as 65532.
+func runCmd(b built, ctr string, volumes []string, args ...string) *exec.Cmd {
+	argv := []string{"run", "--isolation", "chroot", "--user", "65532:65532"}
+	for _, v := range volumes {
+		argv = append(argv, "--volume", v)
+	}
+	argv = append(argv, ctr, "--", entrypoint)
+	return buildah(b, append(argv, args...)...)
+}
+
+func runIn(t *testing.T, b built, ctr string, volumes []string, args ...string) string {
+	t.Helper()
+	out, err := runCmd(b, ctr, volumes, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("buildah run %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// checkServes runs the guard from the image (observe mode, offline) on a
+// generated broker log dir mounted read-only, and reads /readyz and
+// /metrics from the host. No directory of the image is writable by 65532
+// (checkContents), so serving proves the guard needs no writable root
+// filesystem.
+func checkServes(t *testing.T, b built, ctr, version string) {
+	logDir := filepath.Join(t.TempDir(), "data")
+	if _, err := logdirgen.Generate(logDir, logdirgen.Spec{Now: time.Now(), Topics: []logdirgen.Topic{{Name: "orders", Partitions: 2,
+		Segments: []logdirgen.Segment{{Bytes: 4096}, {Bytes: 4096}, {Bytes: 4096}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	cfgDir := t.TempDir()
+	port := e2etest.FreePort(t)
+	e2etest.WriteFile(t, cfgDir, "config.yaml", fmt.Sprintf("logDirs: [/var/lib/kafka/data]\nweb: {listenAddress: \"127.0.0.1:%d\"}\n", port))
+	p := e2etest.Start(t, "guard-in-image", t.TempDir(), runCmd(b, ctr,
+		[]string{cfgDir + ":/etc/kafka-disk-guard:ro", logDir + ":/var/lib/kafka/data:ro"},
+		"run", "--config", "/etc/kafka-disk-guard/config.yaml").Args...)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var metrics string
+	err := e2etest.Poll(ctx, 200*time.Millisecond, func() error {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("the guard exited: %v", err)
+		}
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", resp.Status)
+		}
+		resp, err = http.Get(base + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		metrics = string(body)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the guard in the image did not serve: %v\n%s", err, p.Tail(20))
+	}
+	for _, want := range []string{
+		`kafka_disk_guard_build_info{goversion=`,
+		fmt.Sprintf(`revision="%s",version="%s"} 1`, b.revision, version),
+		`kafka_disk_guard_log_dir_usage_ratio{log_dir="/var/lib/kafka/data"}`,
+		`kafka_disk_guard_segments{log_dir="/var/lib/kafka/data",state="closed",topic="orders"} 4`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	p.Stop()
+	if out := p.Output(); strings.Contains(out, "read-only file system") || strings.Contains(out, "permission denied") {
+		t.Errorf("the guard tried to write:\n%s", out)
+	}
+}
