@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/kafka-disk-guard/kafka-disk-guard/e2e/e2etest"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
 )
@@ -137,6 +139,71 @@ func TestImage(t *testing.T) {
 	t.Run("run serves metrics as 65532 from a read-only log dir", func(t *testing.T) {
 		checkServes(t, b, ctr, chart.AppVersion)
 	})
+
+	t.Run("the release workflow runs the suite, then this script", func(t *testing.T) {
+		checkReleaseWorkflow(t)
+	})
+}
+
+// checkReleaseWorkflow: .github/workflows/release.yml (which cannot run
+// here) calls only scripts of the repository, with options they take, and
+// runs the suite (.ci/run) before it builds and pushes the image.
+func checkReleaseWorkflow(t *testing.T) {
+	root := e2etest.Root(t)
+	data, err := os.ReadFile(filepath.Join(root, ".github", "workflows", "release.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Run string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(data, &wf); err != nil {
+		t.Fatalf("release.yml: %v", err)
+	}
+	help, err := exec.Command(filepath.Join(root, "scripts", "build-image.sh"), "--help").Output()
+	if err != nil {
+		t.Fatalf("build-image.sh --help: %v", err)
+	}
+	suite, image := -1, -1
+	i := 0
+	for _, job := range wf.Jobs {
+		for _, st := range job.Steps {
+			for _, line := range strings.Split(st.Run, "\n") {
+				fields := strings.Fields(line)
+				for j, f := range fields {
+					f = strings.Trim(f, `"$()`)
+					if !strings.HasPrefix(f, "scripts/") && !strings.HasPrefix(f, ".ci/") {
+						continue
+					}
+					if fi, err := os.Stat(filepath.Join(root, f)); err != nil || fi.Mode()&0o111 == 0 {
+						t.Errorf("release.yml runs %s: not an executable of the repository", f)
+					}
+					switch f {
+					case ".ci/run":
+						suite = i
+					case "scripts/build-image.sh":
+						image = i
+						for _, opt := range fields[j+1:] {
+							if strings.HasPrefix(opt, "--") && !bytes.Contains(help, []byte("  "+opt+" ")) {
+								t.Errorf("release.yml passes %s to build-image.sh, which does not take it", opt)
+							}
+						}
+						if !strings.Contains(line, "--arch all") || !strings.Contains(line, "--push") {
+							t.Errorf("release.yml builds %q: want both architectures pushed", line)
+						}
+					}
+				}
+			}
+			i++
+		}
+	}
+	if suite < 0 || image < 0 || suite > image {
+		t.Errorf("release.yml must run .ci/run (step %d) before scripts/build-image.sh (step %d)", suite, image)
+	}
 }
 
 // buildImage runs the build script for amd64 into a private Buildah
