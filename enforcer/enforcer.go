@@ -134,6 +134,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 	if err != nil {
 		return nil, fmt.Errorf("register enforcer metrics: %w", err)
 	}
+	m.initActionSeries(profile)
 	e := &Enforcer{
 		cfg: cfg, policy: Policy{Profile: profile, HysteresisPoints: cfg.HysteresisPoints},
 		loc: loc, hour: hour, minute: minute,

@@ -92,3 +92,37 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+// initActionSeries creates, at zero, the action counters' series for every
+// action the profile's bands can take, with every result: a dashboard or
+// an increase() then shows 0 from the first scrape instead of "No data"
+// until the first action. Label values follow apply: deletions carry the
+// band the log dir is in and the action of its freeing band; protection
+// changes carry the (lowest) protect band.
+func (m *metrics) initActionSeries(p Profile) {
+	results := []ActionResult{ResultOK, ResultError, ResultDryRun}
+	pi := p.protectIndex()
+	for i, b := range p.Bands {
+		var act Action
+		if fi := p.freeingBand(i); fi >= 0 {
+			act = p.Bands[fi].Action
+		} else if b.Action == ActionScheduled {
+			act = ActionScheduled
+		}
+		if act != "" {
+			for _, r := range results {
+				m.actions.WithLabelValues(string(act), string(r), b.Name)
+			}
+			m.actionBytes.WithLabelValues(string(act), b.Name)
+			if act == ActionPurge || act == ActionPurgeFraction {
+				m.unexpiredBytes.WithLabelValues(b.Name)
+			}
+		}
+		if i == pi {
+			for _, r := range results {
+				m.actions.WithLabelValues(string(actionProtect), string(r), b.Name)
+				m.actions.WithLabelValues(string(actionUnprotect), string(r), b.Name)
+			}
+		}
+	}
+}

@@ -91,26 +91,56 @@ func printUsage(w io.Writer, cmds map[string]command) {
 	io.WriteString(w, b.String())
 }
 
-// version is set with -ldflags "-X main.version=..." by release builds;
-// otherwise it comes from the module build info.
-var version = ""
+// version and revision are stamped by release builds
+// (scripts/build-image.sh):
+//
+//	-ldflags "-X main.version=0.1.0 -X main.revision=<git commit>"
+//
+// The version comes from the chart's appVersion (one place for both).
+// Unstamped builds fall back to the module build info: the module version
+// (or "(devel)") and the VCS revision Go records in a git checkout, with
+// "-dirty" for uncommitted changes. A build without VCS data (a source
+// tarball, -buildvcs=false) says "unknown", never an empty revision.
+var (
+	version  = ""
+	revision = ""
+)
 
-func buildVersion() (ver, revision string) {
-	ver = version
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if ver == "" {
+func buildVersion() (ver, rev string) {
+	bi, _ := debug.ReadBuildInfo()
+	return stamped(version, revision, bi)
+}
+
+// stamped picks the version and revision from the -X values, else from
+// the build info (nil when there is none).
+func stamped(ldVersion, ldRevision string, bi *debug.BuildInfo) (ver, rev string) {
+	ver, rev = ldVersion, ldRevision
+	if bi != nil {
+		if ver == "" && bi.Main.Version != "" {
 			ver = bi.Main.Version
 		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				revision = s.Value
+		if rev == "" {
+			var modified bool
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					rev = s.Value
+				case "vcs.modified":
+					modified = s.Value == "true"
+				}
+			}
+			if rev != "" && modified {
+				rev += "-dirty"
 			}
 		}
 	}
 	if ver == "" {
 		ver = "(devel)"
 	}
-	return ver, revision
+	if rev == "" {
+		rev = "unknown"
+	}
+	return ver, rev
 }
 
 func runVersion(_ context.Context, args []string, _ env, out streams) error {

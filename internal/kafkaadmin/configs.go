@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -38,7 +39,10 @@ func NewConfigFetcher(client sarama.Client, brokerID int32) *ConfigFetcher {
 
 // FetchConfigs returns the effective retention configs of topics (those
 // the broker does not know are left out) and the broker's defaults.
+// The set's Time is when the fetch started: the configs are at least that
+// fresh.
 func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agent.ConfigSet, error) {
+	start := time.Now()
 	c, err := f.src.conn()
 	if err != nil {
 		return agent.ConfigSet{}, err
@@ -47,7 +51,7 @@ func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agen
 	if err != nil {
 		return agent.ConfigSet{}, err
 	}
-	cs := agent.ConfigSet{Defaults: defaults, Topics: make(map[string]agent.TopicConfig, len(topics))}
+	cs := agent.ConfigSet{Defaults: defaults, Topics: make(map[string]agent.TopicConfig, len(topics)), Time: start}
 	for start := 0; start < len(topics); start += describeBatch {
 		if err := ctx.Err(); err != nil {
 			return agent.ConfigSet{}, err
