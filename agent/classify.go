@@ -85,6 +85,14 @@ func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
 func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	segs := p.Segments
 	n := len(segs)
+	// size is the segment's size as Kafka counts it (LogSegment.size):
+	// written bytes for a preallocated active segment.
+	size := func(i int) int64 {
+		if i == n-1 && cfg.Preallocate && p.ActiveWrittenBytes >= 0 && p.ActiveWrittenBytes < segs[i].LogBytes {
+			return p.ActiveWrittenBytes
+		}
+		return segs[i].LogBytes
+	}
 	eligible := 0 // segments [0, eligible) are eligible
 	var reasons [3]Reason
 	var ends [3]int // pass k made segments [ends[k-1], ends[k]) eligible
@@ -133,7 +141,7 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	run := func(pred func(i int) bool) {
 		for i := eligible; i < n; i++ {
 			last := i == n-1
-			if !(belowHW(i) && pred(i)) || (last && segs[i].LogBytes == 0) || !deletableTier(i) {
+			if !(belowHW(i) && pred(i)) || (last && size(i) == 0) || !deletableTier(i) {
 				break
 			}
 			eligible = i + 1
@@ -161,15 +169,15 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 		}
 		if retentionPasses {
 			// 2. Size.
-			var size int64
+			var total int64
 			for i := eligible; i < n; i++ {
-				size += segs[i].LogBytes
+				total += size(i)
 			}
-			if retentionBytes >= 0 && size >= retentionBytes {
-				diff := size - retentionBytes
+			if retentionBytes >= 0 && total >= retentionBytes {
+				diff := total - retentionBytes
 				run(func(i int) bool {
-					if diff-segs[i].LogBytes >= 0 {
-						diff -= segs[i].LogBytes
+					if diff-size(i) >= 0 {
+						diff -= size(i)
 						return true
 					}
 					return false
@@ -206,14 +214,16 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 			case i >= ends[0]:
 				r = reasons[1]
 			}
-			return verdict{state: StateEligible, reason: r, expired: segs[i].LogBytes, tier: tier(i)}
+			return verdict{state: StateEligible, reason: r, expired: size(i), tier: tier(i)}
 		}
 		if i < n-1 {
 			return verdict{state: StateClosed, tier: tier(i)}
 		}
 		v := verdict{state: StateOpen, tier: tier(i)}
 		if applies && retentionPasses && retentionMs >= 0 {
-			v.expired = openExpired(segs[i], p.OpenExpiry, nowMs, retentionMs)
+			s := segs[i]
+			s.LogBytes = size(i)
+			v.expired = openExpired(s, p.OpenExpiry, nowMs, retentionMs)
 		}
 		return v
 	}

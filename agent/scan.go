@@ -99,6 +99,10 @@ func (s *Scanner) report(kind ErrorKind, path string, err error) {
 	}
 }
 
+// remoteIndexCacheDir is where a tiered broker caches remote segments'
+// indexes, at the log dir root (Kafka's RemoteIndexCache.DIR_NAME).
+const remoteIndexCacheDir = "remote-log-index-cache"
+
 // errNotDir: a name that looks like a partition directory is a file.
 var errNotDir = errors.New("not a directory")
 
@@ -198,7 +202,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 		d := s.duRoot(root, name, full)
 		ld.DiskBytes += d
 		ld.OtherBytes += d
-		if name != "lost+found" {
+		if name != "lost+found" && name != remoteIndexCacheDir {
 			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
 	}
@@ -371,7 +375,7 @@ func FileName(baseOffset int64, suffix string) string {
 // readPartition reads the partition directory name under parent.
 func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, prev *Partition, sc *scratch) (Partition, error) {
 	buf := sc.buf
-	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1}
+	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1, ActiveWrittenBytes: -1}
 	// One descriptor for the directory: ReadDir lstat's each entry
 	// relative to it (a Root's files do), and segment files are opened
 	// relative to it.
@@ -447,7 +451,10 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 	}
 	p.Segments = make([]Segment, 0, nseg)
 	tp := TopicPartition{topic, part}
-	if kind == KindLive {
+	if kind == KindLive || kind == KindFuture {
+		// A -future log's offsets are checkpointed in its own log dir
+		// (ReplicaManager checkpoints the future log's high watermark
+		// there), which never also holds the live log.
 		if v, ok := cp.LogStart[tp]; ok {
 			p.LogStartOffset = v
 		}
@@ -535,7 +542,7 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 		// entry (Kafka appends both together).
 		seg.LargestTimestamp, seg.TimestampSource = prev.LargestTimestamp, prev.TimestampSource
 		if active {
-			p.LogEndOffset, p.OpenExpiry = prevPart.LogEndOffset, prevPart.OpenExpiry
+			p.LogEndOffset, p.OpenExpiry, p.ActiveWrittenBytes = prevPart.LogEndOffset, prevPart.OpenExpiry, prevPart.ActiveWrittenBytes
 		}
 		return seg, true
 	}
@@ -550,13 +557,21 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 		} else {
 			defer ti.Close()
 			ts, nTime, err = lastTimestamp(ti, timeSize, buf)
+			if shrunk(err) {
+				if size, ok := shrunkTo(ti, timeSize); ok {
+					ts, nTime, err = lastTimestamp(ti, size, buf)
+				}
+			}
+			if shrunk(err) {
+				ts, nTime, err = -1, 0, nil // still moving: the next read sees it settled
+			}
 			if err != nil {
 				s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), fmt.Errorf("read time index: %w", err))
 			}
 		}
 	}
 	if active && logName != "" {
-		s.readActive(d, dir, seg.BaseOffset, logName, indexName, indexSize, seg.LogBytes, ti, nTime, &ts, p, buf)
+		p.ActiveWrittenBytes = s.readActive(d, dir, seg.BaseOffset, logName, indexName, indexSize, seg.LogBytes, ti, nTime, &ts, p, buf)
 	}
 	if ts >= 0 {
 		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(ts), TimestampFromTimeIndex
@@ -610,10 +625,30 @@ func prevSegment(prev *Partition, base int64) *Segment {
 	return &closed[i]
 }
 
+// shrunk reports whether err says a file ended before the size the
+// listing saw. For the active segment's index files that is the broker's
+// roll racing the scan: on roll Kafka trims the index files of the segment
+// that stops being active to their valid entries
+// (LogSegment.onBecomeInactiveSegment), so an index listed at its
+// preallocated size can be shorter when it is read. Not an I/O error.
+func shrunk(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// shrunkTo returns a file's current size when it is smaller than size.
+func shrunkTo(f indexFile, size int64) (int64, bool) {
+	cur, err := f.Seek(0, io.SeekEnd)
+	return cur, err == nil && cur < size
+}
+
 // readActive reads what only the active segment needs: the batches
 // appended since its last index entry (their max timestamp and the log end
-// offset) and the expiry curve.
-func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexName string, indexSize, logBytes int64, ti indexFile, nTime int64, ts *int64, p *Partition, buf []byte) {
+// offset) and the expiry curve. It returns the bytes written to the .log
+// file when the file is longer (a preallocated segment, preallocate=true:
+// Kafka creates it segment.bytes long and counts only what was written),
+// else -1.
+func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexName string, indexSize, logBytes int64, ti indexFile, nTime int64, ts *int64, p *Partition, buf []byte) (written int64) {
+	written = -1
 	var nOff, pos int64
 	var oi indexFile
 	if indexName != "" {
@@ -626,10 +661,18 @@ func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexN
 				if indexSize%offsetEntrySize != 0 {
 					s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index length is not a multiple of 8"))
 				}
-				if nOff, err = validEntries(f, indexSize, offsetEntrySize, buf); err == nil {
+				nOff, err = validEntries(f, indexSize, offsetEntrySize, buf)
+				if shrunk(err) {
+					if size, ok := shrunkTo(f, indexSize); ok {
+						nOff, err = validEntries(f, size, offsetEntrySize, buf)
+					}
+				}
+				if err == nil {
 					pos, err = lastOffsetPosition(f, nOff, buf)
 				}
-				if err != nil {
+				if shrunk(err) {
+					nOff, pos = 0, 0 // still moving: walk the log from its start
+				} else if err != nil {
 					s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("read offset index: %w", err))
 					nOff, pos = 0, 0
 				} else {
@@ -652,10 +695,14 @@ func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexN
 				pos = 0
 			}
 		}
-		maxTs, next, err := batchTail(lf, pos, logBytes, buf)
+		t, err := walkBatches(lf, pos, logBytes, buf)
+		maxTs, next := t.maxTs, t.next
 		lf.Close()
 		if err != nil {
 			s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), fmt.Errorf("read log tail: %w", err))
+		}
+		if t.zeros && t.end < logBytes {
+			written = t.end
 		}
 		if maxTs > *ts {
 			*ts = maxTs
@@ -672,6 +719,7 @@ func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexN
 		}
 		p.OpenExpiry = pts
 	}
+	return written
 }
 
 // duDir sums the disk bytes of sub, a directory inside the partition

@@ -178,7 +178,8 @@ const (
 type Segment struct {
 	BaseOffset int64
 	// LogBytes is the apparent size of the .log file: what Kafka counts
-	// against retention.bytes.
+	// against retention.bytes (except for a preallocated active segment:
+	// see Partition.ActiveWrittenBytes).
 	LogBytes int64
 	// DiskBytes is the space the segment's files really take (allocated
 	// blocks; preallocated sparse indexes count only what is written).
@@ -272,6 +273,12 @@ type Partition struct {
 	// LogEndOffset is the offset after the last record batch of the active
 	// segment (read from its tail), -1 when unknown.
 	LogEndOffset int64
+	// ActiveWrittenBytes is where the active segment's record batches end
+	// when zeros follow them in a longer file, -1 otherwise. With
+	// preallocate=true Kafka creates the active .log file segment.bytes
+	// long and counts only what was written (FileRecords.sizeInBytes):
+	// Classify then uses this instead of the active segment's LogBytes.
+	ActiveWrittenBytes int64
 	// OpenExpiry is the active segment's expiry curve, from its time and
 	// offset indexes: every record before byte Position has a timestamp <=
 	// TimestampMs. At most a few points, ascending. Spec R1.6.
