@@ -207,9 +207,14 @@ func topicConfig(s *agent.Snapshot, topic string) agent.TopicConfig {
 }
 
 // deletable reports whether the guard may DeleteRecords on the topic:
-// cleanup.policy includes delete (compact-only answers POLICY_VIOLATION).
+// cleanup.policy includes delete (compact-only answers POLICY_VIOLATION)
+// and the topic is not tiered. DeleteRecords moves the log start offset,
+// which deletes the remote copy too (spec R7.4): a topic with
+// remote.storage.enable=true is never deletable, whatever the broker's
+// remote.log.storage.system.enable or the topic's remote.log.copy.disable.
 func deletable(s *agent.Snapshot, topic string) bool {
-	return !internalTopic(topic) && topicConfig(s, topic).CleanupPolicy.Delete
+	c := topicConfig(s, topic)
+	return !internalTopic(topic) && c.CleanupPolicy.Delete && !c.RemoteStorage
 }
 
 // needBytes is how many bytes must still be freed for usage to fall
