@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync/atomic"
+	"time"
+)
+
+// RemoteOffsetsFetcher reads the remote tier's offsets of tiered
+// partitions from their leaders. The Kafka admin adapter
+// (internal/kafkaadmin) implements it with ListOffsets and Kafka's tiered
+// timestamps (KIP-1005). A partition whose offsets could not be read is
+// returned with Err set; the error is for the request as a whole.
+type RemoteOffsetsFetcher interface {
+	FetchRemoteOffsets(ctx context.Context, parts []TopicPartition) (map[TopicPartition]RemoteOffsets, error)
+}
+
+// TieredRefresherConfig configures a TieredRefresher.
+type TieredRefresherConfig struct {
+	// Interval between fetches (default 1 minute, like the configs).
+	Interval time.Duration
+	// MaxBackoff caps the retry delay after failures (default Interval).
+	MaxBackoff time.Duration
+}
+
+// Validate fills in defaults and checks the values.
+func (c *TieredRefresherConfig) Validate() error {
+	if c.Interval == 0 {
+		c.Interval = time.Minute
+	}
+	if c.Interval < 0 {
+		return fmt.Errorf("interval %s: want > 0", c.Interval)
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = c.Interval
+	}
+	return nil
+}
+
+// tieredState is one published fetch.
+type tieredState struct {
+	offsets map[TopicPartition]RemoteOffsets
+	at      time.Time
+}
+
+// TieredRefresher keeps tiered partitions' remote offsets fresh (spec
+// R1.7): the highest offset in remote storage bounds what Kafka deletes
+// locally. A failed fetch keeps nothing stale: the offsets it could not
+// read are published with their error, so those partitions have nothing
+// eligible until a fetch succeeds.
+type TieredRefresher struct {
+	cfg     TieredRefresherConfig
+	logger  *slog.Logger
+	fetcher RemoteOffsetsFetcher
+	parts   func() []TopicPartition
+	current atomic.Pointer[tieredState]
+	// failing: partitions whose last fetch failed (owned by Run/Refresh's
+	// caller: one goroutine).
+	failing map[TopicPartition]string
+}
+
+// NewTieredRefresher returns a refresher for the partitions parts names
+// (the tiered partitions on disk).
+func NewTieredRefresher(cfg TieredRefresherConfig, logger *slog.Logger, fetcher RemoteOffsetsFetcher, parts func() []TopicPartition) (*TieredRefresher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("tiered refresher: %w", err)
+	}
+	r := &TieredRefresher{cfg: cfg, logger: logger.With("component", "tiered"), fetcher: fetcher, parts: parts,
+		failing: map[TopicPartition]string{}}
+	r.current.Store(&tieredState{})
+	return r, nil
+}
+
+// Current returns the latest offsets and when they were fetched (zero
+// before the first fetch). The map is never modified afterwards.
+func (r *TieredRefresher) Current() (map[TopicPartition]RemoteOffsets, time.Time) {
+	s := r.current.Load()
+	return s.offsets, s.at
+}
+
+// Refresh fetches once. Partitions that could not be read are logged
+// once each when they start failing and when they recover.
+func (r *TieredRefresher) Refresh(ctx context.Context) error {
+	parts := r.parts()
+	now := time.Now()
+	var got map[TopicPartition]RemoteOffsets
+	var err error
+	if len(parts) > 0 {
+		got, err = r.fetcher.FetchRemoteOffsets(ctx, parts)
+	}
+	out := make(map[TopicPartition]RemoteOffsets, len(parts))
+	for _, tp := range parts {
+		ro, ok := got[tp]
+		switch {
+		case err != nil:
+			ro = RemoteOffsets{Err: err.Error()}
+		case !ok:
+			ro = RemoteOffsets{Err: "no answer from the leader"}
+		}
+		if ro.Time.IsZero() {
+			ro.Time = now
+		}
+		out[tp] = ro
+		if ro.Err != "" {
+			if _, was := r.failing[tp]; !was {
+				r.logger.Warn("tiered partition offsets unreadable, nothing in it is eligible", "topic", tp.Topic, "partition", tp.Partition, "err", ro.Err)
+			}
+			r.failing[tp] = ro.Err
+		} else if _, was := r.failing[tp]; was {
+			delete(r.failing, tp)
+			r.logger.Info("tiered partition offsets readable again", "topic", tp.Topic, "partition", tp.Partition)
+		}
+	}
+	for tp := range r.failing {
+		if _, ok := out[tp]; !ok {
+			delete(r.failing, tp)
+		}
+	}
+	r.current.Store(&tieredState{offsets: maps.Clone(out), at: now})
+	if err != nil {
+		return fmt.Errorf("fetch remote offsets: %w", err)
+	}
+	return nil
+}
+
+// Run fetches now and then every Interval until ctx ends.
+func (r *TieredRefresher) Run(ctx context.Context) error {
+	delay := time.Duration(0)
+	failures := 0
+	for {
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+		if err := r.Refresh(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			failures++
+			if failures == 1 || failures%10 == 0 {
+				r.logger.Warn("tiered offsets refresh failed", "err", err, "failures", failures)
+			}
+			delay = min(r.cfg.Interval/8<<min(failures, 10), r.cfg.MaxBackoff)
+			continue
+		}
+		failures = 0
+		delay = r.cfg.Interval
+	}
+}
+
+// TieredPartitions lists the live partitions of s whose topic is tiered:
+// those whose remote offsets a TieredRefresher should fetch.
+func TieredPartitions(s *Snapshot) []TopicPartition {
+	if s == nil {
+		return nil
+	}
+	cs := ConfigSet{Topics: s.Configs, Defaults: s.Defaults}
+	var out []TopicPartition
+	seen := map[TopicPartition]bool{}
+	for _, ld := range s.LogDirs {
+		for _, p := range ld.Partitions {
+			tp := TopicPartition{p.Topic, p.Partition}
+			if p.Kind == KindLive && !seen[tp] && cs.For(p.Topic).Tiered(p.Topic) {
+				seen[tp] = true
+				out = append(out, tp)
+			}
+		}
+	}
+	return out
+}
