@@ -26,6 +26,9 @@ import java.util.stream.Stream;
  * segments are files under a local directory (config "dir", given as
  * rsm.config.dir), one directory per uploaded segment. For tests only: no
  * durability, no concurrency control beyond the file system's.
+ *
+ * Topics whose name starts with "kdg-upload-fails" stand for a remote store
+ * that is down: every copy of their segments fails, so they stay local.
  */
 public class FileRemoteStorage implements RemoteStorageManager {
     private Path root;
@@ -51,6 +54,9 @@ public class FileRemoteStorage implements RemoteStorageManager {
 
     @Override
     public Optional<RemoteLogSegmentMetadata.CustomMetadata> copyLogSegmentData(RemoteLogSegmentMetadata m, LogSegmentData data) throws RemoteStorageException {
+        if (m.topicIdPartition().topic().startsWith("kdg-upload-fails")) {
+            throw new RemoteStorageException("remote store unavailable (test topic " + m.topicIdPartition().topic() + ")");
+        }
         Path d = dir(m);
         try {
             Files.createDirectories(d);
