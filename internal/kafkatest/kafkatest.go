@@ -56,14 +56,14 @@ type Options struct {
 
 // Broker is a running broker.
 type Broker struct {
-	Dir      string // work dir: server.properties, logs/, data/
-	LogDir   string // the broker's log.dirs
+	Dir    string // work dir: server.properties, logs/, data/
+	LogDir string // the broker's log.dirs
 	// RemoteDir holds the "remote" tier of a tiered broker (Options.Tiered).
 	RemoteDir string
-	Addr     string // PLAINTEXT listener: anonymous clients
-	SASLAddr string // SASL_PLAINTEXT listener: the guard (super user)
-	script   string
-	opts     Options
+	Addr      string // PLAINTEXT listener: anonymous clients
+	SASLAddr  string // SASL_PLAINTEXT listener: the guard (super user)
+	script    string
+	opts      Options
 }
 
 // RepoRoot finds the repository root (the directory holding go.mod) from
