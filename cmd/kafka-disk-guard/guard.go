@@ -265,7 +265,8 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 					break
 				}
 			}
-			return link.Run(ctx, id, func() []string { return snapshotTopics(a) }, offline, cfg.TopicConfigs.RefreshInterval,
+			return link.Run(ctx, id, func() []string { return snapshotTopics(a) }, func() []agent.TopicPartition { return agent.TieredPartitions(a.Snapshot()) },
+				offline, cfg.TopicConfigs.RefreshInterval,
 				reserve.Config{LimitPercent: cfg.Admission.LimitPercent, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
 					BrokerStorageBytes: cfg.Admission.BrokerStorageBytes})
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
@@ -38,6 +39,7 @@ type kafkaLink struct {
 	admin        sarama.ClusterAdmin
 	reserveAdmin sarama.ClusterAdmin
 	configs      *agent.ConfigRefresher
+	tiered       *agent.TieredRefresher
 	reserveH     http.Handler
 }
 
@@ -51,21 +53,26 @@ type configSource struct {
 func (c configSource) Current() agent.ConfigSet {
 	if c.link != nil {
 		c.link.mu.Lock()
-		r := c.link.configs
+		r, tr := c.link.configs, c.link.tiered
 		c.link.mu.Unlock()
 		if r != nil {
-			return r.Current()
+			cs := r.Current()
+			if tr != nil {
+				cs.Remote, cs.RemoteTime = tr.Current()
+			}
+			return cs
 		}
 	}
 	return c.offline
 }
 
-// Run connects, then runs the config refresher until ctx ends.
-func (k *kafkaLink) Run(ctx context.Context, brokerID int32, topics func() []string, initial agent.ConfigSet,
-	refresh time.Duration, admission reserve.Config) error {
+// Run connects, then runs the config refresher and the tiered offsets
+// refresher until ctx ends. tieredParts names the tiered partitions on disk.
+func (k *kafkaLink) Run(ctx context.Context, brokerID int32, topics func() []string, tieredParts func() []agent.TopicPartition,
+	initial agent.ConfigSet, refresh time.Duration, admission reserve.Config) error {
 	backoff := time.Second
 	for {
-		err := k.connect(ctx, brokerID, topics, initial, refresh, admission)
+		err := k.connect(ctx, brokerID, topics, tieredParts, initial, refresh, admission)
 		if err == nil {
 			break
 		}
@@ -79,10 +86,14 @@ func (k *kafkaLink) Run(ctx context.Context, brokerID int32, topics func() []str
 	}
 	k.logger.Info("kafka connected", "bootstrap_servers", k.cfg.BootstrapServers)
 	defer k.close()
-	return k.configs.Run(ctx)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return k.configs.Run(ctx) })
+	g.Go(func() error { return k.tiered.Run(ctx) })
+	return g.Wait()
 }
 
-func (k *kafkaLink) connect(ctx context.Context, brokerID int32, topics func() []string, initial agent.ConfigSet, refresh time.Duration, admission reserve.Config) error {
+func (k *kafkaLink) connect(ctx context.Context, brokerID int32, topics func() []string, tieredParts func() []agent.TopicPartition,
+	initial agent.ConfigSet, refresh time.Duration, admission reserve.Config) error {
 	client, admin, err := kafkaadmin.Connect(k.cfg)
 	if err != nil {
 		return err
@@ -113,8 +124,16 @@ func (k *kafkaLink) connect(ctx context.Context, brokerID int32, topics func() [
 		reserveAdmin.Close()
 		return err
 	}
+	tiered, err := agent.NewTieredRefresher(agent.TieredRefresherConfig{Interval: refresh}, k.logger,
+		kafkaadmin.NewRemoteOffsetsFetcher(client), tieredParts)
+	if err != nil {
+		enf.Close()
+		admin.Close()
+		reserveAdmin.Close()
+		return err
+	}
 	k.mu.Lock()
-	k.enforce, k.admin, k.reserveAdmin, k.configs = enf, admin, reserveAdmin, refresher
+	k.enforce, k.admin, k.reserveAdmin, k.configs, k.tiered = enf, admin, reserveAdmin, refresher, tiered
 	k.reserveH = reserve.NewHandler(admission, k.logger, kafkaadmin.NewClusterReader(reserveAdmin))
 	k.mu.Unlock()
 	return nil

@@ -196,6 +196,22 @@ func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agen
 		return cs, err
 	}
 	online.Time = time.Now()
+	// Tiered partitions: the upload boundary from their leaders (spec
+	// R1.7). One that cannot be read is reported with its error.
+	var tiered []agent.TopicPartition
+	for _, d := range dirs {
+		for _, p := range d.Partitions {
+			if p.Kind == agent.KindLive && online.For(p.Topic).Tiered(p.Topic) {
+				tiered = append(tiered, agent.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+			}
+		}
+	}
+	if len(tiered) > 0 {
+		if online.Remote, err = kafkaadmin.NewRemoteOffsetsFetcher(client).FetchRemoteOffsets(ctx, tiered); err != nil {
+			return cs, err
+		}
+		online.RemoteTime = time.Now()
+	}
 	return online, nil
 }
 
@@ -254,11 +270,61 @@ type summary struct {
 	Bytes              stateCounts `json:"bytes"`
 	ExpiredRetained    retained    `json:"expired_retained_bytes"`
 	OldestEligibleAgeS *float64    `json:"oldest_eligible_age_seconds"`
+	// Tiered is set for tiered partitions and topics (spec R1.7).
+	Tiered *tieredSummary `json:"tiered,omitempty"`
+}
+
+// tierCounts holds a figure per tier of a tiered partition's segments.
+type tierCounts struct {
+	LocalOnly int64 `json:"local_only"`
+	Uploaded  int64 `json:"uploaded"`
+	Unknown   int64 `json:"unknown"`
+}
+
+func (c *tierCounts) add(t agent.Tier, v int64) {
+	switch t {
+	case agent.TierLocalOnly:
+		c.LocalOnly += v
+	case agent.TierUploaded:
+		c.Uploaded += v
+	case agent.TierUnknown:
+		c.Unknown += v
+	}
+}
+
+// tieredSummary: a tiered partition's segments and .log bytes that are
+// only local, already uploaded, or of unknown upload state, and what is
+// eligible locally while kept in remote storage.
+type tieredSummary struct {
+	Segments tierCounts `json:"segments"`
+	Bytes    tierCounts `json:"bytes"`
+	// EligibleLocallyBytes: past local retention and uploaded: Kafka
+	// deletes the local copy, the records stay in remote storage
+	// (reasons local_retention_time, local_retention_size).
+	EligibleLocallyBytes int64 `json:"eligible_locally_kept_remotely_bytes"`
+	// UnreadablePartitions: partitions whose remote offsets could not be
+	// read: nothing in them is eligible.
+	UnreadablePartitions int `json:"unreadable_partitions"`
 }
 
 func (s *summary) addPartition(p agent.Partition, now time.Time) {
 	s.ExpiredRetained.PendingDelete += p.PendingDeleteBytes
+	if len(p.Segments) > 0 && p.Segments[0].Tier != agent.TierNone {
+		if s.Tiered == nil {
+			s.Tiered = &tieredSummary{}
+		}
+		if p.Remote == nil || p.Remote.Err != "" {
+			s.Tiered.UnreadablePartitions++
+		}
+	}
 	for _, seg := range p.Segments {
+		if seg.Tier != agent.TierNone && s.Tiered != nil {
+			s.Tiered.Segments.add(seg.Tier, 1)
+			s.Tiered.Bytes.add(seg.Tier, seg.LogBytes)
+			if seg.Reason == agent.ReasonLocalRetentionTime || seg.Reason == agent.ReasonLocalRetentionSize {
+				s.Tiered.EligibleLocallyBytes += seg.LogBytes
+			}
+		}
 		s.Segments.add(seg.State, 1)
 		s.Bytes.add(seg.State, seg.LogBytes)
 		switch seg.State {
@@ -292,7 +358,16 @@ type partitionReport struct {
 	LogStartOffset int64  `json:"log_start_offset"`
 	HighWatermark  int64  `json:"high_watermark"`
 	LogEndOffset   int64  `json:"log_end_offset"`
+	// Remote: a tiered partition's remote tier, as its leader reported it.
+	Remote *remoteReport `json:"remote,omitempty"`
 	summary
+}
+
+type remoteReport struct {
+	HighestUploadedOffset int64  `json:"highest_uploaded_offset"`
+	LocalLogStartOffset   int64  `json:"local_log_start_offset"`
+	LogStartOffset        int64  `json:"log_start_offset"`
+	Error                 string `json:"error,omitempty"`
 }
 
 type segmentReport struct {
@@ -308,6 +383,7 @@ type segmentReport struct {
 	LargestTimestamp time.Time `json:"largest_timestamp"`
 	TimestampSource  string    `json:"timestamp_source"`
 	ExpiredBytes     int64     `json:"expired_bytes"`
+	Tier             string    `json:"tier,omitempty"` // tiered partitions: local_only, uploaded, unknown
 }
 
 func buildReport(snap agent.Snapshot) scanReport {
@@ -328,6 +404,10 @@ func buildReport(snap agent.Snapshot) scanReport {
 		for _, p := range d.Partitions {
 			pr := partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
 				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset}
+			if p.Remote != nil {
+				pr.Remote = &remoteReport{HighestUploadedOffset: p.Remote.HighestUploaded, LocalLogStartOffset: p.Remote.LocalLogStart,
+					LogStartOffset: p.Remote.LogStart, Error: p.Remote.Err}
+			}
 			pr.addPartition(p, snap.Time)
 			r.Partitions = append(r.Partitions, pr)
 			if p.Kind == agent.KindLive {
@@ -346,7 +426,8 @@ func buildReport(snap agent.Snapshot) scanReport {
 			for _, s := range p.Segments {
 				r.Segments = append(r.Segments, segmentReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Kind: string(p.Kind),
 					BaseOffset: s.BaseOffset, State: string(s.State), Reason: string(s.Reason), SizeBytes: s.LogBytes, DiskBytes: s.DiskBytes,
-					LargestTimestamp: s.LargestTimestamp.UTC(), TimestampSource: string(s.TimestampSource), ExpiredBytes: s.ExpiredBytes})
+					LargestTimestamp: s.LargestTimestamp.UTC(), TimestampSource: string(s.TimestampSource), ExpiredBytes: s.ExpiredBytes,
+					Tier: s.Tier.String()})
 			}
 		}
 	}
@@ -393,6 +474,7 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Dir, p.Kind, offsetText(p.LogStartOffset), offsetText(p.HighWatermark), offsetText(p.LogEndOffset), summaryCols(p.summary))
 	}
 	tw.Flush()
+	writeTieredTable(&b, r)
 	if len(r.ScanErrors) > 0 {
 		kinds := make([]string, 0, len(r.ScanErrors))
 		for k, v := range r.ScanErrors {
@@ -403,6 +485,40 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTieredTable lists tiered partitions (spec R1.7), when there are any:
+// segments and bytes uploaded or only local, what is eligible locally and
+// kept remotely, and the remote tier's offsets.
+func writeTieredTable(b *strings.Builder, r scanReport) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	header := false
+	for _, p := range r.Partitions {
+		t := p.Tiered
+		if t == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(b, "\ntiered partitions (segments/.log bytes; eligible locally = past local retention and uploaded: deleted locally, kept in remote storage)")
+			fmt.Fprintln(tw, "PARTITION\tUPLOADED\tLOCAL ONLY\tUNKNOWN\tELIGIBLE LOCALLY\tHIGHEST UPLOADED\tLOCAL START\tREMOTE")
+			header = true
+		}
+		hi, ls, state := "?", "?", "unknown: nothing eligible"
+		if p.Remote != nil {
+			if p.Remote.Error != "" {
+				state = "unreadable: " + p.Remote.Error
+			} else {
+				hi, ls, state = offsetText(p.Remote.HighestUploadedOffset), offsetText(p.Remote.LocalLogStartOffset), "ok"
+				if p.Remote.HighestUploadedOffset < 0 {
+					hi = "none"
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d/%s\t%d/%s\t%d/%s\t%s\t%s\t%s\t%s\n", p.Dir,
+			t.Segments.Uploaded, humanBytes(t.Bytes.Uploaded), t.Segments.LocalOnly, humanBytes(t.Bytes.LocalOnly),
+			t.Segments.Unknown, humanBytes(t.Bytes.Unknown), humanBytes(t.EligibleLocallyBytes), hi, ls, state)
+	}
+	tw.Flush()
 }
 
 func summaryCols(s summary) string {

@@ -162,3 +162,53 @@ func asUsage(err error, ue *usageError) bool {
 	}
 	return ok
 }
+
+// R1.7: offline, a topic the config file calls tiered has an unknown
+// upload state: scan reports it in its own table and JSON, nothing in it
+// eligible.
+func TestScanTieredOffline(t *testing.T) {
+	h := time.Hour
+	spec := logdirgen.Spec{Now: scanNow, NodeID: 2, Topics: []logdirgen.Topic{
+		{Name: "tiered", Partitions: 1, Segments: []logdirgen.Segment{{Bytes: 64 << 10, Age: 72 * h}, {Bytes: 8 << 10, Age: h}}},
+	}}
+	dir := filepath.Join(t.TempDir(), "kafka-logs")
+	if _, err := logdirgen.Generate(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "configs.yaml")
+	if err := os.WriteFile(cfgFile, []byte("topics:\n  tiered:\n    remote.storage.enable: true\n    local.retention.ms: 3600000\n    retention.ms: 86400000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"table", "json"} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"scan", "--log-dirs", dir, "--config", cfgFile, "--now", scanNow.Format(time.RFC3339), "--format", format}
+		if err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+			t.Fatalf("scan: %v\n%s", err, stderr.String())
+		}
+		out := stdout.String()
+		if format == "table" {
+			if !strings.Contains(out, "tiered partitions") || !regexp.MustCompile(`tiered-0\s+0/0 B\s+0/0 B\s+2/72\.0 KiB\s+0 B\s+\?\s+\?\s+unknown: nothing eligible`).MatchString(out) {
+				t.Errorf("R1.7 table:\n%s", out)
+			}
+			continue
+		}
+		var r struct {
+			Partitions []struct {
+				Tiered *struct {
+					Segments struct{ Unknown int64 } `json:"segments"`
+				} `json:"tiered"`
+				Segments struct{ Eligible int64 } `json:"segments"`
+			} `json:"partitions"`
+			Segments []struct{ Tier string } `json:"segments"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Partitions) != 1 || r.Partitions[0].Tiered == nil || r.Partitions[0].Tiered.Segments.Unknown != 2 || r.Partitions[0].Segments.Eligible != 0 {
+			t.Errorf("R1.7 json partitions: %+v", r.Partitions)
+		}
+		if len(r.Segments) != 2 || r.Segments[0].Tier != "unknown" {
+			t.Errorf("R1.7 json segments: %+v", r.Segments)
+		}
+	}
+}
