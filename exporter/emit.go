@@ -67,6 +67,16 @@ func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time
 			gauge(ch, c.d.expiredRetained, a.expired[i], labels...)
 		}
 		labels = labels[:n]
+		if a.tiered {
+			for i, tier := range tierLabels() {
+				labels = append(labels[:n], tier.String())
+				gauge(ch, c.d.tieredSegments, a.tierSegments[i], labels...)
+				gauge(ch, c.d.tieredBytes, a.tierBytes[i], labels...)
+			}
+			labels = labels[:n]
+			gauge(ch, c.d.tieredEligibleLocally, a.eligibleLocally, labels...)
+			gauge(ch, c.d.tieredUnreadable, a.unreadable, labels...)
+		}
 		counter(ch, c.d.appended, float64(a.appended), labels...)
 		if !a.oldestEligible.IsZero() {
 			gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(a.oldestEligible).Seconds()), labels...)

@@ -48,6 +48,36 @@ type topicAgg struct {
 	expired        [numReasons]float64
 	oldestEligible time.Time // zero when no segment is eligible
 	appended       uint64
+	// tiered is set when the topic is tiered (spec R1.7); the figures
+	// below are then emitted, indexed like tierLabels.
+	tiered          bool
+	tierSegments    [numTiers]float64
+	tierBytes       [numTiers]float64
+	eligibleLocally float64
+	unreadable      float64
+}
+
+const (
+	tierUploaded = iota
+	tierLocalOnly
+	tierUnknown
+	numTiers
+)
+
+func tierLabels() [numTiers]agent.Tier {
+	return [numTiers]agent.Tier{agent.TierUploaded, agent.TierLocalOnly, agent.TierUnknown}
+}
+
+func tierIndex(t agent.Tier) int {
+	switch t {
+	case agent.TierUploaded:
+		return tierUploaded
+	case agent.TierLocalOnly:
+		return tierLocalOnly
+	case agent.TierUnknown:
+		return tierUnknown
+	}
+	return -1
 }
 
 type reservedKey struct {
@@ -117,8 +147,21 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 			agg := v.topic(topicKey{ld.Path, p.Topic, part})
 			agg.expired[reasonPending] += float64(p.PendingDeleteBytes)
 			agg.appended += p.AppendedBytes
+			if len(p.Segments) > 0 && p.Segments[0].Tier != agent.TierNone {
+				agg.tiered = true
+				if !p.Remote.Known() {
+					agg.unreadable++
+				}
+			}
 			for k := range p.Segments {
 				s := &p.Segments[k]
+				if ti := tierIndex(s.Tier); ti >= 0 {
+					agg.tierSegments[ti]++
+					agg.tierBytes[ti] += float64(s.DiskBytes)
+					if s.Reason == agent.ReasonLocalRetentionTime || s.Reason == agent.ReasonLocalRetentionSize {
+						agg.eligibleLocally += float64(s.DiskBytes)
+					}
+				}
 				si := stateIndex(s.State)
 				if si < 0 {
 					continue
