@@ -11,8 +11,8 @@ type verdict struct {
 }
 
 // Classify returns p with every segment's State, Reason, ExpiredBytes and
-// Tier set as Apache Kafka's retention would decide at now with cfg (spec
-// R1.2, R1.3, R1.6, R1.7). It is a pure function and never modifies
+// Tier, and p.Tiered, set as Apache Kafka's retention would decide at now
+// with cfg (spec R1.2, R1.3, R1.6, R1.7). It is a pure function and never modifies
 // p.Segments: when any value changes it returns a new slice (copy on
 // write), so successive snapshots share the segment slices of partitions
 // that did not change. For a tiered partition, p.Remote carries the remote
@@ -56,6 +56,7 @@ type verdict struct {
 // partition is eligible. remote.log.copy.disable=true falls back to
 // retention.* without the upload condition.
 func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
+	p.Tiered = (p.Kind == KindLive || p.Kind == KindFuture || p.Kind == "") && cfg.Tiered(p.Topic)
 	n := len(p.Segments)
 	if n == 0 {
 		return p
@@ -97,7 +98,7 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	var reasons [3]Reason
 	var ends [3]int // pass k made segments [ends[k-1], ends[k]) eligible
 	policy := cfg.CleanupPolicy
-	tiered := (p.Kind == KindLive || p.Kind == KindFuture || p.Kind == "") && cfg.Tiered(p.Topic)
+	tiered := p.Tiered
 	copyEnabled := tiered && !cfg.RemoteCopyDisable
 	var applies bool // does Kafka's retention visit this log at all
 	switch p.Kind {

@@ -308,7 +308,7 @@ func TestDifferentialR1_7(t *testing.T) {
 	// remote tier, and the log start offset did not move.
 	for _, name := range []string{"r17-tiered", "r17-tiered-size"} {
 		tp := topics[slices.IndexFunc(topics, func(x r17Topic) bool { return x.name == name })]
-		got := b.Consume(t, name, 0, 0, len(tp.records), 60*time.Second)
+		got := b.Consume(t, kafkatest.Fetch{Topic: name, Offset: 0, Records: len(tp.records), Timeout: 60 * time.Second})
 		for i, v := range got {
 			if string(v) != string(value(i)) {
 				t.Fatalf("R1.7 %s: record %d read from the remote tier differs", name, i)

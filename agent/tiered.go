@@ -154,19 +154,17 @@ func (r *TieredRefresher) Run(ctx context.Context) error {
 	}
 }
 
-// TieredPartitions lists the live partitions of s whose topic is tiered:
-// those whose remote offsets a TieredRefresher should fetch.
-func TieredPartitions(s *Snapshot) []TopicPartition {
-	if s == nil {
-		return nil
-	}
-	cs := ConfigSet{Topics: s.Configs, Defaults: s.Defaults}
+// TieredPartitions lists, each once, the live partitions in dirs whose
+// topic is tiered with these configs: those whose remote offsets are
+// fetched from their leaders (TieredRefresher, and the scan command).
+func (c ConfigSet) TieredPartitions(dirs []LogDir) []TopicPartition {
 	var out []TopicPartition
 	seen := map[TopicPartition]bool{}
-	for _, ld := range s.LogDirs {
-		for _, p := range ld.Partitions {
+	for i := range dirs {
+		for j := range dirs[i].Partitions {
+			p := &dirs[i].Partitions[j]
 			tp := TopicPartition{p.Topic, p.Partition}
-			if p.Kind == KindLive && !seen[tp] && cs.For(p.Topic).Tiered(p.Topic) {
+			if p.Kind == KindLive && !seen[tp] && c.For(p.Topic).Tiered(p.Topic) {
 				seen[tp] = true
 				out = append(out, tp)
 			}

@@ -74,8 +74,11 @@ func TestTieredPartitions(t *testing.T) {
 			{Topic: "tiered", Partition: 0, Kind: KindLive},
 			{Topic: "tiered", Partition: 1, Kind: KindFuture},
 		}}}}
-	got := TieredPartitions(s)
+	got := s.TieredPartitions()
 	if len(got) != 1 || got[0] != (TopicPartition{"tiered", 0}) {
 		t.Errorf("got %v", got)
+	}
+	if got := (*Snapshot)(nil).TieredPartitions(); got != nil {
+		t.Errorf("nil snapshot: %v", got)
 	}
 }

@@ -117,10 +117,11 @@ type TopicConfig struct {
 // Tiered reports whether Kafka keeps this topic's log in remote storage
 // (UnifiedLog.isRemoteLogEnabled: the broker's remote log storage system
 // is on, the topic's remote.storage.enable is true, its policy does not
-// include compact, and it is not an internal topic).
+// include compact, and it is not an internal topic: one of
+// KafkaInternalTopics, or the remote log metadata topic).
 func (c TopicConfig) Tiered(topic string) bool {
 	return c.RemoteStorage && !c.RemoteStorageSystemDisabled && !c.CleanupPolicy.Compact &&
-		!kafkaInternalTopic(topic) && topic != "__remote_log_metadata" && topic != "__cluster_metadata"
+		!IsKafkaInternalTopic(topic) && topic != "__remote_log_metadata"
 }
 
 // localRetention returns the retention.ms and retention.bytes Kafka
@@ -140,15 +141,6 @@ func (c TopicConfig) localRetention(copyEnabled bool) (ms, bytes int64) {
 		bytes = c.LocalRetentionBytes
 	}
 	return ms, bytes
-}
-
-// kafkaInternalTopic is Kafka's Topic.isInternal.
-func kafkaInternalTopic(topic string) bool {
-	switch topic {
-	case "__consumer_offsets", "__transaction_state", "__share_group_state":
-		return true
-	}
-	return false
 }
 
 // DefaultTopicConfig is Apache Kafka's broker default for each setting.
@@ -295,6 +287,10 @@ type Partition struct {
 	AppendedBytes uint64
 	// WriteRateBytesPerSecond is the recent observed append rate.
 	WriteRateBytesPerSecond float64
+	// Tiered is set at classification when Kafka keeps this log in remote
+	// storage (a live or -future log of a topic whose TopicConfig.Tiered
+	// holds): its segments then carry a Tier other than TierNone.
+	Tiered bool
 	// Remote is the remote tier's state for a tiered partition, from the
 	// cluster (set at classification; nil when not tiered or not known).
 	Remote *RemoteOffsets

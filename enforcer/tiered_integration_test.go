@@ -53,7 +53,7 @@ func TestR7_4TieredFloodKeepsEveryRecord(t *testing.T) {
 		t.Fatalf("%s read as %+v", topic, configs.Topics[topic])
 	}
 	src := &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond, Configs: configs.Topics}
-	g := startGuard(t, b, enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src, realClock{}, enforcer.DefaultOwnershipTopic, false)
+	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src: src, ownTopic: enforcer.DefaultOwnershipTopic})
 
 	cfg := b.ClientConfig()
 	cfg.Producer.Timeout = 5 * time.Second

@@ -46,40 +46,47 @@ func (c *collector) collectUsage(ch chan<- prometheus.Metric, v *view) {
 }
 
 // collectTopics emits segment states, expired-but-retained bytes, the
-// oldest eligible segment's age and appended bytes (spec R1, R1.6).
+// oldest eligible segment's age, appended bytes (spec R1, R1.6) and, for
+// a tiered topic, its segments by tier (R1.7): the figures of
+// agent.Summary, one series per state, reason and tier, zero included, so
+// alerts and dashboards never see a series appear out of nothing.
 func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time.Time) {
-	states := stateLabels()
-	reasons := reasonLabels()
+	states := agent.States()
+	reasons := agent.RetainedReasons()
+	tiers := agent.Tiers()
 	labels := make([]string, 0, 4)
-	for k, a := range v.topics {
-		labels = append(labels[:0], k.logDir, k.topic)
-		if c.cfg.PerPartition {
-			labels = append(labels, strconv.FormatInt(int64(k.partition), 10))
-		}
-		n := len(labels)
-		for i, s := range states {
-			labels = append(labels[:n], string(s))
-			gauge(ch, c.d.segments, a.segments[i], labels...)
-			gauge(ch, c.d.segmentBytes, a.bytes[i], labels...)
-		}
-		for i, r := range reasons {
-			labels = append(labels[:n], string(r))
-			gauge(ch, c.d.expiredRetained, a.expired[i], labels...)
-		}
-		labels = labels[:n]
-		if a.tiered {
-			for i, tier := range tierLabels() {
-				labels = append(labels[:n], tier.String())
-				gauge(ch, c.d.tieredSegments, a.tierSegments[i], labels...)
-				gauge(ch, c.d.tieredBytes, a.tierBytes[i], labels...)
+	for _, d := range v.topics {
+		for i := range d.topics {
+			t := &d.topics[i]
+			labels = append(labels[:0], d.logDir, t.Topic)
+			if c.cfg.PerPartition {
+				labels = append(labels, strconv.FormatInt(int64(t.Partition), 10))
+			}
+			n := len(labels)
+			for _, s := range states {
+				labels = append(labels[:n], string(s))
+				gauge(ch, c.d.segments, float64(t.Segments.Of(s)), labels...)
+				gauge(ch, c.d.segmentBytes, float64(t.Bytes.Of(s)), labels...)
+			}
+			for _, r := range reasons {
+				labels = append(labels[:n], string(r))
+				gauge(ch, c.d.expiredRetained, float64(t.Expired.Of(r)), labels...)
 			}
 			labels = labels[:n]
-			gauge(ch, c.d.tieredEligibleLocally, a.eligibleLocally, labels...)
-			gauge(ch, c.d.tieredUnreadable, a.unreadable, labels...)
-		}
-		counter(ch, c.d.appended, float64(a.appended), labels...)
-		if !a.oldestEligible.IsZero() {
-			gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(a.oldestEligible).Seconds()), labels...)
+			if tt := &t.Tiered; tt.Partitions > 0 {
+				for _, tier := range tiers {
+					labels = append(labels[:n], tier.String())
+					gauge(ch, c.d.tieredSegments, float64(tt.Segments.Of(tier)), labels...)
+					gauge(ch, c.d.tieredBytes, float64(tt.Bytes.Of(tier)), labels...)
+				}
+				labels = labels[:n]
+				gauge(ch, c.d.tieredEligibleLocally, float64(tt.EligibleLocally), labels...)
+				gauge(ch, c.d.tieredUnreadable, float64(tt.OffsetsUnknown), labels...)
+			}
+			counter(ch, c.d.appended, float64(t.AppendedBytes), labels...)
+			if !t.OldestEligible.IsZero() {
+				gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(t.OldestEligible).Seconds()), labels...)
+			}
 		}
 	}
 }

@@ -305,6 +305,27 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("R5.4 Kafka's internal topics are admitted without asking, from the guard's list", func(t *testing.T) {
+		// The guard cannot answer and on.unreachable=refuse: only the
+		// plugin's list of internal topics (a resource generated from
+		// agent.KafkaInternalTopics) lets the broker create
+		// __consumer_offsets for a consumer group.
+		src.set(reader, true)
+		defer src.set(reader, false)
+		client, err := sarama.NewClient([]string{broker.Addr}, broker.ClientConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		kafkatest.Eventually(t, 60*time.Second, func() error {
+			_, err := client.Coordinator("kdg-internal-topics")
+			return err
+		})
+		if log := broker.ServerLog(); !strings.Contains(log, "admits Kafka's internal topic __consumer_offsets without asking") {
+			t.Errorf("the policy did not admit __consumer_offsets by its list:\n%s", tail(log, 40))
+		}
+	})
 }
 
 // With on.unreachable=allow (the default) a guard that cannot answer

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 )
 
 // Config is the admission policy.
@@ -123,17 +124,6 @@ func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, a...))
 }
 
-// internalTopics are Kafka's own topics: always admitted (refusing them
-// breaks consumer groups, transactions or share groups), still counted
-// once they exist.
-var internalTopics = map[string]bool{
-	"__consumer_offsets": true, "__transaction_state": true,
-	"__share_group_state": true, "__cluster_metadata": true,
-}
-
-// IsInternalTopic reports whether name is one of Kafka's internal topics.
-func IsInternalTopic(name string) bool { return internalTopics[name] }
-
 // Check decides whether req fits under the limit, for the cluster and for
 // every broker that gets new replicas (spec R5.4).
 func Check(st State, req Request, cfg Config) (Decision, error) {
@@ -222,7 +212,7 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 			over = append(over, fmt.Sprintf("broker %d %s", *f.BrokerID, describe(f)))
 		}
 	}
-	if IsInternalTopic(req.Topic) {
+	if agent.IsKafkaInternalTopic(req.Topic) {
 		d.Reason = "kafka internal topic: always admitted"
 		return d, nil
 	}
@@ -230,7 +220,7 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 		d.Allowed = false
 		d.Reason = fmt.Sprintf("reserved storage limit of %s%% exceeded: %s; %s %s: %d partition(s) x %d replica(s) x %s (%s) = %s requested",
 			pct(cfg.LimitPercent), strings.Join(over, "; "), verb(req.Operation), req.Topic,
-			d.NewPartitions, d.ReplicationFactor, HumanBytes(d.PartitionBytes), d.Basis, HumanBytes(d.Cluster.RequestedBytes))
+			d.NewPartitions, d.ReplicationFactor, human.Bytes(d.PartitionBytes), d.Basis, human.Bytes(d.Cluster.RequestedBytes))
 	}
 	return d, nil
 }
@@ -244,7 +234,7 @@ func verb(op Operation) string {
 
 func describe(f Figures) string {
 	return fmt.Sprintf("would be at %s%% (current %s = %s%%, requested %s, storage %s)",
-		pct(f.PercentAfter), HumanBytes(f.ReservedBytes), pct(f.PercentBefore), HumanBytes(f.RequestedBytes), HumanBytes(f.StorageBytes))
+		pct(f.PercentAfter), human.Bytes(f.ReservedBytes), pct(f.PercentBefore), human.Bytes(f.RequestedBytes), human.Bytes(f.StorageBytes))
 }
 
 func figures(storage, reserved, requested int64, limit float64) Figures {
@@ -300,20 +290,4 @@ func placement(st State, req Request, d Decision, firstNew int32) (map[int32]int
 func pct(v float64) string {
 	s := fmt.Sprintf("%.1f", v)
 	return strings.TrimSuffix(s, ".0")
-}
-
-// HumanBytes renders bytes in binary units with two decimals ("1.56 GiB").
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit && n > -unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
-		v /= unit
-		if v < unit && v > -unit {
-			return fmt.Sprintf("%.2f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%.2f EiB", v/unit)
 }

@@ -10,13 +10,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
 
@@ -164,7 +165,7 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 		fmt.Fprintln(out.stdout, "The log dir keeps changing; so do the metrics. Ctrl-C to stop.")
 		return printProgress(ctx, out.stdout, ag, 15*time.Second)
 	})
-	err = serve(ctx, gc, logger, version, revision, hooks)
+	err = serve(ctx, gc, logger, build{version, revision}, hooks)
 	fmt.Fprintln(out.stdout, "Stopped.")
 	return err
 }
@@ -196,16 +197,9 @@ func metricsURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port) + "/metrics"
 }
 
-// topicRow is one line of the scan table.
-type topicRow struct {
-	topic                   string
-	partitions              int
-	states                  map[agent.State]int
-	logBytes, expired, resv int64
-	basis                   reserve.Basis
-}
-
-// printScanTable prints each log dir and a line per topic.
+// printScanTable prints each log dir and a line per topic: the figures of
+// agent.Summary (the same as the metrics and `scan`) and the reserved
+// space of the topic's replicas.
 func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
 	if snap == nil {
 		return
@@ -217,49 +211,36 @@ func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
 			continue
 		}
 		fmt.Fprintf(w, "  used %s of %s (%.1f%%, %s capacity), pending deletion %s\n\n",
-			humanBytes(int64(ld.Usage.UsedBytes)), humanBytes(int64(ld.Usage.CapacityBytes)), 100*ld.Usage.Ratio(), ld.Usage.Basis,
-			humanBytes(ld.PendingDeleteBytes))
-		rows := map[string]*topicRow{}
+			human.Bytes(int64(ld.Usage.UsedBytes)), human.Bytes(int64(ld.Usage.CapacityBytes)), 100*ld.Usage.Ratio(), ld.Usage.Basis,
+			human.Bytes(ld.PendingDeleteBytes))
+		reserved := map[string]int64{}
+		bases := map[string][]string{}
 		var other []string
-		for _, p := range ld.Partitions {
+		for i := range ld.Partitions {
+			p := &ld.Partitions[i]
 			if p.Kind != agent.KindLive {
-				other = append(other, fmt.Sprintf("%s (%s, %s)", p.Dir, p.Kind, humanBytes(p.DiskBytes)))
+				other = append(other, fmt.Sprintf("%s (%s, %s)", p.Dir, p.Kind, human.Bytes(p.DiskBytes)))
 				continue
 			}
-			r := rows[p.Topic]
-			if r == nil {
-				r = &topicRow{topic: p.Topic, states: map[agent.State]int{}}
-				rows[p.Topic] = r
+			b, basis := reserve.Replica(snap, p, compactFlat)
+			reserved[p.Topic] += b
+			if !slices.Contains(bases[p.Topic], string(basis)) {
+				bases[p.Topic] = append(bases[p.Topic], string(basis))
 			}
-			r.partitions++
-			for _, s := range p.Segments {
-				r.states[s.State]++
-				r.logBytes += s.LogBytes
-				r.expired += s.ExpiredBytes
-			}
-			r.expired += p.PendingDeleteBytes
-			tc, ok := snap.Configs[p.Topic]
-			if !ok {
-				tc = snap.Defaults
-			}
-			b, basis := reserve.Partition(reserve.PartitionInput{Config: tc, WriteRateBytesPerSecond: p.WriteRateBytesPerSecond, CompactFlatBytes: compactFlat})
-			r.resv += b
-			r.basis = basis
 		}
-		names := make([]string, 0, len(rows))
-		for n := range rows {
-			names = append(names, n)
-		}
-		sort.Strings(names)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tLOG BYTES\tEXPIRED ON DISK\tRESERVED\tBASIS\t")
-		for _, n := range names {
-			r := rows[n]
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.topic, r.partitions,
-				r.states[agent.StateOpen], r.states[agent.StateClosed], r.states[agent.StateEligible],
-				humanBytes(r.logBytes), humanBytes(r.expired), humanBytes(r.resv), r.basis)
+		fmt.Fprintln(tw, "TOPIC\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tDISK BYTES\tEXPIRED ON DISK\tRESERVED\tBASIS\t")
+		for _, t := range ld.TopicSummaries() {
+			basis := strings.Join(bases[t.Topic], ",")
+			if basis == "" {
+				basis = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", t.Topic, t.Partitions,
+				t.Segments.Open, t.Segments.Closed, t.Segments.Eligible,
+				human.Bytes(t.Bytes.Total()), human.Bytes(t.Expired.Total()), human.Bytes(reserved[t.Topic]), basis)
 		}
 		tw.Flush()
+		fmt.Fprintln(w, "  (disk bytes of the segments; expired on disk: open segment + awaiting deletion + pending delete)")
 		if len(other) > 0 {
 			fmt.Fprintf(w, "  also: %s\n", strings.Join(other, ", "))
 		}
@@ -280,39 +261,19 @@ func printProgress(ctx context.Context, w io.Writer, src exporter.SnapshotSource
 		if snap == nil {
 			continue
 		}
-		states := map[agent.State]int{}
+		var sum agent.Summary
 		var used, capacity uint64
-		var pending, expired int64
+		var pending int64
 		for _, ld := range snap.LogDirs {
 			used += ld.Usage.UsedBytes
 			capacity += ld.Usage.CapacityBytes
 			pending += ld.PendingDeleteBytes
-			for _, p := range ld.Partitions {
-				if p.Kind != agent.KindLive {
-					continue
-				}
-				for _, s := range p.Segments {
-					states[s.State]++
-					expired += s.ExpiredBytes
-				}
+			for _, ts := range ld.TopicSummaries() {
+				sum.Add(ts.Summary)
 			}
 		}
 		fmt.Fprintf(w, "%s  segments: %d open, %d closed, %d eligible  expired still on disk %s  pending delete %s  used %s of %s\n",
-			snap.Time.Format("15:04:05"), states[agent.StateOpen], states[agent.StateClosed], states[agent.StateEligible],
-			humanBytes(expired), humanBytes(pending), humanBytes(int64(used)), humanBytes(int64(capacity)))
+			snap.Time.Format("15:04:05"), sum.Segments.Open, sum.Segments.Closed, sum.Segments.Eligible,
+			human.Bytes(sum.Expired.OpenSegment+sum.Expired.AwaitingDeletion), human.Bytes(pending), human.Bytes(int64(used)), human.Bytes(int64(capacity)))
 	}
-}
-
-// humanBytes renders a byte count with binary units ("1.5 MiB").
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -177,7 +177,7 @@ func runGuard(ctx context.Context, args []string, getenv env, out streams) error
 	ver, rev := buildVersion()
 	logger.Info("starting", "version", ver, "log_dirs", cfg.LogDirs, "enforce", cfg.Enforcer.Enabled,
 		"profile", cfg.Enforcer.Profile, "kafka", strings.Join(cfg.Kafka.BootstrapServers, ","))
-	return serve(ctx, cfg, logger, ver, rev, serveHooks{})
+	return serve(ctx, cfg, logger, build{ver, rev}, serveHooks{})
 }
 
 // serveHooks let the demo reuse serve.
@@ -190,8 +190,12 @@ type serveHooks struct {
 	extra []func(ctx context.Context, a *agent.Agent, addr string) error
 }
 
+// build identifies the binary in metrics and logs.
+type build struct{ version, revision string }
+
 // serve wires the parts and runs them until ctx ends or one fails.
-func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev string, hooks serveHooks) error {
+func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, hooks serveHooks) error {
+	ver, rev := b.version, b.revision
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -221,7 +225,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
 	// the plan, and every action fails as broker_unreachable.
-	enf, err := enforcer.New(cfg.Enforcer, logger, reg, a, link, systemClock{})
+	enf, err := enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: link, Clock: systemClock{}})
 	if err != nil {
 		return err
 	}
@@ -251,7 +255,6 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 		g.Go(func() error {
 			// The broker id comes from meta.properties (spec R1.5): wait for
 			// the first scan.
-			var id int32 = -1
 			for a.Snapshot() == nil {
 				select {
 				case <-ctx.Done():
@@ -259,13 +262,8 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 				case <-a.Updated():
 				}
 			}
-			for _, ld := range a.Snapshot().LogDirs {
-				if ld.BrokerID >= 0 {
-					id = ld.BrokerID
-					break
-				}
-			}
-			return link.Run(ctx, id, func() []string { return snapshotTopics(a) }, func() []agent.TopicPartition { return agent.TieredPartitions(a.Snapshot()) },
+			return link.Run(ctx, a.Snapshot().BrokerID(), func() []string { return snapshotTopics(a) },
+				func() []agent.TopicPartition { return a.Snapshot().TieredPartitions() },
 				offline, cfg.TopicConfigs.RefreshInterval,
 				reserve.Config{LimitPercent: cfg.Admission.LimitPercent, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
 					BrokerStorageBytes: cfg.Admission.BrokerStorageBytes})
@@ -294,18 +292,7 @@ func snapshotTopics(a *agent.Agent) []string {
 	if s == nil {
 		return nil
 	}
-	seen := map[string]bool{}
-	var out []string
-	for _, ld := range s.LogDirs {
-		for _, p := range ld.Partitions {
-			if p.Kind == agent.KindLive && !seen[p.Topic] {
-				seen[p.Topic] = true
-				out = append(out, p.Topic)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+	return s.LiveTopics()
 }
 
 type systemClock struct{}

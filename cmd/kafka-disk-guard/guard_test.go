@@ -114,7 +114,7 @@ func TestServeOffline(t *testing.T) {
 	done := make(chan error, 1)
 	var logs bytes.Buffer
 	go func() {
-		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil)), "test", "", serveHooks{ready: func(a string) { addrc <- a }})
+		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil)), build{"test", ""}, serveHooks{ready: func(a string) { addrc <- a }})
 	}()
 	var addr string
 	select {

@@ -16,6 +16,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
@@ -280,7 +281,7 @@ func printDecision(w io.Writer, d reserve.Decision, cfg agent.TopicConfig, write
 		what, d.Topic, d.NewPartitions, d.ReplicationFactor, int64(d.NewPartitions)*int64(d.ReplicationFactor))
 	fmt.Fprintf(w, "config: cleanup.policy=%s retention.bytes=%d retention.ms=%d segment.bytes=%d segment.index.bytes=%d\n",
 		cfg.CleanupPolicy, cfg.RetentionBytes, cfg.RetentionMs, cfg.SegmentBytes, cfg.SegmentIndexBytes)
-	fmt.Fprintf(w, "reserved per partition replica: %s (%d bytes, basis %s)\n", reserve.HumanBytes(d.PartitionBytes), d.PartitionBytes, d.Basis)
+	fmt.Fprintf(w, "reserved per partition replica: %s (%d bytes, basis %s)\n", human.Bytes(d.PartitionBytes), d.PartitionBytes, d.Basis)
 	if d.Basis != reserve.BasisCompactFlat && cfg.SegmentBytes > 0 {
 		retention := max(cfg.RetentionBytes, 0)
 		if d.Basis == reserve.BasisWriteRateEstimate {
@@ -288,12 +289,12 @@ func printDecision(w io.Writer, d reserve.Decision, cfg agent.TopicConfig, write
 		}
 		n := retention/cfg.SegmentBytes + 1
 		fmt.Fprintf(w, "  = retention %s + one more segment %s + indexes 2 x %s x %d segment(s)\n",
-			reserve.HumanBytes(retention), reserve.HumanBytes(cfg.SegmentBytes), reserve.HumanBytes(cfg.SegmentIndexBytes), n)
+			human.Bytes(retention), human.Bytes(cfg.SegmentBytes), human.Bytes(cfg.SegmentIndexBytes), n)
 	}
 	if d.Basis == reserve.BasisUnbounded {
 		fmt.Fprintln(w, "  note: retention.bytes=-1 without a write rate: counted as one segment plus its indexes; give --write-rate-bytes for an estimate")
 	}
-	fmt.Fprintf(w, "requested in total: %s (%d bytes)\n\n", reserve.HumanBytes(d.Cluster.RequestedBytes), d.Cluster.RequestedBytes)
+	fmt.Fprintf(w, "requested in total: %s (%d bytes)\n\n", human.Bytes(d.Cluster.RequestedBytes), d.Cluster.RequestedBytes)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scope\tstorage\treserved now\t%%\treserved after\t%%\tlimit\tstatus\n")
@@ -305,8 +306,8 @@ func printDecision(w io.Writer, d reserve.Decision, cfg agent.TopicConfig, write
 		if f.BrokerID != nil && f.RequestedBytes == 0 {
 			status = "unchanged"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%s\t%.1f%%\t%g%%\t%s\n", scope, reserve.HumanBytes(f.StorageBytes),
-			reserve.HumanBytes(f.ReservedBytes), f.PercentBefore, reserve.HumanBytes(f.ReservedAfterBytes), f.PercentAfter, d.LimitPercent, status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%s\t%.1f%%\t%g%%\t%s\n", scope, human.Bytes(f.StorageBytes),
+			human.Bytes(f.ReservedBytes), f.PercentBefore, human.Bytes(f.ReservedAfterBytes), f.PercentAfter, d.LimitPercent, status)
 	}
 	row("cluster", d.Cluster)
 	brokers := append([]reserve.Figures(nil), d.Brokers...)

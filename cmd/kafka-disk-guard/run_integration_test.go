@@ -107,7 +107,7 @@ func startServe(t *testing.T, cfg guardConfig) (string, *syncWriter) {
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), "test", "", serveHooks{ready: func(a string) { addrc <- a }})
+		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), build{"test", ""}, serveHooks{ready: func(a string) { addrc <- a }})
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +17,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 )
 
@@ -172,41 +173,17 @@ func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agen
 		return cs, fmt.Errorf("connect to %s: %w", cfg.BootstrapServer, err)
 	}
 	defer client.Close()
-	brokerID := int32(-1)
-	topicSet := map[string]bool{}
-	for _, d := range dirs {
-		if d.BrokerID >= 0 && brokerID < 0 {
-			brokerID = d.BrokerID
-		}
-		for _, p := range d.Partitions {
-			if p.Kind == agent.KindLive {
-				topicSet[p.Topic] = true
-			}
-		}
-	}
-	topics := make([]string, 0, len(topicSet))
-	for t := range topicSet {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
+	scanned := agent.Snapshot{LogDirs: dirs} // not classified yet: only its broker id and topics are read
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	online, err := kafkaadmin.NewConfigFetcher(client, brokerID).FetchConfigs(ctx, topics)
+	online, err := kafkaadmin.NewConfigFetcher(client, scanned.BrokerID()).FetchConfigs(ctx, scanned.LiveTopics())
 	if err != nil {
 		return cs, err
 	}
 	online.Time = time.Now()
 	// Tiered partitions: the upload boundary from their leaders (spec
 	// R1.7). One that cannot be read is reported with its error.
-	var tiered []agent.TopicPartition
-	for _, d := range dirs {
-		for _, p := range d.Partitions {
-			if p.Kind == agent.KindLive && online.For(p.Topic).Tiered(p.Topic) {
-				tiered = append(tiered, agent.TopicPartition{Topic: p.Topic, Partition: p.Partition})
-			}
-		}
-	}
-	if len(tiered) > 0 {
+	if tiered := online.TieredPartitions(dirs); len(tiered) > 0 {
 		if online.Remote, err = kafkaadmin.NewRemoteOffsetsFetcher(client).FetchRemoteOffsets(ctx, tiered); err != nil {
 			return cs, err
 		}
@@ -247,17 +224,6 @@ type stateCounts struct {
 	Eligible int64 `json:"eligible"`
 }
 
-func (s *stateCounts) add(st agent.State, v int64) {
-	switch st {
-	case agent.StateOpen:
-		s.Open += v
-	case agent.StateClosed:
-		s.Closed += v
-	case agent.StateEligible:
-		s.Eligible += v
-	}
-}
-
 // retained holds expired-but-retained bytes by reason (spec R1.6).
 type retained struct {
 	OpenSegment      int64 `json:"open_segment"`
@@ -265,9 +231,11 @@ type retained struct {
 	PendingDelete    int64 `json:"pending_delete"`
 }
 
+// summary is agent.Summary as the report prints it: the same figures as
+// the exporter's metrics (every byte figure is disk bytes).
 type summary struct {
 	Segments           stateCounts `json:"segments"`
-	Bytes              stateCounts `json:"bytes"`
+	DiskBytes          stateCounts `json:"disk_bytes"`
 	ExpiredRetained    retained    `json:"expired_retained_bytes"`
 	OldestEligibleAgeS *float64    `json:"oldest_eligible_age_seconds"`
 	// Tiered is set for tiered partitions and topics (spec R1.7).
@@ -281,63 +249,33 @@ type tierCounts struct {
 	Unknown   int64 `json:"unknown"`
 }
 
-func (c *tierCounts) add(t agent.Tier, v int64) {
-	switch t {
-	case agent.TierLocalOnly:
-		c.LocalOnly += v
-	case agent.TierUploaded:
-		c.Uploaded += v
-	case agent.TierUnknown:
-		c.Unknown += v
-	}
-}
-
-// tieredSummary: a tiered partition's segments and .log bytes that are
-// only local, already uploaded, or of unknown upload state, and what is
-// eligible locally while kept in remote storage.
+// tieredSummary is agent.TieredSummary as the report prints it: tiered
+// partitions' segments and disk bytes that are only local, already
+// uploaded, or of unknown upload state; the disk bytes eligible locally
+// while kept in remote storage; the partitions whose remote offsets are
+// unknown (nothing in them is eligible).
 type tieredSummary struct {
-	Segments tierCounts `json:"segments"`
-	Bytes    tierCounts `json:"bytes"`
-	// EligibleLocallyBytes: past local retention and uploaded: Kafka
-	// deletes the local copy, the records stay in remote storage
-	// (reasons local_retention_time, local_retention_size).
-	EligibleLocallyBytes int64 `json:"eligible_locally_kept_remotely_bytes"`
-	// UnreadablePartitions: partitions whose remote offsets could not be
-	// read: nothing in them is eligible.
-	UnreadablePartitions int `json:"unreadable_partitions"`
+	Segments                 tierCounts `json:"segments"`
+	DiskBytes                tierCounts `json:"disk_bytes"`
+	EligibleLocallyBytes     int64      `json:"eligible_locally_kept_remotely_bytes"`
+	OffsetsUnknownPartitions int        `json:"offsets_unknown_partitions"`
 }
 
-func (s *summary) addPartition(p agent.Partition, now time.Time) {
-	s.ExpiredRetained.PendingDelete += p.PendingDeleteBytes
-	if len(p.Segments) > 0 && p.Segments[0].Tier != agent.TierNone {
-		if s.Tiered == nil {
-			s.Tiered = &tieredSummary{}
-		}
-		if p.Remote == nil || p.Remote.Err != "" {
-			s.Tiered.UnreadablePartitions++
-		}
+func newSummary(s agent.Summary, now time.Time) summary {
+	r := summary{
+		Segments:        stateCounts(s.Segments),
+		DiskBytes:       stateCounts(s.Bytes),
+		ExpiredRetained: retained(s.Expired),
 	}
-	for _, seg := range p.Segments {
-		if seg.Tier != agent.TierNone && s.Tiered != nil {
-			s.Tiered.Segments.add(seg.Tier, 1)
-			s.Tiered.Bytes.add(seg.Tier, seg.LogBytes)
-			if seg.Reason == agent.ReasonLocalRetentionTime || seg.Reason == agent.ReasonLocalRetentionSize {
-				s.Tiered.EligibleLocallyBytes += seg.LogBytes
-			}
-		}
-		s.Segments.add(seg.State, 1)
-		s.Bytes.add(seg.State, seg.LogBytes)
-		switch seg.State {
-		case agent.StateOpen:
-			s.ExpiredRetained.OpenSegment += seg.ExpiredBytes
-		case agent.StateEligible:
-			s.ExpiredRetained.AwaitingDeletion += seg.ExpiredBytes
-			age := now.Sub(seg.LargestTimestamp).Seconds()
-			if s.OldestEligibleAgeS == nil || age > *s.OldestEligibleAgeS {
-				s.OldestEligibleAgeS = &age
-			}
-		}
+	if !s.OldestEligible.IsZero() {
+		age := now.Sub(s.OldestEligible).Seconds()
+		r.OldestEligibleAgeS = &age
 	}
+	if t := s.Tiered; t.Partitions > 0 {
+		r.Tiered = &tieredSummary{Segments: tierCounts(t.Segments), DiskBytes: tierCounts(t.Bytes),
+			EligibleLocallyBytes: t.EligibleLocally, OffsetsUnknownPartitions: t.OffsetsUnknown}
+	}
+	return r
 }
 
 type topicReport struct {
@@ -391,7 +329,8 @@ func buildReport(snap agent.Snapshot) scanReport {
 	if r.ScanErrors == nil {
 		r.ScanErrors = map[agent.ErrorKind]uint64{}
 	}
-	topics := map[string]*topicReport{}
+	// A topic's figures are the sum of its summaries in every log dir.
+	topics := map[string]*agent.Summary{}
 	for _, d := range snap.LogDirs {
 		lr := logDirReport{Path: d.Path, BrokerID: d.BrokerID, ClusterID: d.ClusterID,
 			CapacityBytes: d.Usage.CapacityBytes, UsedBytes: d.Usage.UsedBytes, AvailableBytes: d.Usage.AvailableBytes,
@@ -401,28 +340,22 @@ func buildReport(snap agent.Snapshot) scanReport {
 			lr.Error = d.Err.Error()
 		}
 		r.LogDirs = append(r.LogDirs, lr)
+		for _, ts := range d.TopicSummaries() {
+			if t := topics[ts.Topic]; t != nil {
+				t.Add(ts.Summary)
+			} else {
+				topics[ts.Topic] = &ts.Summary
+			}
+		}
 		for _, p := range d.Partitions {
 			pr := partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
-				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset}
+				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset,
+				summary: newSummary(p.Summary(), snap.Time)}
 			if p.Remote != nil {
 				pr.Remote = &remoteReport{HighestUploadedOffset: p.Remote.HighestUploaded, LocalLogStartOffset: p.Remote.LocalLogStart,
 					LogStartOffset: p.Remote.LogStart, Error: p.Remote.Err}
 			}
-			pr.addPartition(p, snap.Time)
 			r.Partitions = append(r.Partitions, pr)
-			if p.Kind == agent.KindLive {
-				tr := topics[p.Topic]
-				if tr == nil {
-					c, ok := snap.Configs[p.Topic]
-					if !ok {
-						c = snap.Defaults
-					}
-					tr = &topicReport{Topic: p.Topic, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes, CleanupPolicy: c.CleanupPolicy.String()}
-					topics[p.Topic] = tr
-				}
-				tr.Partitions++
-				tr.addPartition(p, snap.Time)
-			}
 			for _, s := range p.Segments {
 				r.Segments = append(r.Segments, segmentReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Kind: string(p.Kind),
 					BaseOffset: s.BaseOffset, State: string(s.State), Reason: string(s.Reason), SizeBytes: s.LogBytes, DiskBytes: s.DiskBytes,
@@ -431,13 +364,10 @@ func buildReport(snap agent.Snapshot) scanReport {
 			}
 		}
 	}
-	names := make([]string, 0, len(topics))
-	for n := range topics {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		r.Topics = append(r.Topics, *topics[n])
+	for _, n := range slices.Sorted(maps.Keys(topics)) {
+		c := snap.TopicConfig(n)
+		r.Topics = append(r.Topics, topicReport{Topic: n, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
+			CleanupPolicy: c.CleanupPolicy.String(), Partitions: topics[n].Partitions, summary: newSummary(*topics[n], snap.Time)})
 	}
 	return r
 }
@@ -458,11 +388,11 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 			fmt.Fprintf(&b, "  error: %s\n", d.Error)
 			continue
 		}
-		fmt.Fprintf(&b, "  usage: %.1f%% (%s used of %s, %s), %s available\n", 100*d.UsageRatio, humanBytes(int64(d.UsedBytes)), humanBytes(int64(d.CapacityBytes)), d.CapacityBasis, humanBytes(int64(d.AvailableBytes)))
-		fmt.Fprintf(&b, "  disk: %s total, %s pending deletion, %s other\n", humanBytes(d.DiskBytes), humanBytes(d.PendingDeleteBytes), humanBytes(d.OtherBytes))
+		fmt.Fprintf(&b, "  usage: %.1f%% (%s used of %s, %s), %s available\n", 100*d.UsageRatio, human.Bytes(int64(d.UsedBytes)), human.Bytes(int64(d.CapacityBytes)), d.CapacityBasis, human.Bytes(int64(d.AvailableBytes)))
+		fmt.Fprintf(&b, "  disk: %s total, %s pending deletion, %s other\n", human.Bytes(d.DiskBytes), human.Bytes(d.PendingDeleteBytes), human.Bytes(d.OtherBytes))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(&b, "\ntopics (segments and .log bytes by state; expired-but-retained bytes by reason)")
+	fmt.Fprintln(&b, "\ntopics (segments and disk bytes by state; expired-but-retained disk bytes by reason)")
 	fmt.Fprintln(tw, "TOPIC\tPOLICY\tRETENTION\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tBYTES OPEN\tBYTES CLOSED\tBYTES ELIGIBLE\tEXP OPEN SEG\tEXP AWAITING\tEXP PENDING\tOLDEST ELIGIBLE")
 	for _, t := range r.Topics {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.Topic, t.CleanupPolicy, retentionText(t.RetentionMs, t.RetentionBytes), t.Partitions, summaryCols(t.summary))
@@ -488,8 +418,9 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 }
 
 // writeTieredTable lists tiered partitions (spec R1.7), when there are any:
-// segments and bytes uploaded or only local, what is eligible locally and
-// kept remotely, and the remote tier's offsets.
+// segments and disk bytes uploaded, only local or of unknown upload state,
+// the disk bytes eligible locally and kept remotely, and the remote tier's
+// offsets.
 func writeTieredTable(b *strings.Builder, r scanReport) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	header := false
@@ -499,7 +430,7 @@ func writeTieredTable(b *strings.Builder, r scanReport) {
 			continue
 		}
 		if !header {
-			fmt.Fprintln(b, "\ntiered partitions (segments/.log bytes; eligible locally = past local retention and uploaded: deleted locally, kept in remote storage)")
+			fmt.Fprintln(b, "\ntiered partitions (segments/disk bytes by tier; eligible locally = past local retention and uploaded: deleted locally, kept in remote storage)")
 			fmt.Fprintln(tw, "PARTITION\tUPLOADED\tLOCAL ONLY\tUNKNOWN\tELIGIBLE LOCALLY\tHIGHEST UPLOADED\tLOCAL START\tREMOTE")
 			header = true
 		}
@@ -515,8 +446,8 @@ func writeTieredTable(b *strings.Builder, r scanReport) {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%d/%s\t%d/%s\t%d/%s\t%s\t%s\t%s\t%s\n", p.Dir,
-			t.Segments.Uploaded, humanBytes(t.Bytes.Uploaded), t.Segments.LocalOnly, humanBytes(t.Bytes.LocalOnly),
-			t.Segments.Unknown, humanBytes(t.Bytes.Unknown), humanBytes(t.EligibleLocallyBytes), hi, ls, state)
+			t.Segments.Uploaded, human.Bytes(t.DiskBytes.Uploaded), t.Segments.LocalOnly, human.Bytes(t.DiskBytes.LocalOnly),
+			t.Segments.Unknown, human.Bytes(t.DiskBytes.Unknown), human.Bytes(t.EligibleLocallyBytes), hi, ls, state)
 	}
 	tw.Flush()
 }
@@ -528,8 +459,8 @@ func summaryCols(s summary) string {
 	}
 	return fmt.Sprintf("%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
 		s.Segments.Open, s.Segments.Closed, s.Segments.Eligible,
-		humanBytes(s.Bytes.Open), humanBytes(s.Bytes.Closed), humanBytes(s.Bytes.Eligible),
-		humanBytes(s.ExpiredRetained.OpenSegment), humanBytes(s.ExpiredRetained.AwaitingDeletion), humanBytes(s.ExpiredRetained.PendingDelete), age)
+		human.Bytes(s.DiskBytes.Open), human.Bytes(s.DiskBytes.Closed), human.Bytes(s.DiskBytes.Eligible),
+		human.Bytes(s.ExpiredRetained.OpenSegment), human.Bytes(s.ExpiredRetained.AwaitingDeletion), human.Bytes(s.ExpiredRetained.PendingDelete), age)
 }
 
 func retentionText(ms, bytes int64) string {
@@ -538,7 +469,7 @@ func retentionText(ms, bytes int64) string {
 		t = (time.Duration(ms) * time.Millisecond).String()
 	}
 	if bytes >= 0 {
-		t += " bytes=" + humanBytes(bytes)
+		t += " bytes=" + human.Bytes(bytes)
 	}
 	return t
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
 )
 
@@ -179,36 +180,44 @@ func TestScanTieredOffline(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("topics:\n  tiered:\n    remote.storage.enable: true\n    local.retention.ms: 3600000\n    retention.ms: 86400000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []string{"table", "json"} {
+	scan := func(format string) []byte {
 		var stdout, stderr bytes.Buffer
 		args := []string{"scan", "--log-dirs", dir, "--config", cfgFile, "--now", scanNow.Format(time.RFC3339), "--format", format}
 		if err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
 			t.Fatalf("scan: %v\n%s", err, stderr.String())
 		}
-		out := stdout.String()
-		if format == "table" {
-			if !strings.Contains(out, "tiered partitions") || !regexp.MustCompile(`tiered-0\s+0/0 B\s+0/0 B\s+2/72\.0 KiB\s+0 B\s+\?\s+\?\s+unknown: nothing eligible`).MatchString(out) {
-				t.Errorf("R1.7 table:\n%s", out)
-			}
-			continue
-		}
-		var r struct {
-			Partitions []struct {
-				Tiered *struct {
-					Segments struct{ Unknown int64 } `json:"segments"`
-				} `json:"tiered"`
-				Segments struct{ Eligible int64 } `json:"segments"`
-			} `json:"partitions"`
-			Segments []struct{ Tier string } `json:"segments"`
-		}
-		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Partitions) != 1 || r.Partitions[0].Tiered == nil || r.Partitions[0].Tiered.Segments.Unknown != 2 || r.Partitions[0].Segments.Eligible != 0 {
-			t.Errorf("R1.7 json partitions: %+v", r.Partitions)
-		}
-		if len(r.Segments) != 2 || r.Segments[0].Tier != "unknown" {
-			t.Errorf("R1.7 json segments: %+v", r.Segments)
-		}
+		return stdout.Bytes()
+	}
+	var r struct {
+		Partitions []struct {
+			Tiered *struct {
+				Segments  struct{ Unknown int64 } `json:"segments"`
+				DiskBytes struct{ Unknown int64 } `json:"disk_bytes"`
+				Unknown   int                     `json:"offsets_unknown_partitions"`
+			} `json:"tiered"`
+			Segments  struct{ Eligible int64 }               `json:"segments"`
+			DiskBytes struct{ Open, Closed, Eligible int64 } `json:"disk_bytes"`
+		} `json:"partitions"`
+		Segments []struct{ Tier string } `json:"segments"`
+	}
+	if err := json.Unmarshal(scan("json"), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Partitions) != 1 || r.Partitions[0].Tiered == nil {
+		t.Fatalf("R1.7 json partitions: %+v", r.Partitions)
+	}
+	p := r.Partitions[0]
+	// Every segment's tier is unknown: all of the partition's disk bytes.
+	disk := p.DiskBytes.Open + p.DiskBytes.Closed + p.DiskBytes.Eligible
+	if p.Tiered.Segments.Unknown != 2 || p.Tiered.DiskBytes.Unknown != disk || p.Tiered.Unknown != 1 || p.Segments.Eligible != 0 {
+		t.Errorf("R1.7 json partitions: %+v", r.Partitions)
+	}
+	if len(r.Segments) != 2 || r.Segments[0].Tier != "unknown" {
+		t.Errorf("R1.7 json segments: %+v", r.Segments)
+	}
+	out := string(scan("table"))
+	row := regexp.MustCompile(`tiered-0\s+0/0 B\s+0/0 B\s+2/` + regexp.QuoteMeta(human.Bytes(disk)) + `\s+0 B\s+\?\s+\?\s+unknown: nothing eligible`)
+	if !strings.Contains(out, "tiered partitions") || !row.MatchString(out) {
+		t.Errorf("R1.7 table:\n%s", out)
 	}
 }

@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Kafka's internal topics (__consumer_offsets, __transaction_state,
- * __share_group_state) are always admitted without asking.
+ * __share_group_state, __cluster_metadata: the guard's list, see
+ * {@link InternalTopics}) are always admitted without asking.
  */
 public class ReservedSpacePolicy implements CreateTopicPolicy {
     public static final String URL_CONFIG = "kafka.disk.guard.url";
@@ -44,8 +45,7 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
     public static final String URL_ENV = "KAFKA_DISK_GUARD_URL";
 
     private static final Logger log = LoggerFactory.getLogger(ReservedSpacePolicy.class);
-    private static final Set<String> INTERNAL_TOPICS =
-        Set.of("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata");
+    private static final Set<String> INTERNAL_TOPICS = InternalTopics.load();
 
     private URI url;
     private Duration timeout = Duration.ofMillis(2000);
@@ -94,6 +94,7 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
     @Override
     public void validate(RequestMetadata md) throws PolicyViolationException {
         if (INTERNAL_TOPICS.contains(md.topic())) {
+            log.info("kafka-disk-guard admits Kafka's internal topic {} without asking", md.topic());
             return;
         }
         String body = requestJson(md);
