@@ -151,6 +151,9 @@ func TestClassifyR1_7(t *testing.T) {
 				if !slices.Equal(tiers, tc.tier) {
 					t.Errorf("tiers %v, want %v", tiers, tc.tier)
 				}
+				if want := tc.tier[0] != TierNone; got.Tiered != want {
+					t.Errorf("Partition.Tiered %v, want %v", got.Tiered, want)
+				}
 			}
 		})
 	}
@@ -183,6 +186,14 @@ func TestConfigSetR1_7(t *testing.T) {
 	}
 	if r := render(got); !slices.Equal(r, []string{"eligible/local_retention_time", "eligible/local_retention_time", "open"}) {
 		t.Errorf("got %v", r)
+	}
+	// A tiered partition is one before it has a segment (Summary counts
+	// it among those whose offsets are unknown).
+	if empty := cs.Classify(Partition{Topic: "t", Partition: 1, Kind: KindLive}, testNow); !empty.Tiered || empty.Remote != nil {
+		t.Errorf("R1.7: empty tiered partition: %+v", empty)
+	}
+	if other := cs.Classify(Partition{Topic: "u", Kind: KindLive}, testNow); other.Tiered {
+		t.Errorf("a local topic's partition is tiered: %+v", other)
 	}
 	delete(cs.Remote, TopicPartition{"t", 0})
 	if r := render(cs.Classify(got, testNow)); !slices.Equal(r, []string{"closed", "closed", "open"}) {
