@@ -32,6 +32,8 @@ func scanFixture(t *testing.T) string {
 		{Name: "all-expired", Partitions: 1, Segments: []logdirgen.Segment{seg(16, 5*h), seg(16, 4*h), seg(16, 3*h)}},
 		{Name: "slow-writes", Partitions: 1, Segments: []logdirgen.Segment{seg(64, 10*time.Minute)}},
 		{Name: "held-by-hw", Partitions: 1, Segments: []logdirgen.Segment{seg(16, 50*h), seg(16, 40*h), seg(16, 30*h), seg(16, 2*h)}, HighWatermark: 200},
+		// Tiered (R1.7): offline its upload state is unknown.
+		{Name: "tiered", Partitions: 2, Segments: []logdirgen.Segment{seg(64, 72*h), seg(64, 50*h), seg(64, 30*h), seg(16, h)}},
 	}}
 	dir := filepath.Join(t.TempDir(), "kafka-logs")
 	if _, err := logdirgen.Generate(dir, spec); err != nil {
@@ -122,6 +124,7 @@ func TestScanJSONSegments(t *testing.T) {
 		"all-expired":    "eligible/retention_time eligible/retention_time eligible/all_expired_active",
 		"held-by-hw":     "eligible/retention_time closed/ closed/ open/",
 		"slow-writes":    "open/",
+		"tiered":         "closed/ closed/ closed/ open/", // R1.7: upload state unknown offline
 	}
 	for topic, w := range want {
 		if got := strings.Join(states[topic], " "); got != w {
