@@ -262,11 +262,15 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 				case <-a.Updated():
 				}
 			}
-			return link.Run(ctx, a.Snapshot().BrokerID(), func() []string { return snapshotTopics(a) },
-				func() []agent.TopicPartition { return a.Snapshot().TieredPartitions() },
-				offline, cfg.TopicConfigs.RefreshInterval,
-				reserve.Config{LimitPercent: cfg.Admission.LimitPercent, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
-					BrokerStorageBytes: cfg.Admission.BrokerStorageBytes})
+			return link.Run(ctx, linkInputs{
+				brokerID:    a.Snapshot().BrokerID(),
+				topics:      func() []string { return snapshotTopics(a) },
+				tieredParts: func() []agent.TopicPartition { return a.Snapshot().TieredPartitions() },
+				initial:     offline,
+				refresh:     cfg.TopicConfigs.RefreshInterval,
+				admission: reserve.Config{LimitPercent: cfg.Admission.LimitPercent, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
+					BrokerStorageBytes: cfg.Admission.BrokerStorageBytes},
+			})
 		})
 	}
 	err = g.Wait()

@@ -66,13 +66,24 @@ func (c configSource) Current() agent.ConfigSet {
 	return c.offline
 }
 
+// linkInputs is what the link needs from the guard.
+type linkInputs struct {
+	brokerID int32 // from meta.properties (spec R1.5)
+	// topics names the live topics on disk, tieredParts the tiered
+	// partitions (their configs and remote offsets are fetched).
+	topics      func() []string
+	tieredParts func() []agent.TopicPartition
+	initial     agent.ConfigSet // the offline configs, until fetched
+	refresh     time.Duration   // topicConfigs.refreshInterval
+	admission   reserve.Config
+}
+
 // Run connects, then runs the config refresher and the tiered offsets
-// refresher until ctx ends. tieredParts names the tiered partitions on disk.
-func (k *kafkaLink) Run(ctx context.Context, brokerID int32, topics func() []string, tieredParts func() []agent.TopicPartition,
-	initial agent.ConfigSet, refresh time.Duration, admission reserve.Config) error {
+// refresher until ctx ends.
+func (k *kafkaLink) Run(ctx context.Context, in linkInputs) error {
 	backoff := time.Second
 	for {
-		err := k.connect(ctx, brokerID, topics, tieredParts, initial, refresh, admission)
+		err := k.connect(ctx, in)
 		if err == nil {
 			break
 		}
@@ -92,8 +103,7 @@ func (k *kafkaLink) Run(ctx context.Context, brokerID int32, topics func() []str
 	return g.Wait()
 }
 
-func (k *kafkaLink) connect(ctx context.Context, brokerID int32, topics func() []string, tieredParts func() []agent.TopicPartition,
-	initial agent.ConfigSet, refresh time.Duration, admission reserve.Config) error {
+func (k *kafkaLink) connect(ctx context.Context, in linkInputs) error {
 	client, admin, err := kafkaadmin.Connect(k.cfg)
 	if err != nil {
 		return err
@@ -116,16 +126,16 @@ func (k *kafkaLink) connect(ctx context.Context, brokerID int32, topics func() [
 		admin.Close()
 		return err
 	}
-	refresher, err := agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: refresh}, k.logger,
-		kafkaadmin.NewConfigFetcher(client, brokerID), topics, initial)
+	refresher, err := agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: in.refresh}, k.logger,
+		kafkaadmin.NewConfigFetcher(client, in.brokerID), in.topics, in.initial)
 	if err != nil {
 		enf.Close()
 		admin.Close()
 		reserveAdmin.Close()
 		return err
 	}
-	tiered, err := agent.NewTieredRefresher(agent.TieredRefresherConfig{Interval: refresh}, k.logger,
-		kafkaadmin.NewRemoteOffsetsFetcher(client), tieredParts)
+	tiered, err := agent.NewTieredRefresher(agent.TieredRefresherConfig{Interval: in.refresh}, k.logger,
+		kafkaadmin.NewRemoteOffsetsFetcher(client), in.tieredParts)
 	if err != nil {
 		enf.Close()
 		admin.Close()
@@ -134,7 +144,7 @@ func (k *kafkaLink) connect(ctx context.Context, brokerID int32, topics func() [
 	}
 	k.mu.Lock()
 	k.enforce, k.admin, k.reserveAdmin, k.configs, k.tiered = enf, admin, reserveAdmin, refresher, tiered
-	k.reserveH = reserve.NewHandler(admission, k.logger, kafkaadmin.NewClusterReader(reserveAdmin))
+	k.reserveH = reserve.NewHandler(in.admission, k.logger, kafkaadmin.NewClusterReader(reserveAdmin))
 	k.mu.Unlock()
 	return nil
 }
