@@ -244,6 +244,17 @@ func (r *ConfigRefresher) Refresh(ctx context.Context) error {
 
 // Run fetches now and then every Interval until ctx ends.
 func (r *ConfigRefresher) Run(ctx context.Context) error {
+	return r.cfg.loop(ctx, r.logger, refreshLogs{failed: "topic configs refresh failed", recovered: "topic configs refresh recovered"}, r.Refresh)
+}
+
+// refreshLogs are a refresh loop's log messages.
+type refreshLogs struct{ failed, recovered string }
+
+// loop runs refresh now and then every Interval until ctx ends. After a
+// failure it retries with capped exponential backoff (Interval/4, /2, ...
+// up to MaxBackoff), logs the first failure and every tenth, and the
+// recovery.
+func (c ConfigRefresherConfig) loop(ctx context.Context, logger *slog.Logger, msgs refreshLogs, refresh func(context.Context) error) error {
 	delay := time.Duration(0)
 	failures := 0
 	for {
@@ -254,21 +265,21 @@ func (r *ConfigRefresher) Run(ctx context.Context) error {
 			return nil
 		case <-timer.C:
 		}
-		if err := r.Refresh(ctx); err != nil {
+		if err := refresh(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			failures++
 			if failures == 1 || failures%10 == 0 {
-				r.logger.Warn("topic configs refresh failed", "err", err, "failures", failures)
+				logger.Warn(msgs.failed, "err", err, "failures", failures)
 			}
-			delay = min(r.cfg.Interval/8<<min(failures, 10), r.cfg.MaxBackoff)
+			delay = min(c.Interval/8<<min(failures, 10), c.MaxBackoff)
 			continue
 		}
 		if failures > 0 {
-			r.logger.Info("topic configs refresh recovered", "failures", failures)
+			logger.Info(msgs.recovered, "failures", failures)
 		}
 		failures = 0
-		delay = r.cfg.Interval
+		delay = c.Interval
 	}
 }

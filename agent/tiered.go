@@ -18,27 +18,10 @@ type RemoteOffsetsFetcher interface {
 	FetchRemoteOffsets(ctx context.Context, parts []TopicPartition) (map[TopicPartition]RemoteOffsets, error)
 }
 
-// TieredRefresherConfig configures a TieredRefresher.
-type TieredRefresherConfig struct {
-	// Interval between fetches (default 1 minute, like the configs).
-	Interval time.Duration
-	// MaxBackoff caps the retry delay after failures (default Interval).
-	MaxBackoff time.Duration
-}
-
-// Validate fills in defaults and checks the values.
-func (c *TieredRefresherConfig) Validate() error {
-	if c.Interval == 0 {
-		c.Interval = time.Minute
-	}
-	if c.Interval < 0 {
-		return fmt.Errorf("interval %s: want > 0", c.Interval)
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = c.Interval
-	}
-	return nil
-}
+// TieredRefresherConfig configures a TieredRefresher: the same schedule
+// as the configs' (Interval default 1 minute, MaxBackoff default
+// Interval).
+type TieredRefresherConfig = ConfigRefresherConfig
 
 // tieredState is one published fetch.
 type tieredState struct {
@@ -128,30 +111,7 @@ func (r *TieredRefresher) Refresh(ctx context.Context) error {
 
 // Run fetches now and then every Interval until ctx ends.
 func (r *TieredRefresher) Run(ctx context.Context) error {
-	delay := time.Duration(0)
-	failures := 0
-	for {
-		timer := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil
-		case <-timer.C:
-		}
-		if err := r.Refresh(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			failures++
-			if failures == 1 || failures%10 == 0 {
-				r.logger.Warn("tiered offsets refresh failed", "err", err, "failures", failures)
-			}
-			delay = min(r.cfg.Interval/8<<min(failures, 10), r.cfg.MaxBackoff)
-			continue
-		}
-		failures = 0
-		delay = r.cfg.Interval
-	}
+	return r.cfg.loop(ctx, r.logger, refreshLogs{failed: "tiered offsets refresh failed", recovered: "tiered offsets refresh recovered"}, r.Refresh)
 }
 
 // TieredPartitions lists, each once, the live partitions in dirs whose
