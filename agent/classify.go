@@ -7,32 +7,56 @@ type verdict struct {
 	state   State
 	reason  Reason
 	expired int64
+	tier    Tier
 }
 
-// Classify returns p with every segment's State, Reason and ExpiredBytes
-// set as Apache Kafka's retention would decide at now with cfg (spec R1.2,
-// R1.3, R1.6). It is a pure function and never modifies p.Segments: when
-// any value changes it returns a new slice (copy on write), so successive
-// snapshots share the segment slices of partitions that did not change.
+// Classify returns p with every segment's State, Reason, ExpiredBytes and
+// Tier, and p.Tiered, set as Apache Kafka's retention would decide at now
+// with cfg (spec R1.2, R1.3, R1.6, R1.7). It is a pure function and never modifies
+// p.Segments: when any value changes it returns a new slice (copy on
+// write), so successive snapshots share the segment slices of partitions
+// that did not change. For a tiered partition, p.Remote carries the remote
+// tier's offsets (ConfigSet.Classify sets it).
 //
-// Kafka's rules, from UnifiedLog.deleteOldSegments: three passes in this
-// order, each deleting only an unbroken run of oldest segments for which
-// its predicate holds, each seeing what the previous pass left:
-//  1. log start offset (always, also for compact-only topics): a segment
-//     goes when the next segment's base offset <= the log start offset;
-//  2. size (cleanup.policy includes delete, retention.bytes >= 0 and the
-//     partition's .log bytes >= retention.bytes): with diff = size -
-//     retention.bytes, segments go while diff - segment size >= 0;
-//  3. time (delete, retention.ms >= 0): now - largest timestamp > retention.ms.
+// Kafka's rules (Kafka 4.4, UnifiedLog.deleteOldSegments and
+// deletableSegments): three passes in this order, each deleting only an
+// unbroken run of oldest segments for which its predicate holds, each
+// seeing what the previous pass left:
+//  1. log start offset: a segment goes when the next segment's base
+//     offset <= the log start offset;
+//  2. size (retention.bytes >= 0 and the partition's .log bytes >=
+//     retention.bytes): with diff = size - retention.bytes, segments go
+//     while diff - segment size >= 0;
+//  3. time (retention.ms >= 0): now - largest timestamp > retention.ms.
+//
+// Which passes run (UnifiedLog.deleteOldSegments, LogManager.cleanupLogs):
+// cleanup.policy with delete runs all three; compact only the first; the
+// empty policy (Kafka 4.2+) only the first, or all three with local
+// retention when the topic is tiered and copying to remote storage.
+// With the log cleaner disabled (log.cleaner.enable=false) Kafka's
+// retention skips every log whose policy includes compact: none runs.
+// A -future log gets the same retention as a live one, except for
+// compacted topics (the cleaner's retention covers current logs only).
 //
 // A segment is only deletable when wholly below the high watermark (the
-// next segment's base offset, or for the active segment the log end offset,
-// is <= the high watermark), and an empty active segment never is. When a
-// run reaches the active segment Kafka rolls it and deletes it too: it is
-// reported eligible, with ReasonAllExpiredActive when time retention took
-// it. Segments of non-live directories (-future, -stray, the metadata log)
-// are only open or closed.
+// next segment's base offset, or for the active segment the log end
+// offset, is <= the high watermark; an unknown high watermark allows
+// nothing, as in Kafka before the high watermark is initialised), and an
+// empty active segment never is. When a run reaches the active segment
+// Kafka rolls it and deletes it too: it is reported eligible, with
+// ReasonAllExpiredActive when time retention took it.
+//
+// Tiered storage (UnifiedLog.isSegmentEligibleForDeletion, spec R1.7): for
+// a tiered topic that copies to remote storage, size and time use
+// local.retention.* (-2: retention.*), and a segment also needs to be
+// uploaded (its end offset at or below the highest offset in remote
+// storage) or wholly below the log start offset. The active segment is
+// never uploaded, so it is never eligible (Kafka rolls it instead). With
+// the upload boundary unknown (p.Remote nil or in error) nothing in the
+// partition is eligible. remote.log.copy.disable=true falls back to
+// retention.* without the upload condition.
 func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
+	p.Tiered = (p.Kind == KindLive || p.Kind == KindFuture || p.Kind == "") && cfg.Tiered(p.Topic)
 	n := len(p.Segments)
 	if n == 0 {
 		return p
@@ -42,14 +66,14 @@ func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
 	for i := range p.Segments {
 		s := &p.Segments[i]
 		v := vs(i)
-		if s.State == v.state && s.Reason == v.reason && s.ExpiredBytes == v.expired {
+		if s.State == v.state && s.Reason == v.reason && s.ExpiredBytes == v.expired && s.Tier == v.tier {
 			continue
 		}
 		if out == nil {
 			out = make([]Segment, n)
 			copy(out, p.Segments)
 		}
-		out[i].State, out[i].Reason, out[i].ExpiredBytes = v.state, v.reason, v.expired
+		out[i].State, out[i].Reason, out[i].ExpiredBytes, out[i].Tier = v.state, v.reason, v.expired, v.tier
 	}
 	if out != nil {
 		p.Segments = out
@@ -62,27 +86,63 @@ func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
 func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	segs := p.Segments
 	n := len(segs)
+	// size is the segment's size as Kafka counts it (LogSegment.size):
+	// written bytes for a preallocated active segment.
+	size := func(i int) int64 {
+		if i == n-1 && cfg.Preallocate && p.ActiveWrittenBytes >= 0 && p.ActiveWrittenBytes < segs[i].LogBytes {
+			return p.ActiveWrittenBytes
+		}
+		return segs[i].LogBytes
+	}
 	eligible := 0 // segments [0, eligible) are eligible
 	var reasons [3]Reason
 	var ends [3]int // pass k made segments [ends[k-1], ends[k]) eligible
-	live := p.Kind == KindLive || p.Kind == ""
-	deletePolicy := cfg.CleanupPolicy.Delete || !cfg.CleanupPolicy.Compact
-	// upperBound is the offset a segment ends at; belowHW says whether
-	// Kafka lets it go.
-	belowHW := func(i int) bool {
-		if p.HighWatermark < 0 {
-			return true // unknown: not a limit (documented)
-		}
-		upper := p.LogEndOffset
+	policy := cfg.CleanupPolicy
+	tiered := p.Tiered
+	copyEnabled := tiered && !cfg.RemoteCopyDisable
+	var applies bool // does Kafka's retention visit this log at all
+	switch p.Kind {
+	case KindLive, "":
+		applies = !(cfg.CleanerDisabled && policy.Compact)
+	case KindFuture:
+		applies = !policy.Compact
+	}
+	retentionPasses := policy.Delete || (!policy.Compact && copyEnabled)
+	retentionMs, retentionBytes := cfg.localRetention(copyEnabled)
+	// upper is the offset a segment ends before.
+	upper := func(i int) int64 {
 		if i+1 < n {
-			upper = segs[i+1].BaseOffset
+			return segs[i+1].BaseOffset
 		}
-		return upper >= 0 && p.HighWatermark >= upper
+		return p.LogEndOffset
+	}
+	belowHW := func(i int) bool {
+		u := upper(i)
+		return p.HighWatermark >= 0 && u >= 0 && p.HighWatermark >= u
+	}
+	logStart := p.LogStartOffset
+	if p.Remote.Known() && p.Remote.LogStart > logStart {
+		logStart = p.Remote.LogStart
+	}
+	// uploaded: the segment's last offset is in remote storage.
+	uploaded := func(i int) bool {
+		u := upper(i)
+		return p.Remote.Known() && u > 0 && u-1 <= p.Remote.HighestUploaded
+	}
+	// deletableTier is UnifiedLog.isSegmentEligibleForDeletion.
+	deletableTier := func(i int) bool {
+		if !copyEnabled {
+			return true
+		}
+		if !p.Remote.Known() {
+			return false
+		}
+		return uploaded(i) || (i+1 < n && logStart >= segs[i+1].BaseOffset)
 	}
 	run := func(pred func(i int) bool) {
 		for i := eligible; i < n; i++ {
 			last := i == n-1
-			if !(belowHW(i) && pred(i)) || (last && segs[i].LogBytes == 0) {
+			if !(belowHW(i) && pred(i)) || (last && size(i) == 0) || !deletableTier(i) {
 				break
 			}
 			eligible = i + 1
@@ -90,37 +150,58 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	}
 	nowMs := now.UnixMilli()
 	timeExpired := func(i int) bool {
-		return cfg.RetentionMs >= 0 && nowMs-segs[i].LargestTimestamp.UnixMilli() > cfg.RetentionMs
+		return retentionMs >= 0 && nowMs-segs[i].LargestTimestamp.UnixMilli() > retentionMs
 	}
-	if live {
-		// 1. Log start offset.
+	if applies && (!copyEnabled || p.Remote.Known()) {
+		// 1. Log start offset (for a tiered log Kafka compares with the
+		// local log start offset, which is never below the log start
+		// offset and moves with it).
+		lso := logStart
+		if tiered && p.Remote.Known() && p.Remote.LocalLogStart > lso {
+			lso = p.Remote.LocalLogStart
+		}
 		run(func(i int) bool {
-			return i+1 < n && p.LogStartOffset >= 0 && segs[i+1].BaseOffset <= p.LogStartOffset
+			return i+1 < n && lso >= 0 && segs[i+1].BaseOffset <= lso
 		})
 		ends[0], reasons[0] = eligible, ReasonLogStartOffset
-		if deletePolicy {
+		reasons[1], reasons[2] = ReasonRetentionSize, ReasonRetentionTime
+		if copyEnabled {
+			reasons[1], reasons[2] = ReasonLocalRetentionSize, ReasonLocalRetentionTime
+		}
+		if retentionPasses {
 			// 2. Size.
-			var size int64
+			var total int64
 			for i := eligible; i < n; i++ {
-				size += segs[i].LogBytes
+				total += size(i)
 			}
-			if cfg.RetentionBytes >= 0 && size >= cfg.RetentionBytes {
-				diff := size - cfg.RetentionBytes
+			if retentionBytes >= 0 && total >= retentionBytes {
+				diff := total - retentionBytes
 				run(func(i int) bool {
-					if diff-segs[i].LogBytes >= 0 {
-						diff -= segs[i].LogBytes
+					if diff-size(i) >= 0 {
+						diff -= size(i)
 						return true
 					}
 					return false
 				})
 			}
-			ends[1], reasons[1] = eligible, ReasonRetentionSize
+			ends[1] = eligible
 			// 3. Time.
 			run(timeExpired)
-			ends[2], reasons[2] = eligible, ReasonRetentionTime
+			ends[2] = eligible
 		} else {
 			ends[1], ends[2] = eligible, eligible
 		}
+	}
+	tier := func(i int) Tier {
+		switch {
+		case !tiered:
+			return TierNone
+		case !p.Remote.Known():
+			return TierUnknown
+		case uploaded(i):
+			return TierUploaded
+		}
+		return TierLocalOnly
 	}
 	return func(i int) verdict {
 		if i < eligible {
@@ -134,14 +215,16 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 			case i >= ends[0]:
 				r = reasons[1]
 			}
-			return verdict{state: StateEligible, reason: r, expired: segs[i].LogBytes}
+			return verdict{state: StateEligible, reason: r, expired: size(i), tier: tier(i)}
 		}
 		if i < n-1 {
-			return verdict{state: StateClosed}
+			return verdict{state: StateClosed, tier: tier(i)}
 		}
-		v := verdict{state: StateOpen}
-		if live && deletePolicy && cfg.RetentionMs >= 0 {
-			v.expired = openExpired(segs[i], p.OpenExpiry, nowMs, cfg.RetentionMs)
+		v := verdict{state: StateOpen, tier: tier(i)}
+		if applies && retentionPasses && retentionMs >= 0 {
+			s := segs[i]
+			s.LogBytes = size(i)
+			v.expired = openExpired(s, p.OpenExpiry, nowMs, retentionMs)
 		}
 		return v
 	}

@@ -31,6 +31,8 @@ func cfg(retMs int64, retBytes int64, policy string) TopicConfig {
 		c.CleanupPolicy = CleanupPolicy{Compact: true}
 	case "compact,delete":
 		c.CleanupPolicy = CleanupPolicy{Compact: true, Delete: true}
+	case "":
+		c.CleanupPolicy = CleanupPolicy{}
 	}
 	return c
 }
@@ -84,7 +86,8 @@ func TestClassifyRules(t *testing.T) {
 		{"R1.3/high watermark: active not deletable below log end offset", mkPartition(-1, 449, 450, four(50*h, 40*h, 30*h, 30*h, 25*h)...), cfg(24*hour, -1, "delete"), []string{ET, ET, ET, ET, O}},
 		{"R1.3/high watermark: segment must end at or below it", mkPartition(-1, 200, 450, four(50*h, 40*h, 30*h, 30*h, 25*h)...), cfg(24*hour, -1, "delete"), []string{ET, ET, C, C, O}},
 		{"R1.3/high watermark: one below the next base offset blocks", mkPartition(-1, 199, 450, four(50*h, 40*h, 30*h, 30*h, 25*h)...), cfg(24*hour, -1, "delete"), []string{ET, C, C, C, O}},
-		{"R1.3/high watermark: unknown high watermark is no limit", mkPartition(-1, -1, 450, four(50*h, 40*h, 30*h, 30*h, 25*h)...), cfg(24*hour, -1, "delete"), []string{ET, ET, ET, ET, EA}},
+		{"R1.7/high watermark: unknown high watermark allows nothing", mkPartition(-1, -1, 450, four(50*h, 40*h, 30*h, 30*h, 25*h)...), cfg(24*hour, -1, "delete"), []string{C, C, C, C, O}},
+		{"R1.7/high watermark: unknown high watermark keeps even log start offset segments", mkPartition(300, -1, 450, four(h, h, h, h, h)...), cfg(-1, -1, "delete"), []string{C, C, C, C, O}},
 		{"R1.3/high watermark: unknown log end offset keeps the active segment", mkPartition(-1, 450, -1, four(50*h, 40*h, 30*h, 30*h, 25*h)...), cfg(24*hour, -1, "delete"), []string{ET, ET, ET, ET, O}},
 		{"R1.3/size: diff - segment size >= 0", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 200, "delete"), []string{ES, ES, C, C, O}}, // 450-200=250: 150, 50, stop
 		{"R1.3/size: exact fit deletes", mkPartition(-1, 450, 450, four(h, h, h, h, h)...), cfg(-1, 250, "delete"), []string{ES, ES, C, C, O}},        // 200: 100, 0
@@ -128,7 +131,7 @@ func TestClassifyRules(t *testing.T) {
 }
 
 func TestClassifyNonLiveDirs(t *testing.T) {
-	for _, kind := range []PartitionKind{KindFuture, KindStray, KindMetadata} {
+	for _, kind := range []PartitionKind{KindStray, KindMetadata} {
 		t.Run("R1.4/"+string(kind), func(t *testing.T) {
 			p := mkPartition(400, 450, 450, seg{0, 100, 500 * time.Hour}, seg{400, 50, 500 * time.Hour})
 			p.Kind = kind

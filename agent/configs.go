@@ -21,17 +21,16 @@ type ConfigFetcher interface {
 }
 
 // ParseCleanupPolicy parses a cleanup.policy value as Kafka writes it:
-// "delete", "compact", or both separated by a comma (either order; the
-// empty list, allowed since Kafka 4.1, deletes nothing and is treated as
-// compact-only by the guard: neither time nor size retention applies).
+// "delete", "compact", both separated by a comma (either order), or the
+// empty list (Kafka 4.2+: no time or size retention, see Classify).
 func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
 	var p CleanupPolicy
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return CleanupPolicy{Compact: true}, nil
+		return p, nil
 	}
 	for _, part := range strings.Split(s, ",") {
-		switch strings.TrimSpace(part) {
+		switch strings.ToLower(strings.TrimSpace(part)) {
 		case "delete":
 			p.Delete = true
 		case "compact":
@@ -43,13 +42,12 @@ func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
 	return p, nil
 }
 
-// ValidateTopicConfig checks values the way Kafka bounds them.
+// ValidateTopicConfig checks values the way Kafka bounds them
+// (LogConfig's validators).
 func ValidateTopicConfig(c TopicConfig) error {
 	switch {
 	case c.RetentionMs < -1:
 		return fmt.Errorf("retention.ms %d: want -1 or >= 0", c.RetentionMs)
-	case c.RetentionBytes < -1:
-		return fmt.Errorf("retention.bytes %d: want -1 or >= 0", c.RetentionBytes)
 	case c.SegmentBytes <= 0:
 		return fmt.Errorf("segment.bytes %d: want > 0", c.SegmentBytes)
 	case c.SegmentIndexBytes < 0:
@@ -58,12 +56,20 @@ func ValidateTopicConfig(c TopicConfig) error {
 		return fmt.Errorf("segment.index.bytes %d: want >= 0", c.SegmentIndexBytes)
 	case c.IndexIntervalBytes < 0:
 		return fmt.Errorf("index.interval.bytes %d: want >= 0", c.IndexIntervalBytes)
+	case c.LocalRetentionMs < -2:
+		return fmt.Errorf("local.retention.ms %d: want -2, -1 or >= 0", c.LocalRetentionMs)
+	case c.LocalRetentionBytes < -2:
+		return fmt.Errorf("local.retention.bytes %d: want -2, -1 or >= 0", c.LocalRetentionBytes)
 	}
+	// retention.bytes has no bound in Kafka: any negative value is no limit.
 	return nil
 }
 
 // applyBlock applies one YAML block of Kafka topic config names on top of
 // base. where names the block in errors ("defaults", "topics.orders").
+// Every Kafka topic config key is accepted (IsKafkaTopicConfig); those
+// retention depends on are applied, the others ignored. A key that is not
+// Kafka's is refused.
 func applyBlock(n *yaml.Node, base TopicConfig, where string) (TopicConfig, error) {
 	c := base
 	if n.Kind == 0 || n.Tag == "!!null" {
@@ -72,36 +78,26 @@ func applyBlock(n *yaml.Node, base TopicConfig, where string) (TopicConfig, erro
 	if n.Kind != yaml.MappingNode {
 		return c, fmt.Errorf("%s: line %d: want a mapping of topic configs", where, n.Line)
 	}
+	var internalSegment *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i].Value, n.Content[i+1]
-		var dst *int64
-		switch k {
-		case "retention.ms":
-			dst = &c.RetentionMs
-		case "retention.bytes":
-			dst = &c.RetentionBytes
-		case "segment.bytes":
-			dst = &c.SegmentBytes
-		case "segment.index.bytes":
-			dst = &c.SegmentIndexBytes
-		case "index.interval.bytes":
-			dst = &c.IndexIntervalBytes
-		case "cleanup.policy":
-			var s string
-			if err := v.Decode(&s); err != nil {
-				return c, fmt.Errorf("%s.%s: line %d: %w", where, k, v.Line, err)
-			}
-			p, err := ParseCleanupPolicy(s)
-			if err != nil {
-				return c, fmt.Errorf("%s.%s: %w", where, k, err)
-			}
-			c.CleanupPolicy = p
-			continue
-		default:
-			return c, fmt.Errorf("%s.%s: line %d: unknown field", where, k, n.Content[i].Line)
+		if !IsKafkaTopicConfig(k) {
+			return c, fmt.Errorf("%s.%s: line %d: unknown field: not a Kafka topic config", where, k, n.Content[i].Line)
 		}
-		if err := v.Decode(dst); err != nil {
-			return c, fmt.Errorf("%s.%s: line %d: want an integer, got %q", where, k, v.Line, v.Value)
+		if v.Kind != yaml.ScalarNode {
+			return c, fmt.Errorf("%s.%s: line %d: want a single value", where, k, v.Line)
+		}
+		if k == "internal.segment.bytes" {
+			internalSegment = v
+			continue
+		}
+		if err := setTopicConfig(&c, k, v.Value); err != nil {
+			return c, fmt.Errorf("%s.%s: line %d: %w", where, k, v.Line, err)
+		}
+	}
+	if v := internalSegment; v != nil {
+		if err := setTopicConfig(&c, "segment.bytes", v.Value); err != nil {
+			return c, fmt.Errorf("%s.internal.segment.bytes: line %d: %w", where, v.Line, err)
 		}
 	}
 	if err := ValidateTopicConfig(c); err != nil {
@@ -120,9 +116,10 @@ func applyBlock(n *yaml.Node, base TopicConfig, where string) (TopicConfig, erro
 //	    retention.bytes: 1073741824
 //	    cleanup.policy: compact,delete
 //
-// Keys are Kafka's topic config names; a topic's block applies on top of
-// the defaults. Unknown keys and bad values are refused with an error that
-// names the field.
+// Keys are Kafka's topic config names (every one Kafka 4.4 defines is
+// accepted; those retention depends on are applied); a topic's block
+// applies on top of the defaults. Keys that are not Kafka's and bad values
+// are refused with an error that names the field.
 func LoadConfigFile(path string, defaults TopicConfig) (ConfigSet, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -254,6 +251,17 @@ func (r *ConfigRefresher) Refresh(ctx context.Context) error {
 
 // Run fetches now and then every Interval until ctx ends.
 func (r *ConfigRefresher) Run(ctx context.Context) error {
+	return r.cfg.loop(ctx, r.logger, refreshLogs{failed: "topic configs refresh failed", recovered: "topic configs refresh recovered"}, r.Refresh)
+}
+
+// refreshLogs are a refresh loop's log messages.
+type refreshLogs struct{ failed, recovered string }
+
+// loop runs refresh now and then every Interval until ctx ends. After a
+// failure it retries with capped exponential backoff (Interval/4, /2, ...
+// up to MaxBackoff), logs the first failure and every tenth, and the
+// recovery.
+func (c ConfigRefresherConfig) loop(ctx context.Context, logger *slog.Logger, msgs refreshLogs, refresh func(context.Context) error) error {
 	delay := time.Duration(0)
 	failures := 0
 	for {
@@ -264,21 +272,21 @@ func (r *ConfigRefresher) Run(ctx context.Context) error {
 			return nil
 		case <-timer.C:
 		}
-		if err := r.Refresh(ctx); err != nil {
+		if err := refresh(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			failures++
 			if failures == 1 || failures%10 == 0 {
-				r.logger.Warn("topic configs refresh failed", "err", err, "failures", failures)
+				logger.Warn(msgs.failed, "err", err, "failures", failures)
 			}
-			delay = min(r.cfg.Interval/8<<min(failures, 10), r.cfg.MaxBackoff)
+			delay = min(c.Interval/8<<min(failures, 10), c.MaxBackoff)
 			continue
 		}
 		if failures > 0 {
-			r.logger.Info("topic configs refresh recovered", "failures", failures)
+			logger.Info(msgs.recovered, "failures", failures)
 		}
 		failures = 0
-		delay = r.cfg.Interval
+		delay = c.Interval
 	}
 }

@@ -228,13 +228,30 @@ func lastOffsetPosition(f indexFile, n int64, buf []byte) (int64, error) {
 // carry the timestamps Kafka keeps in memory. Only v2 batches are read;
 // the walk stops at anything else (a torn write, preallocated zeros).
 func batchTail(f indexFile, pos, size int64, buf []byte) (maxTs, next int64, err error) {
-	maxTs, next = -1, -1
+	t, err := walkBatches(f, pos, size, buf)
+	return t.maxTs, t.next, err
+}
+
+// tail is what a walk over the active segment's last batches found.
+type tail struct {
+	maxTs, next int64
+	// end is the file position after the last whole batch.
+	end int64
+	// zeros: the walk stopped at an all-zero header, the unwritten rest
+	// of a preallocated file (preallocate=true): end is then the bytes
+	// written, what Kafka counts (FileRecords.sizeInBytes).
+	zeros bool
+}
+
+// walkBatches is batchTail with the position where the batches end.
+func walkBatches(f indexFile, pos, size int64, buf []byte) (t tail, err error) {
+	t = tail{maxTs: -1, next: -1, end: pos}
 	bufStart, bufLen := int64(0), int64(0)
 	for i := 0; i < maxTailBatches && pos+batchHeaderSize <= size; i++ {
 		if pos < bufStart || pos+batchHeaderSize > bufStart+bufLen {
 			n, err := f.ReadAt(buf, pos)
 			if err != nil && !errors.Is(err, io.EOF) {
-				return maxTs, next, err
+				return t, err
 			}
 			bufStart, bufLen = pos, int64(n)
 			if bufLen < batchHeaderSize {
@@ -246,14 +263,16 @@ func batchTail(f indexFile, pos, size int64, buf []byte) (maxTs, next int64, err
 		base := int64(be.Uint64(h))
 		length := int64(int32(be.Uint32(h[8:])))
 		if h[16] != 2 || length < batchHeaderSize-12 || pos+12+length > size || base < 0 {
+			t.zeros = isZero(h[:17])
 			break
 		}
 		lastDelta := int64(int32(be.Uint32(h[23:])))
-		if ts := int64(be.Uint64(h[35:])); ts > maxTs {
-			maxTs = ts
+		if ts := int64(be.Uint64(h[35:])); ts > t.maxTs {
+			t.maxTs = ts
 		}
-		next = base + lastDelta + 1
+		t.next = base + lastDelta + 1
 		pos += 12 + length
+		t.end = pos
 	}
-	return maxTs, next, nil
+	return t, nil
 }

@@ -21,9 +21,18 @@ func TestApplyTopicConfigs(t *testing.T) {
 		{"internal.segment.bytes wins", map[string]string{"segment.bytes": "1048576", "internal.segment.bytes": "32768"},
 			func(c *TopicConfig) { c.SegmentBytes = 32768 }, false},
 		{"compact", map[string]string{"cleanup.policy": "compact"}, func(c *TopicConfig) { c.CleanupPolicy = CleanupPolicy{Compact: true} }, false},
-		{"empty policy list (Kafka 4.1+: no cleanup)", map[string]string{"cleanup.policy": ""}, func(c *TopicConfig) { c.CleanupPolicy = CleanupPolicy{Compact: true} }, false},
+		{"R1.7/empty policy list (Kafka 4.2+) is its own policy", map[string]string{"cleanup.policy": ""}, func(c *TopicConfig) { c.CleanupPolicy = CleanupPolicy{} }, false},
+		{"R1.7/retention.bytes below -1 is legal and means no limit", map[string]string{"retention.bytes": "-2"}, func(c *TopicConfig) { c.RetentionBytes = -1 }, false},
+		{"R1.7/retention.bytes far below -1", map[string]string{"retention.bytes": "-9223372036854775808"}, func(c *TopicConfig) { c.RetentionBytes = -1 }, false},
+		{"R1.7/tiered keys", map[string]string{"remote.storage.enable": "true", "remote.log.copy.disable": "TRUE", "local.retention.ms": "3600000",
+			"local.retention.bytes": "-1", "preallocate": "true"}, func(c *TopicConfig) {
+			c.RemoteStorage, c.RemoteCopyDisable, c.LocalRetentionMs, c.LocalRetentionBytes, c.Preallocate = true, true, 3600000, -1, true
+		}, false},
+		{"R1.7/local retention -2 (use retention.*)", map[string]string{"local.retention.ms": "-2", "local.retention.bytes": "-2"}, func(*TopicConfig) {}, false},
+		{"R1.7/local.retention.ms below -2", map[string]string{"local.retention.ms": "-3"}, nil, true},
+		{"R1.7/bad boolean", map[string]string{"remote.storage.enable": "yes"}, nil, true},
 		{"bad int", map[string]string{"retention.bytes": "1GB"}, nil, true},
-		{"negative retention", map[string]string{"retention.bytes": "-2"}, nil, true},
+		{"retention.ms below -1", map[string]string{"retention.ms": "-2"}, nil, true},
 		{"zero segment", map[string]string{"segment.bytes": "0"}, nil, true},
 		{"bad policy", map[string]string{"cleanup.policy": "delete,keep"}, nil, true},
 	}
@@ -78,7 +87,33 @@ func TestBrokerDefaults(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []map[string]string{{"log.segment.bytes": "big"}, {"log.retention.hours": "x"}} {
+	for _, tc := range []struct {
+		name string
+		e    map[string]string
+		want func(*TopicConfig)
+	}{
+		{"R1.7/cleaner disabled", map[string]string{"log.cleaner.enable": "false"}, func(c *TopicConfig) { c.CleanerDisabled = true }},
+		{"R1.7/cleaner enabled", map[string]string{"log.cleaner.enable": "true"}, func(*TopicConfig) {}},
+		{"R1.7/remote log storage system off", map[string]string{"remote.log.storage.system.enable": "false"}, func(c *TopicConfig) { c.RemoteStorageSystemDisabled = true }},
+		{"R1.7/remote log storage system on", map[string]string{"remote.log.storage.system.enable": "true", "log.local.retention.ms": "60000",
+			"log.local.retention.bytes": "1000", "log.preallocate": "true"}, func(c *TopicConfig) {
+			c.LocalRetentionMs, c.LocalRetentionBytes, c.Preallocate = 60000, 1000, true
+		}},
+		{"R1.7/log.retention.bytes below -1", map[string]string{"log.retention.bytes": "-5"}, func(*TopicConfig) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := BrokerDefaults(tc.e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := DefaultTopicConfig()
+			tc.want(&want)
+			if got != want {
+				t.Errorf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	for _, bad := range []map[string]string{{"log.segment.bytes": "big"}, {"log.retention.hours": "x"}, {"log.cleaner.enable": "no"}} {
 		if _, err := BrokerDefaults(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

@@ -198,6 +198,7 @@ type loop struct {
 	lastFullDur  time.Duration
 	limitLogged  bool
 	configsAt    time.Time
+	remoteAt     time.Time
 	debounceSet  bool
 	lastRateTick time.Time
 }
@@ -460,7 +461,7 @@ func (l *loop) setRaw(d *dirState, ps *partState, p Partition) {
 }
 
 func (l *loop) classify(p Partition) Partition {
-	return Classify(p, l.a.configs.Current().For(p.Topic), l.a.now())
+	return l.a.configs.Current().Classify(p, l.a.now())
 }
 
 func (l *loop) reclassifyDir(d *dirState) {
@@ -739,9 +740,9 @@ func (d *dirState) diskBytes() int64 {
 func (l *loop) publish() {
 	a := l.a
 	cs := a.configs.Current()
-	if !cs.Time.Equal(l.configsAt) {
-		// New topic configs: every classification may change.
-		l.configsAt = cs.Time
+	if !cs.Time.Equal(l.configsAt) || !cs.RemoteTime.Equal(l.remoteAt) {
+		// New topic configs or remote offsets: every classification may change.
+		l.configsAt, l.remoteAt = cs.Time, cs.RemoteTime
 		for _, d := range l.dirs {
 			l.reclassifyDir(d)
 		}

@@ -106,6 +106,10 @@ func (s *Scanner) report(kind ErrorKind, path string, err error) {
 	}
 }
 
+// remoteIndexCacheDir is where a tiered broker caches remote segments'
+// indexes, at the log dir root (Kafka's RemoteIndexCache.DIR_NAME).
+const remoteIndexCacheDir = "remote-log-index-cache"
+
 // errNotDir: a name that looks like a partition directory is a file.
 var errNotDir = errors.New("not a directory")
 
@@ -205,7 +209,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 		d := s.duRoot(root, name, full)
 		ld.DiskBytes += d
 		ld.OtherBytes += d
-		if name != "lost+found" {
+		if name != "lost+found" && name != remoteIndexCacheDir {
 			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
 	}
@@ -391,7 +395,7 @@ type partitionDir struct {
 func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partition, sc *scratch) (Partition, error) {
 	parent, name, full, topic, part, kind := pd.parent, pd.name, pd.full, pd.topic, pd.part, pd.kind
 	buf := sc.buf
-	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1}
+	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1, ActiveWrittenBytes: -1}
 	// One descriptor for the directory: ReadDir lstat's each entry
 	// relative to it (a Root's files do), and segment files are opened
 	// relative to it.
@@ -467,7 +471,10 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 	}
 	p.Segments = make([]Segment, 0, nseg)
 	tp := TopicPartition{topic, part}
-	if kind == KindLive {
+	if kind == KindLive || kind == KindFuture {
+		// A -future log's offsets are checkpointed in its own log dir
+		// (ReplicaManager checkpoints the future log's high watermark
+		// there), which never also holds the live log.
 		if v, ok := cp.LogStart[tp]; ok {
 			p.LogStartOffset = v
 		}
@@ -569,7 +576,7 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 		// entry (Kafka appends both together).
 		seg.LargestTimestamp, seg.TimestampSource = prev.LargestTimestamp, prev.TimestampSource
 		if active {
-			p.LogEndOffset, p.OpenExpiry = prevPart.LogEndOffset, prevPart.OpenExpiry
+			p.LogEndOffset, p.OpenExpiry, p.ActiveWrittenBytes = prevPart.LogEndOffset, prevPart.OpenExpiry, prevPart.ActiveWrittenBytes
 		}
 		return seg, true
 	}
@@ -584,6 +591,14 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 		} else {
 			defer ti.Close()
 			ts, nTime, err = lastTimestamp(ti, timeSize, buf)
+			if shrunk(err) {
+				if size, ok := shrunkTo(ti, timeSize); ok {
+					ts, nTime, err = lastTimestamp(ti, size, buf)
+				}
+			}
+			if shrunk(err) {
+				ts, nTime, err = -1, 0, nil // still moving: the next read sees it settled
+			}
 			if err != nil {
 				s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), fmt.Errorf("read time index: %w", err))
 			}
@@ -645,6 +660,22 @@ func prevSegment(prev *Partition, base int64) *Segment {
 	return &closed[i]
 }
 
+// shrunk reports whether err says a file ended before the size the
+// listing saw. For the active segment's index files that is the broker's
+// roll racing the scan: on roll Kafka trims the index files of the segment
+// that stops being active to their valid entries
+// (LogSegment.onBecomeInactiveSegment), so an index listed at its
+// preallocated size can be shorter when it is read. Not an I/O error.
+func shrunk(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// shrunkTo returns a file's current size when it is smaller than size.
+func shrunkTo(f indexFile, size int64) (int64, bool) {
+	cur, err := f.Seek(0, io.SeekEnd)
+	return cur, err == nil && cur < size
+}
+
 // activeSegment is what readActive needs of the active segment.
 type activeSegment struct {
 	dir                 *os.File // the partition directory
@@ -661,8 +692,11 @@ type activeSegment struct {
 
 // readActive reads what only the active segment needs: the batches
 // appended since its last index entry (their max timestamp and the log end
-// offset) and the expiry curve. It sets p's log end offset and expiry
-// curve and returns the segment's largest timestamp (-1: none).
+// offset) and the expiry curve. It sets p's log end offset, expiry curve
+// and, when the .log file is longer than its record batches (a
+// preallocated segment, preallocate=true: Kafka creates it segment.bytes
+// long and counts only what was written), ActiveWrittenBytes; it returns
+// the segment's largest timestamp (-1: none).
 func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 	d, dir, base, logName, indexName, indexSize, logBytes := a.dir, a.path, a.base, a.logName, a.indexName, a.indexSize, a.logBytes
 	ti, nTime, ts := a.timeIndex, a.timeEntries, a.timestamp
@@ -678,10 +712,18 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 				if indexSize%offsetEntrySize != 0 {
 					s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index length is not a multiple of 8"))
 				}
-				if nOff, err = validEntries(f, indexSize, offsetEntrySize, buf); err == nil {
+				nOff, err = validEntries(f, indexSize, offsetEntrySize, buf)
+				if shrunk(err) {
+					if size, ok := shrunkTo(f, indexSize); ok {
+						nOff, err = validEntries(f, size, offsetEntrySize, buf)
+					}
+				}
+				if err == nil {
 					pos, err = lastOffsetPosition(f, nOff, buf)
 				}
-				if err != nil {
+				if shrunk(err) {
+					nOff, pos = 0, 0 // still moving: walk the log from its start
+				} else if err != nil {
 					s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("read offset index: %w", err))
 					nOff, pos = 0, 0
 				} else {
@@ -704,10 +746,14 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 				pos = 0
 			}
 		}
-		maxTs, next, err := batchTail(lf, pos, logBytes, buf)
+		t, err := walkBatches(lf, pos, logBytes, buf)
+		maxTs, next := t.maxTs, t.next
 		lf.Close()
 		if err != nil {
 			s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), fmt.Errorf("read log tail: %w", err))
+		}
+		if t.zeros && t.end < logBytes {
+			p.ActiveWrittenBytes = t.end
 		}
 		ts = max(ts, maxTs)
 		p.LogEndOffset = next

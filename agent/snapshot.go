@@ -15,14 +15,40 @@ type ConfigSet struct {
 	Defaults TopicConfig
 	// Time is when the configs were fetched or loaded.
 	Time time.Time
+	// Remote holds the remote tier's offsets of tiered partitions, as
+	// their leaders reported them (see TieredRefresher); RemoteTime is
+	// when they were fetched. A tiered partition without an entry has an
+	// unknown upload boundary: nothing in it is eligible (spec R1.7).
+	Remote     map[TopicPartition]RemoteOffsets
+	RemoteTime time.Time
 }
 
-// For returns the config of topic.
+// For returns the config of topic. A topic without an entry gets the
+// defaults, except Kafka's internal __consumer_offsets and
+// __transaction_state, which Kafka always creates compacted.
 func (c ConfigSet) For(topic string) TopicConfig {
 	if tc, ok := c.Topics[topic]; ok {
 		return tc
 	}
+	if topic == "__consumer_offsets" || topic == "__transaction_state" {
+		d := c.Defaults
+		d.CleanupPolicy = CleanupPolicy{Compact: true}
+		return d
+	}
 	return c.Defaults
+}
+
+// Classify classifies p with its topic's config and, for a live tiered
+// partition, its remote offsets (Partition.Remote is set from c.Remote).
+func (c ConfigSet) Classify(p Partition, now time.Time) Partition {
+	cfg := c.For(p.Topic)
+	p.Remote = nil
+	if p.Kind == KindLive && cfg.Tiered(p.Topic) {
+		if r, ok := c.Remote[TopicPartition{p.Topic, p.Partition}]; ok {
+			p.Remote = &r
+		}
+	}
+	return Classify(p, cfg, now)
 }
 
 // BuildSnapshot classifies every partition of dirs with configs at now and
@@ -47,7 +73,7 @@ func BuildSnapshot(now time.Time, dirs []LogDir, configs ConfigSet, health Healt
 		nd := d
 		nd.Partitions = make([]Partition, len(d.Partitions))
 		for j, p := range d.Partitions {
-			nd.Partitions[j] = Classify(p, configs.For(p.Topic), now)
+			nd.Partitions[j] = configs.Classify(p, now)
 		}
 		snap.LogDirs[i] = nd
 	}

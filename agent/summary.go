@@ -10,12 +10,16 @@ import (
 // scan and demo commands) ask of it are answered here, once.
 
 // TopicConfig returns the config classification used for topic: its own
-// entry in Configs, else Defaults.
+// entry in Configs, else Defaults (compacted for Kafka's internal topics
+// that Kafka always creates compacted: ConfigSet.For).
 func (s *Snapshot) TopicConfig(topic string) TopicConfig {
-	if tc, ok := s.Configs[topic]; ok {
-		return tc
-	}
-	return s.Defaults
+	return s.configSet().For(topic)
+}
+
+// configSet is the snapshot's configs as a ConfigSet (without remote
+// offsets: they are already in the classified partitions).
+func (s *Snapshot) configSet() ConfigSet {
+	return ConfigSet{Topics: s.Configs, Defaults: s.Defaults}
 }
 
 // BrokerID is the broker the snapshot's log dirs belong to: the node.id
@@ -43,6 +47,16 @@ func (s *Snapshot) LiveTopics() []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// TieredPartitions lists, each once, the live partitions whose topic is
+// tiered (ConfigSet.TieredPartitions with the snapshot's configs); nil for
+// a nil snapshot.
+func (s *Snapshot) TieredPartitions() []TopicPartition {
+	if s == nil {
+		return nil
+	}
+	return s.configSet().TieredPartitions(s.LogDirs)
 }
 
 // ByState holds one figure per segment state.
@@ -82,6 +96,40 @@ func figureOf[K comparable](key K, keys [3]K, figures [3]int64) int64 {
 	return 0
 }
 
+// ByTier holds one figure per tier of a tiered partition's segments
+// (spec R1.7).
+type ByTier struct {
+	LocalOnly, Uploaded, Unknown int64
+}
+
+// Of returns the figure of tier t (0 for TierNone).
+func (b ByTier) Of(t Tier) int64 {
+	return figureOf(t, [3]Tier{TierLocalOnly, TierUploaded, TierUnknown}, [3]int64{b.LocalOnly, b.Uploaded, b.Unknown})
+}
+
+// Total is the sum over the tiers.
+func (b ByTier) Total() int64 { return b.LocalOnly + b.Uploaded + b.Unknown }
+
+// plus returns the sum of b and o, tier by tier.
+func (b ByTier) plus(o ByTier) ByTier {
+	return ByTier{LocalOnly: b.LocalOnly + o.LocalOnly, Uploaded: b.Uploaded + o.Uploaded, Unknown: b.Unknown + o.Unknown}
+}
+
+// add adds v to tier t's figure (nothing for TierNone).
+func (b *ByTier) add(t Tier, v int64) {
+	switch t {
+	case TierLocalOnly:
+		b.LocalOnly += v
+	case TierUploaded:
+		b.Uploaded += v
+	case TierUnknown:
+		b.Unknown += v
+	}
+}
+
+// Tiers lists the tiers of a tiered partition's segments in report order.
+func Tiers() []Tier { return []Tier{TierLocalOnly, TierUploaded, TierUnknown} }
+
 // States lists the segment states in report order.
 func States() []State { return []State{StateOpen, StateClosed, StateEligible} }
 
@@ -108,6 +156,8 @@ func RetainedReasons() []Reason {
 //     by expiry). PendingDelete is the disk bytes of .deleted files and of
 //     deleted partition directories (-delete), waiting for the broker's
 //     file.delete.delay.ms.
+//   - Tiered: the same segments again, by tier, for partitions whose topic
+//     is tiered (see TieredSummary); zero for the others.
 type Summary struct {
 	// Partitions counts live partition directories (KindLive).
 	Partitions int
@@ -123,6 +173,41 @@ type Summary struct {
 	// AppendedBytes: .log bytes the agent saw appended since it started
 	// (Partition.AppendedBytes).
 	AppendedBytes uint64
+	// Tiered: the tiered partitions' segments by tier (spec R1.7).
+	Tiered TieredSummary
+}
+
+// TieredSummary is what tiered partitions (Partition.Tiered, spec R1.7)
+// hold, by where their segments are relative to remote storage. Byte
+// figures are disk bytes, like every Summary figure: the local disk a
+// tiered partition takes and what Kafka's local retention gives back;
+// remote storage's own bytes are not on this disk and not counted.
+type TieredSummary struct {
+	// Partitions counts the tiered partition directories summed. Zero
+	// means nothing here is tiered (the other figures are zero too).
+	Partitions int
+	// Segments counts tiered partitions' segments by tier; Bytes their
+	// disk bytes by tier. Segments.Total() is the tiered partitions' share
+	// of Summary.Segments.Total().
+	Segments ByTier
+	Bytes    ByTier
+	// EligibleLocally: disk bytes of segments past local retention and
+	// already uploaded (reasons local_retention_time and
+	// local_retention_size): Kafka deletes the local copy, the records
+	// stay readable from remote storage. Part of Bytes.Eligible.
+	EligibleLocally int64
+	// OffsetsUnknown counts tiered partitions whose remote offsets are
+	// unknown (not fetched, or the leader could not be read): nothing in
+	// them is eligible.
+	OffsetsUnknown int
+}
+
+// add adds o's figures to t.
+func (t *TieredSummary) add(o TieredSummary) {
+	t.Partitions += o.Partitions
+	t.Segments, t.Bytes = t.Segments.plus(o.Segments), t.Bytes.plus(o.Bytes)
+	t.EligibleLocally += o.EligibleLocally
+	t.OffsetsUnknown += o.OffsetsUnknown
 }
 
 // Summary returns the figures of one partition directory, whatever its
@@ -141,8 +226,21 @@ func (p *Partition) addTo(s *Summary) {
 	if p.Kind == KindLive {
 		s.Partitions++
 	}
+	if p.Tiered {
+		s.Tiered.Partitions++
+		if !p.Remote.Known() {
+			s.Tiered.OffsetsUnknown++
+		}
+	}
 	for i := range p.Segments {
 		seg := &p.Segments[i]
+		if p.Tiered {
+			s.Tiered.Segments.add(seg.Tier, 1)
+			s.Tiered.Bytes.add(seg.Tier, seg.DiskBytes)
+			if seg.Reason == ReasonLocalRetentionTime || seg.Reason == ReasonLocalRetentionSize {
+				s.Tiered.EligibleLocally += seg.DiskBytes
+			}
+		}
 		switch seg.State {
 		case StateOpen:
 			s.Segments.Open++
@@ -178,6 +276,7 @@ func (s *Summary) Add(o Summary) {
 		s.OldestEligible = o.OldestEligible
 	}
 	s.AppendedBytes += o.AppendedBytes
+	s.Tiered.add(o.Tiered)
 }
 
 // TopicSummary is the Summary of one topic, or of one partition of it, in

@@ -127,6 +127,15 @@ func TestSnapshotQueries(t *testing.T) {
 	if got := s.TopicConfig("other"); got != def {
 		t.Errorf("R1.3/a topic without an entry uses the defaults: %+v", got)
 	}
+	// Kafka creates these compacted: the same fallback that classified
+	// their partitions (ConfigSet.For).
+	for _, topic := range []string{"__consumer_offsets", "__transaction_state"} {
+		want := def
+		want.CleanupPolicy = CleanupPolicy{Compact: true}
+		if got := s.TopicConfig(topic); got != want || got != (ConfigSet{Topics: s.Configs, Defaults: s.Defaults}).For(topic) {
+			t.Errorf("R1.7/%s without an entry: %+v", topic, got)
+		}
+	}
 	if got := s.BrokerID(); got != 3 {
 		t.Errorf("R1.5/broker id %d, want 3 (the first known)", got)
 	}
@@ -155,5 +164,63 @@ func TestInternalTopics(t *testing.T) {
 	}
 	if !HasInternalPrefix("__kafka_disk_guard_protection") || HasInternalPrefix("_schemas") || HasInternalPrefix("orders") {
 		t.Error("the __ convention")
+	}
+}
+
+// R1.7: a tiered partition's segments by tier, in disk bytes like every
+// Summary figure, added up with the rest; a topic sums its partitions'.
+func TestTieredSummary(t *testing.T) {
+	h := time.Hour
+	tier := func(s Segment, tr Tier, r Reason) Segment {
+		s.Tier, s.Reason = tr, r
+		return s
+	}
+	known := Partition{Topic: "t", Partition: 0, Kind: KindLive, Tiered: true, Remote: &RemoteOffsets{HighestUploaded: 199}, Segments: []Segment{
+		tier(sumSeg(StateEligible, 100, 108, 100, 50*h), TierUploaded, ReasonLocalRetentionTime),
+		tier(sumSeg(StateEligible, 100, 110, 100, 40*h), TierUploaded, ReasonLogStartOffset),
+		tier(sumSeg(StateClosed, 100, 104, 0, 30*h), TierUploaded, ""),
+		tier(sumSeg(StateClosed, 100, 120, 0, 20*h), TierLocalOnly, ""),
+		tier(sumSeg(StateOpen, 60, 4160, 0, h), TierLocalOnly, ""),
+	}}
+	unknown := Partition{Topic: "t", Partition: 1, Kind: KindLive, Tiered: true, Remote: &RemoteOffsets{Err: "NOT_LEADER_OR_FOLLOWER"}, Segments: []Segment{
+		tier(sumSeg(StateClosed, 100, 100, 0, 30*h), TierUnknown, ""),
+		tier(sumSeg(StateOpen, 10, 20, 0, h), TierUnknown, ""),
+	}}
+	fetching := Partition{Topic: "t", Partition: 2, Kind: KindLive, Tiered: true} // not fetched yet, no segment
+	local := Partition{Topic: "u", Kind: KindLive, Segments: []Segment{sumSeg(StateEligible, 100, 104, 100, 50*h), sumSeg(StateOpen, 1, 8, 0, h)}}
+
+	want := TieredSummary{Partitions: 1, Segments: ByTier{LocalOnly: 2, Uploaded: 3}, Bytes: ByTier{LocalOnly: 4280, Uploaded: 322},
+		EligibleLocally: 108}
+	got := known.Summary()
+	if !reflect.DeepEqual(got.Tiered, want) {
+		t.Errorf("R1.7/known offsets:\n got %+v\nwant %+v", got.Tiered, want)
+	}
+	if got.Tiered.Segments.Total() != got.Segments.Total() || got.Tiered.Bytes.Total() != got.Bytes.Total() || got.Tiered.EligibleLocally > got.Bytes.Eligible {
+		t.Errorf("R1.7/tiers are the same segments again: %+v", got)
+	}
+	if got := local.Summary().Tiered; got != (TieredSummary{}) {
+		t.Errorf("a local topic has no tiered figures: %+v", got)
+	}
+	ld := LogDir{Partitions: []Partition{known, unknown, fetching, local}}
+	topics := ld.TopicSummaries()
+	wantTopic := TieredSummary{Partitions: 3, Segments: ByTier{LocalOnly: 2, Uploaded: 3, Unknown: 2}, Bytes: ByTier{LocalOnly: 4280, Uploaded: 322, Unknown: 120},
+		EligibleLocally: 108, OffsetsUnknown: 2}
+	if len(topics) != 2 || !reflect.DeepEqual(topics[0].Tiered, wantTopic) || topics[1].Tiered != (TieredSummary{}) {
+		t.Errorf("R1.7/topic:\n got %+v\nwant %+v", topics, wantTopic)
+	}
+	var sum Summary
+	for _, p := range ld.PartitionSummaries() {
+		sum.Add(p.Summary)
+	}
+	if !reflect.DeepEqual(sum.Tiered, wantTopic) {
+		t.Errorf("R1.7/Add:\n got %+v\nwant %+v", sum.Tiered, wantTopic)
+	}
+	for _, tr := range Tiers() {
+		if wantTopic.Bytes.Of(tr) == 0 {
+			t.Errorf("Bytes.Of(%s) = 0", tr)
+		}
+	}
+	if wantTopic.Bytes.Of(TierNone) != 0 {
+		t.Error("Bytes.Of(TierNone)")
 	}
 }

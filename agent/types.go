@@ -43,6 +43,11 @@ const (
 	ReasonRetentionSize    Reason = "retention_size"     // partition over retention.bytes without it
 	ReasonLogStartOffset   Reason = "log_start_offset"   // wholly below the log start offset (DeleteRecords)
 	ReasonAllExpiredActive Reason = "all_expired_active" // active segment, every segment past time retention: Kafka rolls and deletes it
+	// Tiered topics (spec R1.7): past local.retention.ms / local.retention.bytes
+	// and already copied to remote storage. Kafka deletes the local copy;
+	// the records stay readable from the remote tier.
+	ReasonLocalRetentionTime Reason = "local_retention_time"
+	ReasonLocalRetentionSize Reason = "local_retention_size"
 )
 
 // Expired-but-retained reasons (spec R1.6).
@@ -58,20 +63,24 @@ type CleanupPolicy struct {
 	Compact bool
 }
 
-// String renders the policy as Kafka spells it.
+// String renders the policy as Kafka spells it; the empty policy (Kafka
+// 4.1+) is the empty string.
 func (p CleanupPolicy) String() string {
 	switch {
 	case p.Delete && p.Compact:
 		return "compact,delete"
 	case p.Compact:
 		return "compact"
-	default:
+	case p.Delete:
 		return "delete"
+	default:
+		return ""
 	}
 }
 
-// TopicConfig holds the topic configs retention depends on. A value of -1
-// for RetentionMs or RetentionBytes disables that limit, as in Kafka.
+// TopicConfig holds the topic configs retention depends on. A negative
+// RetentionMs or RetentionBytes disables that limit, as in Kafka
+// (retention.bytes below -1 is legal and is stored as -1).
 type TopicConfig struct {
 	RetentionMs        int64
 	RetentionBytes     int64
@@ -79,17 +88,72 @@ type TopicConfig struct {
 	SegmentIndexBytes  int64
 	IndexIntervalBytes int64
 	CleanupPolicy      CleanupPolicy
+	// Preallocate (preallocate): the active .log file is created
+	// segment.bytes long. The scanner counts written bytes either way.
+	Preallocate bool
+	// Tiered storage (KIP-405), spec R1.7. RemoteStorage is the topic's
+	// remote.storage.enable, RemoteCopyDisable its remote.log.copy.disable.
+	// LocalRetentionMs / LocalRetentionBytes are local.retention.ms /
+	// local.retention.bytes: -2 means "use retention.*", -1 no limit.
+	RemoteStorage       bool
+	RemoteCopyDisable   bool
+	LocalRetentionMs    int64
+	LocalRetentionBytes int64
+
+	// Broker-wide settings that change how Kafka applies the topic's
+	// configs. They come with the broker defaults (BrokerDefaults) and are
+	// inherited by every topic; offline they keep their zero value.
+	//
+	// CleanerDisabled is log.cleaner.enable=false: topics whose policy
+	// includes compact then get no retention at all.
+	CleanerDisabled bool
+	// RemoteStorageSystemDisabled is remote.log.storage.system.enable=false
+	// as read from the broker: remote.storage.enable then has no effect.
+	// Offline it is false, so a topic that says remote.storage.enable=true
+	// is treated as tiered (the safe side: less is eligible).
+	RemoteStorageSystemDisabled bool
+}
+
+// Tiered reports whether Kafka keeps this topic's log in remote storage
+// (UnifiedLog.isRemoteLogEnabled: the broker's remote log storage system
+// is on, the topic's remote.storage.enable is true, its policy does not
+// include compact, and it is not an internal topic: one of
+// KafkaInternalTopics, or the remote log metadata topic).
+func (c TopicConfig) Tiered(topic string) bool {
+	return c.RemoteStorage && !c.RemoteStorageSystemDisabled && !c.CleanupPolicy.Compact &&
+		!IsKafkaInternalTopic(topic) && topic != "__remote_log_metadata"
+}
+
+// localRetention returns the retention.ms and retention.bytes Kafka
+// applies to the local log (UnifiedLog.localRetentionMs/localRetentionSize
+// with LogConfig.localRetentionMs/localRetentionBytes): local.retention.*
+// when the topic is tiered and copying is on (-2 meaning retention.*),
+// retention.* otherwise.
+func (c TopicConfig) localRetention(copyEnabled bool) (ms, bytes int64) {
+	ms, bytes = c.RetentionMs, c.RetentionBytes
+	if !copyEnabled {
+		return ms, bytes
+	}
+	if c.LocalRetentionMs != -2 {
+		ms = c.LocalRetentionMs
+	}
+	if c.LocalRetentionBytes != -2 {
+		bytes = c.LocalRetentionBytes
+	}
+	return ms, bytes
 }
 
 // DefaultTopicConfig is Apache Kafka's broker default for each setting.
 func DefaultTopicConfig() TopicConfig {
 	return TopicConfig{
-		RetentionMs:        7 * 24 * time.Hour.Milliseconds(),
-		RetentionBytes:     -1,
-		SegmentBytes:       1 << 30,
-		SegmentIndexBytes:  10 << 20,
-		IndexIntervalBytes: 4096,
-		CleanupPolicy:      CleanupPolicy{Delete: true},
+		RetentionMs:         7 * 24 * time.Hour.Milliseconds(),
+		RetentionBytes:      -1,
+		SegmentBytes:        1 << 30,
+		SegmentIndexBytes:   10 << 20,
+		IndexIntervalBytes:  4096,
+		CleanupPolicy:       CleanupPolicy{Delete: true},
+		LocalRetentionMs:    -2,
+		LocalRetentionBytes: -2,
 	}
 }
 
@@ -106,7 +170,8 @@ const (
 type Segment struct {
 	BaseOffset int64
 	// LogBytes is the apparent size of the .log file: what Kafka counts
-	// against retention.bytes.
+	// against retention.bytes (except for a preallocated active segment:
+	// see Partition.ActiveWrittenBytes).
 	LogBytes int64
 	// DiskBytes is the space the segment's files really take (allocated
 	// blocks; preallocated sparse indexes count only what is written).
@@ -123,7 +188,54 @@ type Segment struct {
 	// this segment (for the open segment, from its indexes; for an eligible
 	// segment, all of LogBytes).
 	ExpiredBytes int64
+	// Tier says, for a segment of a tiered partition, whether it is
+	// already in remote storage (spec R1.7). TierNone otherwise.
+	Tier Tier
 }
+
+// Tier is a tiered partition's segment's place relative to remote storage.
+type Tier uint8
+
+// Segment tiers.
+const (
+	TierNone      Tier = iota // not a tiered partition
+	TierUnknown               // tiered, but the upload boundary is unknown
+	TierLocalOnly             // tiered, not yet copied to remote storage
+	TierUploaded              // tiered, wholly at or below the highest offset in remote storage
+)
+
+// String names the tier as the metrics and reports do.
+func (t Tier) String() string {
+	switch t {
+	case TierUnknown:
+		return "unknown"
+	case TierLocalOnly:
+		return "local_only"
+	case TierUploaded:
+		return "uploaded"
+	}
+	return ""
+}
+
+// RemoteOffsets is what a tiered partition's leader reports of its remote
+// tier (ListOffsets with Kafka's tiered timestamps, KIP-1005).
+type RemoteOffsets struct {
+	// HighestUploaded is the highest offset in remote storage (inclusive;
+	// -1: nothing uploaded yet). ListOffsets timestamp -5, LATEST_TIERED.
+	HighestUploaded int64
+	// LocalLogStart is the first offset held locally (-4, EARLIEST_LOCAL).
+	LocalLogStart int64
+	// LogStart is the log start offset across both tiers (-2, EARLIEST).
+	LogStart int64
+	// Time is when the leader answered.
+	Time time.Time
+	// Err is set when the offsets could not be read: the upload boundary
+	// is then unknown and nothing in the partition is eligible.
+	Err string
+}
+
+// Known reports whether the upload boundary is known.
+func (r *RemoteOffsets) Known() bool { return r != nil && r.Err == "" }
 
 // PartitionKind tells ordinary partition directories from the special ones
 // of spec R1.4.
@@ -153,6 +265,12 @@ type Partition struct {
 	// LogEndOffset is the offset after the last record batch of the active
 	// segment (read from its tail), -1 when unknown.
 	LogEndOffset int64
+	// ActiveWrittenBytes is where the active segment's record batches end
+	// when zeros follow them in a longer file, -1 otherwise. With
+	// preallocate=true Kafka creates the active .log file segment.bytes
+	// long and counts only what was written (FileRecords.sizeInBytes):
+	// Classify then uses this instead of the active segment's LogBytes.
+	ActiveWrittenBytes int64
 	// OpenExpiry is the active segment's expiry curve, from its time and
 	// offset indexes: every record before byte Position has a timestamp <=
 	// TimestampMs. At most a few points, ascending. Spec R1.6.
@@ -169,6 +287,13 @@ type Partition struct {
 	AppendedBytes uint64
 	// WriteRateBytesPerSecond is the recent observed append rate.
 	WriteRateBytesPerSecond float64
+	// Tiered is set at classification when Kafka keeps this log in remote
+	// storage (a live or -future log of a topic whose TopicConfig.Tiered
+	// holds): its segments then carry a Tier other than TierNone.
+	Tiered bool
+	// Remote is the remote tier's state for a tiered partition, from the
+	// cluster (set at classification; nil when not tiered or not known).
+	Remote *RemoteOffsets
 }
 
 // ExpiryPoint is one point of an open segment's expiry curve.

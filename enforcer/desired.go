@@ -278,10 +278,16 @@ func (p Policy) freeingPartitions(o Observed) []TopicPartition {
 // deletable reports whether the guard may DeleteRecords on the topic:
 // not internal by convention (agent.HasInternalPrefix: Kafka's own topics
 // are compact-only or out of the admin API's reach, and the guard's
-// ownership topic and other tools' bookkeeping are left alone), and its
-// cleanup.policy includes delete (compact-only answers POLICY_VIOLATION).
+// ownership topic and other tools' bookkeeping are left alone), its
+// cleanup.policy includes delete (compact-only answers POLICY_VIOLATION),
+// and it is not tiered. DeleteRecords moves the log start offset, which
+// deletes the remote copy too (spec R7.4): a topic with
+// remote.storage.enable=true is never deletable, whatever the broker's
+// remote.log.storage.system.enable or the topic's remote.log.copy.disable.
+// Both observe (which offsets to read) and PlanActions decide by it.
 func deletable(s *agent.Snapshot, topic string) bool {
-	return !agent.HasInternalPrefix(topic) && s.TopicConfig(topic).CleanupPolicy.Delete
+	c := s.TopicConfig(topic)
+	return !agent.HasInternalPrefix(topic) && c.CleanupPolicy.Delete && !c.RemoteStorage
 }
 
 // needBytes is how many bytes must still be freed for usage to fall

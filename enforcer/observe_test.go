@@ -73,11 +73,13 @@ func TestReconcileOwnershipReads(t *testing.T) {
 }
 
 // Offsets are read only for the partitions of log dirs that free space
-// this pass, and only those of topics the guard may delete from.
+// this pass, and only those of topics the guard may delete from: never a
+// compacted or a tiered one (R7.4: DeleteRecords would delete its remote
+// copy), which therefore keeps its log start offset.
 func TestReconcileReadsOffsetsOnlyWhereFreeing(t *testing.T) {
 	E, O := agent.StateEligible, agent.StateOpen
 	s := snap(800, 1000, part("a", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)), part("compacted", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)),
-		part("single", 0, 0, 20, seg(0, 1, O)))
+		part("single", 0, 0, 20, seg(0, 1, O)), part("tiered", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)))
 	calm := agent.LogDir{Path: "/calm", BrokerID: 1, Partitions: []agent.Partition{part("b", 0, 0, 20, seg(0, 1, E), seg(10, 2, O))},
 		Usage: agent.Usage{CapacityBytes: 1000, UsedBytes: 100, AvailableBytes: 900, Basis: agent.CapacityConfigured}}
 	s.LogDirs = append(s.LogDirs, calm)
@@ -89,7 +91,7 @@ func TestReconcileReadsOffsetsOnlyWhereFreeing(t *testing.T) {
 	if fmt.Sprint(f.offsetCalls) != fmt.Sprint(want) {
 		t.Fatalf("offsets read for %v, want %v", f.offsetCalls, want)
 	}
-	if f.lso[TopicPartition{"a", 0}] != 10 || f.lso[TopicPartition{"b", 0}] != 0 {
+	if f.lso[TopicPartition{"a", 0}] != 10 || f.lso[TopicPartition{"b", 0}] != 0 || f.lso[TopicPartition{"tiered", 0}] != 0 {
 		t.Fatalf("R3.1/log start offsets %v", f.lso)
 	}
 }

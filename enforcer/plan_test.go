@@ -54,6 +54,9 @@ func snap(used, capacity uint64, parts ...agent.Partition) *agent.Snapshot {
 		Configs: map[string]agent.TopicConfig{
 			"compacted": {CleanupPolicy: agent.CleanupPolicy{Compact: true}},
 			"both":      {CleanupPolicy: agent.CleanupPolicy{Compact: true, Delete: true}},
+			"tiered":    {CleanupPolicy: agent.CleanupPolicy{Delete: true}, RemoteStorage: true, LocalRetentionMs: -2, LocalRetentionBytes: -2},
+			"tiered-copy-off": {CleanupPolicy: agent.CleanupPolicy{Delete: true}, RemoteStorage: true, RemoteCopyDisable: true,
+				LocalRetentionMs: -2, LocalRetentionBytes: -2},
 		},
 		Defaults: agent.DefaultTopicConfig(),
 	}
@@ -181,6 +184,20 @@ func TestPlanDeletions(t *testing.T) {
 				part("__kafka_disk_guard_protection", 0, 0, 20, seg(0, 1, C), seg(10, 2, O)),
 				part("both", 0, 0, 20, seg(0, 3, C), seg(10, 4, O)))},
 			want: []del{{"both", 0, 10, 1, 100, 100}},
+		},
+		{
+			rule: "R7.4/a tiered topic never gets DeleteRecords, eligible or purged", profile: CloudProfile(),
+			obs: Observed{ScheduleDue: true, Snapshot: snap(990, 1000,
+				part("tiered", 0, 0, 30, seg(0, 1, E), seg(10, 2, C), seg(20, 3, O)),
+				part("tiered-copy-off", 0, 0, 30, seg(0, 1, E), seg(10, 2, C), seg(20, 3, O)),
+				part("a", 0, 0, 20, seg(0, 5, C), seg(10, 6, O)))},
+			want: []del{{"a", 0, 10, 1, 100, 100}},
+		},
+		{
+			rule: "R7.4/a tiered topic is left alone by the schedule", profile: CloudProfile(),
+			obs: Observed{ScheduleDue: true, Snapshot: snap(100, 1000,
+				part("tiered", 0, 0, 30, seg(0, 1, E), seg(10, 2, E), seg(20, 3, O)))},
+			want: []del{},
 		},
 		{
 			rule: "R3.5/pending .deleted bytes count as already freed", profile: CloudProfile(),

@@ -16,6 +16,8 @@ type descs struct {
 	capacity, used, available, usageRatio, logDirPending, logDirError *prometheus.Desc
 	// Segments (spec R1).
 	segments, segmentBytes, expiredRetained, oldestEligibleAge, appended *prometheus.Desc
+	// Tiered partitions (spec R1.7).
+	tieredSegments, tieredBytes, tieredEligibleLocally, tieredUnreadable *prometheus.Desc
 	// Reserved space (spec R5).
 	reserved, reservedPercent *prometheus.Desc
 	// Agent health.
@@ -59,6 +61,15 @@ func newDescs(perPartition bool) descs {
 		appended: prometheus.NewDesc(name("topic_appended_bytes_total"),
 			"Bytes appended to the topic's segments, observed from segment growth since the agent started.", topic, nil),
 
+		tieredSegments: prometheus.NewDesc(name("tiered_segments"),
+			"Segments of tiered partitions by tier (uploaded, local_only, unknown).", with(topic, "tier"), nil),
+		tieredBytes: prometheus.NewDesc(name("tiered_segment_bytes"),
+			"Disk bytes of tiered partitions' segments by tier (uploaded, local_only, unknown).", with(topic, "tier"), nil),
+		tieredEligibleLocally: prometheus.NewDesc(name("tiered_eligible_locally_bytes"),
+			"Disk bytes of tiered segments past local retention and uploaded: Kafka deletes the local copy, remote storage keeps it.", topic, nil),
+		tieredUnreadable: prometheus.NewDesc(name("tiered_offsets_unknown_partitions"),
+			"Tiered partitions whose remote offsets could not be read from the leader: nothing in them is eligible.", topic, nil),
+
 		reserved: prometheus.NewDesc(name("reserved_bytes"),
 			"Bytes reserved for the topic's replicas on this broker (spec R5.1), by basis.", reservedLabels, nil),
 		reservedPercent: prometheus.NewDesc(name("reserved_disk_space_percent"),
@@ -90,6 +101,7 @@ func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		d.capacity, d.used, d.available, d.usageRatio, d.logDirPending, d.logDirError,
 		d.segments, d.segmentBytes, d.expiredRetained, d.oldestEligibleAge, d.appended,
+		d.tieredSegments, d.tieredBytes, d.tieredEligibleLocally, d.tieredUnreadable,
 		d.reserved, d.reservedPercent,
 		d.lastScan, d.scanDuration, d.scanErrors, d.rescans, d.rereads, d.watchMode, d.polledDirs, d.configsAge, d.buildInfo,
 	}

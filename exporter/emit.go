@@ -46,13 +46,14 @@ func (c *collector) collectUsage(ch chan<- prometheus.Metric, v *view) {
 }
 
 // collectTopics emits segment states, expired-but-retained bytes, the
-// oldest eligible segment's age and appended bytes (spec R1, R1.6): the
-// figures of agent.Summary, one series per state and reason, zero
-// included, so alerts and dashboards never see a series appear out of
-// nothing.
+// oldest eligible segment's age, appended bytes (spec R1, R1.6) and, for
+// a tiered topic, its segments by tier (R1.7): the figures of
+// agent.Summary, one series per state, reason and tier, zero included, so
+// alerts and dashboards never see a series appear out of nothing.
 func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time.Time) {
 	states := agent.States()
 	reasons := agent.RetainedReasons()
+	tiers := agent.Tiers()
 	labels := make([]string, 0, 4)
 	for _, d := range v.topics {
 		for i := range d.topics {
@@ -72,6 +73,16 @@ func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time
 				gauge(ch, c.d.expiredRetained, float64(t.Expired.Of(r)), labels...)
 			}
 			labels = labels[:n]
+			if tt := &t.Tiered; tt.Partitions > 0 {
+				for _, tier := range tiers {
+					labels = append(labels[:n], tier.String())
+					gauge(ch, c.d.tieredSegments, float64(tt.Segments.Of(tier)), labels...)
+					gauge(ch, c.d.tieredBytes, float64(tt.Bytes.Of(tier)), labels...)
+				}
+				labels = labels[:n]
+				gauge(ch, c.d.tieredEligibleLocally, float64(tt.EligibleLocally), labels...)
+				gauge(ch, c.d.tieredUnreadable, float64(tt.OffsetsUnknown), labels...)
+			}
 			counter(ch, c.d.appended, float64(t.AppendedBytes), labels...)
 			if !t.OldestEligible.IsZero() {
 				gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(t.OldestEligible).Seconds()), labels...)

@@ -226,7 +226,7 @@ func TestReservedPercent(t *testing.T) {
 	snap := fixtureSnapshot()
 	reg := newTestRegistry(t, Config{}, staticSource{snap})
 	var reserved float64
-	for _, topic := range []string{"orders", "clicks", "audit", "__consumer_offsets", "user.events-v2", "stale"} {
+	for _, topic := range []string{"orders", "clicks", "audit", "__consumer_offsets", "user.events-v2", "stale", "tiered"} {
 		mfs, _ := reg.Gather()
 		for _, mf := range mfs {
 			if mf.GetName() != "kafka_disk_guard_reserved_bytes" {

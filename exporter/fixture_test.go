@@ -100,6 +100,20 @@ func fixtureSnapshot() *agent.Snapshot {
 		seg(10, 1*mib, agent.StateEligible, 9*day),
 	)
 	stale.Segments[1].Reason = agent.ReasonAllExpiredActive
+	// A tiered topic (R1.7): one segment uploaded and past local
+	// retention, one uploaded, the open one local only; partition 1's
+	// remote offsets could not be read.
+	tiered0 := part("tiered", 0,
+		seg(0, 64*mib, agent.StateEligible, 2*day),
+		seg(100, 64*mib, agent.StateClosed, time.Hour),
+		seg(200, 8*mib, agent.StateOpen, time.Minute),
+	)
+	tiered0.Segments[0].Reason = agent.ReasonLocalRetentionTime
+	tiered0.Segments[0].Tier, tiered0.Segments[1].Tier, tiered0.Segments[2].Tier = agent.TierUploaded, agent.TierUploaded, agent.TierLocalOnly
+	tiered0.Tiered, tiered0.Remote = true, &agent.RemoteOffsets{HighestUploaded: 199, LocalLogStart: 0, LogStart: 0}
+	tiered1 := part("tiered", 1, seg(0, 16*mib, agent.StateClosed, 3*day), seg(100, 1*mib, agent.StateOpen, time.Minute))
+	tiered1.Segments[0].Tier, tiered1.Segments[1].Tier = agent.TierUnknown, agent.TierUnknown
+	tiered1.Tiered, tiered1.Remote = true, &agent.RemoteOffsets{Err: "list offsets: NOT_LEADER_OR_FOLLOWER"}
 	deleted := agent.Partition{Topic: "old-topic", Partition: 0, Dir: "old-topic-0.abc-delete", Kind: agent.KindDeleted,
 		DiskBytes: 64 * mib, PendingDeleteBytes: 64 * mib, LogStartOffset: -1, HighWatermark: -1}
 	future := agent.Partition{Topic: "orders", Partition: 2, Dir: "orders-2.def-future", Kind: agent.KindFuture,
@@ -120,13 +134,15 @@ func fixtureSnapshot() *agent.Snapshot {
 	eventsCfg := agent.DefaultTopicConfig()
 	eventsCfg.CleanupPolicy = agent.CleanupPolicy{Compact: true, Delete: true}
 	eventsCfg.SegmentBytes = 256 * mib
+	tieredCfg := agent.DefaultTopicConfig()
+	tieredCfg.RemoteStorage, tieredCfg.LocalRetentionMs = true, day.Milliseconds()
 
 	return &agent.Snapshot{
 		Time: now.Add(-10 * time.Second),
 		LogDirs: []agent.LogDir{
 			{
 				Path: "/var/lib/kafka/data-0", BrokerID: 1, ClusterID: "c1",
-				Partitions: []agent.Partition{audit, clicks, offsets, metadata, deleted, orders0, orders1, future, stale, events},
+				Partitions: []agent.Partition{audit, clicks, offsets, metadata, deleted, orders0, orders1, future, stale, tiered0, tiered1, events},
 				Usage: agent.Usage{CapacityBytes: 100 * uint64(gib), UsedBytes: 62 * uint64(gib),
 					AvailableBytes: 38 * uint64(gib), Basis: agent.CapacityFilesystem},
 				PendingDeleteBytes: 364 * mib, OtherBytes: 8192, DiskBytes: 5 * gib,
@@ -140,6 +156,7 @@ func fixtureSnapshot() *agent.Snapshot {
 		},
 		Configs: map[string]agent.TopicConfig{
 			"orders": ordersCfg, "clicks": clicksCfg, "__consumer_offsets": offsetsCfg, "user.events-v2": eventsCfg,
+			"tiered": tieredCfg,
 		},
 		Defaults:    agent.DefaultTopicConfig(),
 		ConfigsTime: now.Add(-90 * time.Second),

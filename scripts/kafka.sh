@@ -16,6 +16,10 @@
 #   --file-delete-delay-ms N     KDG_KAFKA_FILE_DELETE_DELAY_MS log.segment.delete.delay.ms [60000]
 #                                (the broker default of the topic config file.delete.delay.ms)
 #   --prop KEY=VALUE             extra server.properties line (repeatable)
+#   --tiered                     KDG_KAFKA_TIERED=1  tiered storage (KIP-405): a test
+#                                RemoteStorageManager (scripts/kafka/rsm, built with javac and
+#                                cached) keeps "remote" segments under DIR/remote; Kafka's default
+#                                topic-based metadata manager; copies checked every second
 #   KDG_KAFKA_CLASSPATH=a.jar:b.jar  extra jars on the broker classpath (plugins)
 #
 # Listeners: PLAINTEXT on 127.0.0.1:PORT (anonymous, ordinary clients),
@@ -32,6 +36,13 @@ KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here
 CACHE=${KDG_CACHE:-$HOME/.cache/kafka-disk-guard}
 POM_HASH=$(sha256sum "$here/kafka/pom.xml" | cut -c1-12)
 LIBS=$CACHE/kafka-$KAFKA_VERSION-$POM_HASH/libs
+
+# The test RemoteStorageManager: Kafka's own LocalTieredStorage (in
+# kafka-storage's test jar) is not published for 4.4.0, and 4.3.1's does not
+# load in a 4.4 broker (it uses classes 4.4 moved), so a small file-system
+# one is built from scripts/kafka/rsm against the broker's jars.
+RSM_SRC=$here/kafka/rsm
+RSM_JAR=$CACHE/rsm-$KAFKA_VERSION-$(cat "$RSM_SRC"/io/kafkadiskguard/test/*.java | sha256sum | cut -c1-12)/kdg-test-rsm.jar
 
 die() { echo "kafka.sh: $*" >&2; exit 1; }
 
@@ -52,11 +63,27 @@ fetch() {
   touch "$LIBS/.complete"
 }
 
+build_rsm() {
+  if [ -f "$RSM_JAR" ]; then return 0; fi
+  fetch
+  local java; java=$(java_bin)
+  local jdk; jdk=$(dirname "$java")
+  local javac=$jdk/javac jar=$jdk/jar
+  [ -x "$javac" ] || javac=$(command -v javac) || die "no javac: the tiered storage test plugin is built from source"
+  [ -x "$jar" ] || jar=$(command -v jar) || die "no jar tool"
+  local out; out=$(mktemp -d)
+  "$javac" -d "$out/classes" -cp "$LIBS/*" "$RSM_SRC"/io/kafkadiskguard/test/*.java >&2 || die "building the test RemoteStorageManager failed"
+  mkdir -p "$(dirname "$RSM_JAR")"
+  "$jar" cf "$RSM_JAR.tmp" -C "$out/classes" . && mv "$RSM_JAR.tmp" "$RSM_JAR"
+  rm -rf "$out"
+}
+
 DIR=${KDG_KAFKA_DIR:-/tmp/kdg-kafka}
 PORT=${KDG_KAFKA_PORT:-19092}
 TMPFS=${KDG_KAFKA_TMPFS:-}
 RETENTION_CHECK_MS=${KDG_KAFKA_RETENTION_CHECK_MS:-300000}
 FILE_DELETE_DELAY_MS=${KDG_KAFKA_FILE_DELETE_DELAY_MS:-60000}
+TIERED=${KDG_KAFKA_TIERED:-}
 EXTRA_PROPS=()
 
 parse() {
@@ -68,6 +95,7 @@ parse() {
       --retention-check-ms) RETENTION_CHECK_MS=$2; shift 2 ;;
       --file-delete-delay-ms) FILE_DELETE_DELAY_MS=$2; shift 2 ;;
       --prop) EXTRA_PROPS+=("$2"); shift 2 ;;
+      --tiered) TIERED=1; shift ;;
       *) die "unknown option $1" ;;
     esac
   done
@@ -124,10 +152,24 @@ log.retention.check.interval.ms=$RETENTION_CHECK_MS
 log.segment.delete.delay.ms=$FILE_DELETE_DELAY_MS
 log.initial.task.delay.ms=0
 EOF
+  local cp="$LIBS/*${KDG_KAFKA_CLASSPATH:+:$KDG_KAFKA_CLASSPATH}"
+  if [ -n "$TIERED" ]; then
+    build_rsm
+    mkdir -p "$DIR/remote"
+    cp="$cp:$RSM_JAR"
+    cat >> "$DIR/server.properties" <<EOF
+remote.log.storage.system.enable=true
+remote.log.storage.manager.class.name=io.kafkadiskguard.test.FileRemoteStorage
+rsm.config.dir=$DIR/remote
+remote.log.metadata.manager.listener.name=PLAINTEXT
+rlmm.config.remote.log.metadata.topic.replication.factor=1
+rlmm.config.remote.log.metadata.topic.num.partitions=1
+remote.log.manager.task.interval.ms=1000
+EOF
+  fi
   local p
   for p in "${EXTRA_PROPS[@]+"${EXTRA_PROPS[@]}"}"; do echo "$p" >> "$DIR/server.properties"; done
 
-  local cp="$LIBS/*${KDG_KAFKA_CLASSPATH:+:$KDG_KAFKA_CLASSPATH}"
   "$java" -cp "$cp" -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$DIR/logs" \
     kafka.tools.StorageTool format --standalone -t "$("$java" -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)" \
     -c "$DIR/server.properties" > "$DIR/logs/format.log" 2>&1 || { cat "$DIR/logs/format.log" >&2; die "storage format failed"; }
@@ -146,7 +188,7 @@ EOF
     [ $SECONDS -lt $deadline ] || { tail -n 40 "$DIR/logs/server.log" >&2 || true; down; die "broker did not answer on 127.0.0.1:$PORT in time"; }
     sleep 0.3
   done
-  echo "kafka.sh: Apache Kafka $KAFKA_VERSION up: PLAINTEXT 127.0.0.1:$PORT, SASL_PLAINTEXT 127.0.0.1:$sasl, log dir $data${TMPFS:+ (tmpfs $TMPFS)}" >&2
+  echo "kafka.sh: Apache Kafka $KAFKA_VERSION up: PLAINTEXT 127.0.0.1:$PORT, SASL_PLAINTEXT 127.0.0.1:$sasl, log dir $data${TMPFS:+ (tmpfs $TMPFS)}${TIERED:+, tiered storage in $DIR/remote}" >&2
 }
 
 down() {
@@ -163,11 +205,11 @@ down() {
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
 case "$cmd" in
-  fetch) fetch; echo "$LIBS" ;;
+  fetch) fetch; build_rsm; echo "$LIBS" ;;
   tool) fetch; cls=$1; shift; exec "$(java_bin)" -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="${TMPDIR:-/tmp}" -cp "$LIBS/*" "$cls" "$@" ;;
   up) parse "$@"; up ;;
   down) parse "$@"; down ;;
   status) parse "$@"; running && answers ;;
   version) echo "$KAFKA_VERSION" ;;
-  *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

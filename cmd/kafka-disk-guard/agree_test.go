@@ -27,11 +27,24 @@ type topicFigures struct {
 	oldestAgeS                           float64  // -1: none eligible
 	reserved                             int64
 	bytesText, expiredText, reservedText string // as the demo prints them
+	tiered                               tieredFigures
+}
+
+// tieredFigures are a tiered topic's figures (spec R1.7); zero for the
+// others.
+type tieredFigures struct {
+	segments, bytes [3]int64 // local_only, uploaded, unknown
+	eligibleLocally int64
+	offsetsUnknown  int64
 }
 
 // TestScanDemoAndMetricsAgree: `scan`, the demo's table and /metrics read
 // the same log dir (generated as a broker writes it, with the special
-// entries of spec R1.4) and must show the same figures for every topic.
+// entries of spec R1.4 and a tiered topic, R1.7) and must show the same
+// figures for every topic. Offline the tiered topic's upload state is
+// unknown; with remote offsets as a leader reports them (one partition
+// partly uploaded, the other unreadable) scan's report and /metrics must
+// still agree on every tier.
 func TestScanDemoAndMetricsAgree(t *testing.T) {
 	dir := scanFixture(t)
 	const capacity = 100 << 20
@@ -48,17 +61,7 @@ func TestScanDemoAndMetricsAgree(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
 		t.Fatal(err)
 	}
-	scan := map[string]topicFigures{}
-	for _, tr := range report.Topics {
-		f := topicFigures{partitions: int64(tr.Partitions), oldestAgeS: -1,
-			segments: [3]int64{tr.Segments.Open, tr.Segments.Closed, tr.Segments.Eligible},
-			bytes:    [3]int64{tr.DiskBytes.Open, tr.DiskBytes.Closed, tr.DiskBytes.Eligible},
-			expired:  [3]int64{tr.ExpiredRetained.OpenSegment, tr.ExpiredRetained.AwaitingDeletion, tr.ExpiredRetained.PendingDelete}}
-		if tr.OldestEligibleAgeS != nil {
-			f.oldestAgeS = *tr.OldestEligibleAgeS
-		}
-		scan[tr.Topic] = f
-	}
+	scan := scanFigures(report)
 
 	// The same log dir as the guard reads it, for the demo's table and
 	// the exporter.
@@ -94,7 +97,7 @@ func TestScanDemoAndMetricsAgree(t *testing.T) {
 	}
 	for topic, m := range metrics {
 		s, d := scan[topic], demo[topic]
-		if s.segments != m.segments || s.bytes != m.bytes || s.expired != m.expired || s.oldestAgeS != m.oldestAgeS {
+		if s.segments != m.segments || s.bytes != m.bytes || s.expired != m.expired || s.oldestAgeS != m.oldestAgeS || s.tiered != m.tiered {
 			t.Errorf("R1.6/%s: scan %+v, metrics %+v", topic, s, m)
 		}
 		if s.partitions != d.partitions || d.segments != m.segments {
@@ -120,6 +123,69 @@ func TestScanDemoAndMetricsAgree(t *testing.T) {
 	if m, ok := metrics["deleted-topic"]; !ok || m.expired[2] == 0 || scan["deleted-topic"].partitions != 0 {
 		t.Errorf("deleted-topic: %+v: want its -delete directory as pending delete", m)
 	}
+	if m := metrics["tiered"].tiered; m.segments != [3]int64{0, 0, 8} || m.bytes[2] != metrics["tiered"].bytes[0]+metrics["tiered"].bytes[1] || m.offsetsUnknown != 2 {
+		t.Errorf("R1.7/tiered offline: %+v: want every segment's tier unknown, both partitions' offsets unknown", m)
+	}
+
+	// The remote tier as the leaders report it: partition 0 has its first
+	// two segments uploaded, partition 1's leader could not be read.
+	var segs []agent.Segment
+	for _, p := range ld.Partitions {
+		if p.Topic == "tiered" && p.Partition == 0 && p.Kind == agent.KindLive {
+			segs = p.Segments
+		}
+	}
+	if len(segs) != 4 {
+		t.Fatalf("tiered-0: %d segments", len(segs))
+	}
+	cs.Remote = map[agent.TopicPartition]agent.RemoteOffsets{
+		{Topic: "tiered", Partition: 0}: {HighestUploaded: segs[2].BaseOffset - 1, LocalLogStart: 0, LogStart: 0},
+		{Topic: "tiered", Partition: 1}: {Err: "NOT_LEADER_OR_FOLLOWER"},
+	}
+	snap = agent.BuildSnapshot(scanNow, []agent.LogDir{ld}, cs, agent.Health{})
+	stdout.Reset()
+	if err := writeScanJSON(&stdout, snap); err != nil {
+		t.Fatal(err)
+	}
+	report = scanReport{}
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	reg = prometheus.NewRegistry()
+	if _, err := exporter.New(exporter.Config{Now: func() time.Time { return scanNow }}, slog.New(slog.DiscardHandler), reg, snapshotOf{&snap}); err != nil {
+		t.Fatal(err)
+	}
+	s, m := scanFigures(report)["tiered"], metricFigures(t, reg)["tiered"]
+	if s.segments != m.segments || s.bytes != m.bytes || s.expired != m.expired || s.oldestAgeS != m.oldestAgeS || s.tiered != m.tiered {
+		t.Errorf("R1.7/tiered with remote offsets: scan %+v, metrics %+v", s, m)
+	}
+	// Uploaded and past local.retention.ms: eligible locally; the third
+	// segment is past it too but local only; partition 1 unknown.
+	if mt := m.tiered; mt.segments != [3]int64{2, 2, 4} || mt.eligibleLocally == 0 || mt.eligibleLocally != m.bytes[2] || mt.bytes[1] != m.bytes[2] || mt.offsetsUnknown != 1 {
+		t.Errorf("R1.7/tiered with remote offsets: %+v: want 2 local-only, 2 uploaded (eligible locally), 4 unknown segments", m)
+	}
+}
+
+// scanFigures reads the per-topic figures of scan's JSON report.
+func scanFigures(report scanReport) map[string]topicFigures {
+	out := map[string]topicFigures{}
+	for _, tr := range report.Topics {
+		f := topicFigures{partitions: int64(tr.Partitions), oldestAgeS: -1,
+			segments: [3]int64{tr.Segments.Open, tr.Segments.Closed, tr.Segments.Eligible},
+			bytes:    [3]int64{tr.DiskBytes.Open, tr.DiskBytes.Closed, tr.DiskBytes.Eligible},
+			expired:  [3]int64{tr.ExpiredRetained.OpenSegment, tr.ExpiredRetained.AwaitingDeletion, tr.ExpiredRetained.PendingDelete}}
+		if tr.OldestEligibleAgeS != nil {
+			f.oldestAgeS = *tr.OldestEligibleAgeS
+		}
+		if ts := tr.Tiered; ts != nil {
+			f.tiered = tieredFigures{
+				segments:        [3]int64{ts.Segments.LocalOnly, ts.Segments.Uploaded, ts.Segments.Unknown},
+				bytes:           [3]int64{ts.DiskBytes.LocalOnly, ts.DiskBytes.Uploaded, ts.DiskBytes.Unknown},
+				eligibleLocally: ts.EligibleLocallyBytes, offsetsUnknown: int64(ts.OffsetsUnknownPartitions)}
+		}
+		out[tr.Topic] = f
+	}
+	return out
 }
 
 type snapshotOf struct{ s *agent.Snapshot }
@@ -163,6 +229,7 @@ func metricFigures(t *testing.T, reg *prometheus.Registry) map[string]topicFigur
 		t.Fatal(err)
 	}
 	states := map[string]int{"open": 0, "closed": 1, "eligible": 2}
+	tiers := map[string]int{"local_only": 0, "uploaded": 1, "unknown": 2}
 	reasons := map[string]int{"open_segment": 0, "awaiting_deletion": 1, "pending_delete": 2}
 	out := map[string]topicFigures{}
 	get := func(topic string) topicFigures {
@@ -194,6 +261,14 @@ func metricFigures(t *testing.T, reg *prometheus.Registry) map[string]topicFigur
 				f.oldestAgeS = v
 			case "kafka_disk_guard_reserved_bytes":
 				f.reserved += int64(v)
+			case "kafka_disk_guard_tiered_segments":
+				f.tiered.segments[tiers[l["tier"]]] = int64(v)
+			case "kafka_disk_guard_tiered_segment_bytes":
+				f.tiered.bytes[tiers[l["tier"]]] = int64(v)
+			case "kafka_disk_guard_tiered_eligible_locally_bytes":
+				f.tiered.eligibleLocally = int64(v)
+			case "kafka_disk_guard_tiered_offsets_unknown_partitions":
+				f.tiered.offsetsUnknown = int64(v)
 			default:
 				continue
 			}

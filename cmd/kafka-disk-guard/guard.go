@@ -234,6 +234,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		admin    enforcer.Admin
 		configs  agent.TopicConfigSource = staticConfigs{offline}
 		refresh  *agent.ConfigRefresher
+		tiered   *agent.TieredRefresher
 		model    *reserve.Model
 		admitter = unavailable("admission needs a kafka cluster (kafka.bootstrapServers)")
 		err      error
@@ -246,7 +247,14 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		if err != nil {
 			return err
 		}
-		configs = refresh
+		// Tiered partitions' upload boundaries (spec R1.7), refreshed with
+		// the configs.
+		tiered, err = agent.NewTieredRefresher(agent.TieredRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
+			link.RemoteOffsetsFetcher(), func() []agent.TopicPartition { return snapshotTieredPartitions(a) })
+		if err != nil {
+			return err
+		}
+		configs = withRemote{refresh, tiered}
 		if cfg.Admission.IsEnabled() {
 			if model, err = reserve.NewModel(cfg.Admission, logger, reg, link.ClusterReader(), nil); err != nil {
 				return err
@@ -321,6 +329,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 			}
 		}
 		g.Go(afterUp(refresh.Run))
+		g.Go(afterUp(tiered.Run))
 		if model != nil {
 			g.Go(afterUp(model.Run))
 		}
@@ -328,6 +337,27 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	err = g.Wait()
 	logger.Info("stopped")
 	return err
+}
+
+// withRemote adds the tiered partitions' remote offsets to the configs
+// fetched from the cluster.
+type withRemote struct {
+	configs *agent.ConfigRefresher
+	tiered  *agent.TieredRefresher
+}
+
+func (w withRemote) Current() agent.ConfigSet {
+	cs := w.configs.Current()
+	cs.Remote, cs.RemoteTime = w.tiered.Current()
+	return cs
+}
+
+// snapshotTieredPartitions lists the tiered partitions the agent has seen.
+func snapshotTieredPartitions(a *agent.Agent) []agent.TopicPartition {
+	if a == nil {
+		return nil
+	}
+	return a.Snapshot().TieredPartitions()
 }
 
 // staticConfigs are the offline topic configs.

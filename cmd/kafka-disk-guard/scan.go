@@ -170,6 +170,14 @@ func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agen
 		return cs, err
 	}
 	online.Time = time.Now()
+	// Tiered partitions: the upload boundary from their leaders (spec
+	// R1.7). One that cannot be read is reported with its error.
+	if tiered := online.TieredPartitions(dirs); len(tiered) > 0 {
+		if online.Remote, err = link.RemoteOffsetsFetcher().FetchRemoteOffsets(ctx, tiered); err != nil {
+			return cs, err
+		}
+		online.RemoteTime = time.Now()
+	}
 	return online, nil
 }
 
@@ -219,6 +227,27 @@ type summary struct {
 	DiskBytes          stateCounts `json:"disk_bytes"`
 	ExpiredRetained    retained    `json:"expired_retained_bytes"`
 	OldestEligibleAgeS *float64    `json:"oldest_eligible_age_seconds"`
+	// Tiered is set for tiered partitions and topics (spec R1.7).
+	Tiered *tieredSummary `json:"tiered,omitempty"`
+}
+
+// tierCounts holds a figure per tier of a tiered partition's segments.
+type tierCounts struct {
+	LocalOnly int64 `json:"local_only"`
+	Uploaded  int64 `json:"uploaded"`
+	Unknown   int64 `json:"unknown"`
+}
+
+// tieredSummary is agent.TieredSummary as the report prints it: tiered
+// partitions' segments and disk bytes that are only local, already
+// uploaded, or of unknown upload state; the disk bytes eligible locally
+// while kept in remote storage; the partitions whose remote offsets are
+// unknown (nothing in them is eligible).
+type tieredSummary struct {
+	Segments                 tierCounts `json:"segments"`
+	DiskBytes                tierCounts `json:"disk_bytes"`
+	EligibleLocallyBytes     int64      `json:"eligible_locally_kept_remotely_bytes"`
+	OffsetsUnknownPartitions int        `json:"offsets_unknown_partitions"`
 }
 
 func newSummary(s agent.Summary, now time.Time) summary {
@@ -230,6 +259,10 @@ func newSummary(s agent.Summary, now time.Time) summary {
 	if !s.OldestEligible.IsZero() {
 		age := now.Sub(s.OldestEligible).Seconds()
 		r.OldestEligibleAgeS = &age
+	}
+	if t := s.Tiered; t.Partitions > 0 {
+		r.Tiered = &tieredSummary{Segments: tierCounts(t.Segments), DiskBytes: tierCounts(t.Bytes),
+			EligibleLocallyBytes: t.EligibleLocally, OffsetsUnknownPartitions: t.OffsetsUnknown}
 	}
 	return r
 }
@@ -252,7 +285,16 @@ type partitionReport struct {
 	LogStartOffset int64  `json:"log_start_offset"`
 	HighWatermark  int64  `json:"high_watermark"`
 	LogEndOffset   int64  `json:"log_end_offset"`
+	// Remote: a tiered partition's remote tier, as its leader reported it.
+	Remote *remoteReport `json:"remote,omitempty"`
 	summary
+}
+
+type remoteReport struct {
+	HighestUploadedOffset int64  `json:"highest_uploaded_offset"`
+	LocalLogStartOffset   int64  `json:"local_log_start_offset"`
+	LogStartOffset        int64  `json:"log_start_offset"`
+	Error                 string `json:"error,omitempty"`
 }
 
 type segmentReport struct {
@@ -268,6 +310,7 @@ type segmentReport struct {
 	LargestTimestamp time.Time `json:"largest_timestamp"`
 	TimestampSource  string    `json:"timestamp_source"`
 	ExpiredBytes     int64     `json:"expired_bytes"`
+	Tier             string    `json:"tier,omitempty"` // tiered partitions: local_only, uploaded, unknown
 }
 
 func buildReport(snap agent.Snapshot) scanReport {
@@ -294,13 +337,19 @@ func buildReport(snap agent.Snapshot) scanReport {
 			}
 		}
 		for _, p := range d.Partitions {
-			r.Partitions = append(r.Partitions, partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
+			pr := partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
 				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset,
-				summary: newSummary(p.Summary(), snap.Time)})
+				summary: newSummary(p.Summary(), snap.Time)}
+			if p.Remote != nil {
+				pr.Remote = &remoteReport{HighestUploadedOffset: p.Remote.HighestUploaded, LocalLogStartOffset: p.Remote.LocalLogStart,
+					LogStartOffset: p.Remote.LogStart, Error: p.Remote.Err}
+			}
+			r.Partitions = append(r.Partitions, pr)
 			for _, s := range p.Segments {
 				r.Segments = append(r.Segments, segmentReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Kind: string(p.Kind),
 					BaseOffset: s.BaseOffset, State: string(s.State), Reason: string(s.Reason), SizeBytes: s.LogBytes, DiskBytes: s.DiskBytes,
-					LargestTimestamp: s.LargestTimestamp.UTC(), TimestampSource: string(s.TimestampSource), ExpiredBytes: s.ExpiredBytes})
+					LargestTimestamp: s.LargestTimestamp.UTC(), TimestampSource: string(s.TimestampSource), ExpiredBytes: s.ExpiredBytes,
+					Tier: s.Tier.String()})
 			}
 		}
 	}
@@ -344,6 +393,7 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Dir, p.Kind, offsetText(p.LogStartOffset), offsetText(p.HighWatermark), offsetText(p.LogEndOffset), summaryCols(p.summary))
 	}
 	tw.Flush()
+	writeTieredTable(&b, r)
 	if len(r.ScanErrors) > 0 {
 		kinds := make([]string, 0, len(r.ScanErrors))
 		for k, v := range r.ScanErrors {
@@ -354,6 +404,41 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTieredTable lists tiered partitions (spec R1.7), when there are any:
+// segments and disk bytes uploaded, only local or of unknown upload state,
+// the disk bytes eligible locally and kept remotely, and the remote tier's
+// offsets.
+func writeTieredTable(b *strings.Builder, r scanReport) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	header := false
+	for _, p := range r.Partitions {
+		t := p.Tiered
+		if t == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(b, "\ntiered partitions (segments/disk bytes by tier; eligible locally = past local retention and uploaded: deleted locally, kept in remote storage)")
+			fmt.Fprintln(tw, "PARTITION\tUPLOADED\tLOCAL ONLY\tUNKNOWN\tELIGIBLE LOCALLY\tHIGHEST UPLOADED\tLOCAL START\tREMOTE")
+			header = true
+		}
+		hi, ls, state := "?", "?", "unknown: nothing eligible"
+		if p.Remote != nil {
+			if p.Remote.Error != "" {
+				state = "unreadable: " + p.Remote.Error
+			} else {
+				hi, ls, state = offsetText(p.Remote.HighestUploadedOffset), offsetText(p.Remote.LocalLogStartOffset), "ok"
+				if p.Remote.HighestUploadedOffset < 0 {
+					hi = "none"
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d/%s\t%d/%s\t%d/%s\t%s\t%s\t%s\t%s\n", p.Dir,
+			t.Segments.Uploaded, human.Bytes(t.DiskBytes.Uploaded), t.Segments.LocalOnly, human.Bytes(t.DiskBytes.LocalOnly),
+			t.Segments.Unknown, human.Bytes(t.DiskBytes.Unknown), human.Bytes(t.EligibleLocallyBytes), hi, ls, state)
+	}
+	tw.Flush()
 }
 
 func summaryCols(s summary) string {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
 )
 
@@ -31,6 +32,8 @@ func scanFixture(t *testing.T) string {
 		{Name: "all-expired", Partitions: 1, Segments: []logdirgen.Segment{seg(16, 5*h), seg(16, 4*h), seg(16, 3*h)}},
 		{Name: "slow-writes", Partitions: 1, Segments: []logdirgen.Segment{seg(64, 10*time.Minute)}},
 		{Name: "held-by-hw", Partitions: 1, Segments: []logdirgen.Segment{seg(16, 50*h), seg(16, 40*h), seg(16, 30*h), seg(16, 2*h)}, HighWatermark: 200},
+		// Tiered (R1.7): offline its upload state is unknown.
+		{Name: "tiered", Partitions: 2, Segments: []logdirgen.Segment{seg(64, 72*h), seg(64, 50*h), seg(64, 30*h), seg(16, h)}},
 	}}
 	dir := filepath.Join(t.TempDir(), "kafka-logs")
 	if _, err := logdirgen.Generate(dir, spec); err != nil {
@@ -121,6 +124,7 @@ func TestScanJSONSegments(t *testing.T) {
 		"all-expired":    "eligible/retention_time eligible/retention_time eligible/all_expired_active",
 		"held-by-hw":     "eligible/retention_time closed/ closed/ open/",
 		"slow-writes":    "open/",
+		"tiered":         "closed/ closed/ closed/ open/", // R1.7: upload state unknown offline
 	}
 	for topic, w := range want {
 		if got := strings.Join(states[topic], " "); got != w {
@@ -161,4 +165,62 @@ func asUsage(err error, ue *usageError) bool {
 		*ue = u
 	}
 	return ok
+}
+
+// R1.7: offline, a topic the config file calls tiered has an unknown
+// upload state: scan reports it in its own table and JSON, nothing in it
+// eligible.
+func TestScanTieredOffline(t *testing.T) {
+	h := time.Hour
+	spec := logdirgen.Spec{Now: scanNow, NodeID: 2, Topics: []logdirgen.Topic{
+		{Name: "tiered", Partitions: 1, Segments: []logdirgen.Segment{{Bytes: 64 << 10, Age: 72 * h}, {Bytes: 8 << 10, Age: h}}},
+	}}
+	dir := filepath.Join(t.TempDir(), "kafka-logs")
+	if _, err := logdirgen.Generate(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "configs.yaml")
+	if err := os.WriteFile(cfgFile, []byte("topics:\n  tiered:\n    remote.storage.enable: true\n    local.retention.ms: 3600000\n    retention.ms: 86400000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(format string) []byte {
+		var stdout, stderr bytes.Buffer
+		args := []string{"scan", "--log-dirs", dir, "--config", cfgFile, "--now", scanNow.Format(time.RFC3339), "--format", format}
+		if err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+			t.Fatalf("scan: %v\n%s", err, stderr.String())
+		}
+		return stdout.Bytes()
+	}
+	var r struct {
+		Partitions []struct {
+			Tiered *struct {
+				Segments  struct{ Unknown int64 } `json:"segments"`
+				DiskBytes struct{ Unknown int64 } `json:"disk_bytes"`
+				Unknown   int                     `json:"offsets_unknown_partitions"`
+			} `json:"tiered"`
+			Segments  struct{ Eligible int64 }               `json:"segments"`
+			DiskBytes struct{ Open, Closed, Eligible int64 } `json:"disk_bytes"`
+		} `json:"partitions"`
+		Segments []struct{ Tier string } `json:"segments"`
+	}
+	if err := json.Unmarshal(scan("json"), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Partitions) != 1 || r.Partitions[0].Tiered == nil {
+		t.Fatalf("R1.7 json partitions: %+v", r.Partitions)
+	}
+	p := r.Partitions[0]
+	// Every segment's tier is unknown: all of the partition's disk bytes.
+	disk := p.DiskBytes.Open + p.DiskBytes.Closed + p.DiskBytes.Eligible
+	if p.Tiered.Segments.Unknown != 2 || p.Tiered.DiskBytes.Unknown != disk || p.Tiered.Unknown != 1 || p.Segments.Eligible != 0 {
+		t.Errorf("R1.7 json partitions: %+v", r.Partitions)
+	}
+	if len(r.Segments) != 2 || r.Segments[0].Tier != "unknown" {
+		t.Errorf("R1.7 json segments: %+v", r.Segments)
+	}
+	out := string(scan("table"))
+	row := regexp.MustCompile(`tiered-0\s+0/0 B\s+0/0 B\s+2/` + regexp.QuoteMeta(human.Bytes(disk)) + `\s+0 B\s+\?\s+\?\s+unknown: nothing eligible`)
+	if !strings.Contains(out, "tiered partitions") || !row.MatchString(out) {
+		t.Errorf("R1.7 table:\n%s", out)
+	}
 }

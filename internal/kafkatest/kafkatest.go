@@ -48,16 +48,22 @@ type Options struct {
 	Props []string
 	// Classpath adds jars to the broker's classpath (plugins).
 	Classpath []string
+	// Tiered enables tiered storage (KIP-405): remote segments are kept
+	// under RemoteDir by the test RemoteStorageManager (scripts/kafka.sh
+	// --tiered), with Kafka's topic-based metadata manager.
+	Tiered bool
 }
 
 // Broker is a running broker.
 type Broker struct {
-	Dir      string // work dir: server.properties, logs/, data/
-	LogDir   string // the broker's log.dirs
-	Addr     string // PLAINTEXT listener: anonymous clients
-	SASLAddr string // SASL_PLAINTEXT listener: the guard (super user)
-	script   string
-	opts     Options
+	Dir    string // work dir: server.properties, logs/, data/
+	LogDir string // the broker's log.dirs
+	// RemoteDir holds the "remote" tier of a tiered broker (Options.Tiered).
+	RemoteDir string
+	Addr      string // PLAINTEXT listener: anonymous clients
+	SASLAddr  string // SASL_PLAINTEXT listener: the guard (super user)
+	script    string
+	opts      Options
 }
 
 // RepoRoot finds the repository root (the directory holding go.mod) from
@@ -111,6 +117,10 @@ func Start(opts Options) (*Broker, error) {
 	}
 	if opts.FileDeleteDelayMs > 0 {
 		args = append(args, "--file-delete-delay-ms", strconv.Itoa(opts.FileDeleteDelayMs))
+	}
+	if opts.Tiered {
+		args = append(args, "--tiered")
+		b.RemoteDir = filepath.Join(dir, "remote")
 	}
 	for _, p := range opts.Props {
 		args = append(args, "--prop", p)
