@@ -108,6 +108,7 @@ type Agent struct {
 	// seams for tests
 	newWatcher func() (fileWatcher, error)
 	usage      func(path string, capacity uint64, dirBytes int64) (Usage, error)
+	fsStat     func(path string) (Filesystem, error)
 
 	snap    atomic.Pointer[Snapshot]
 	updated chan struct{}
@@ -131,6 +132,7 @@ func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, er
 		now:        time.Now,
 		newWatcher: newFSWatcher,
 		usage:      DiskUsage,
+		fsStat:     ReadFilesystem,
 		updated:    make(chan struct{}, 1),
 	}, nil
 }
@@ -176,6 +178,7 @@ type dirState struct {
 	rootDisk, rootPending int64
 	cp                    Checkpoints
 	usage                 Usage
+	fs                    Filesystem
 	missing               bool
 	watched               bool // the root has an inotify watch
 	parts                 map[string]*partState
@@ -689,6 +692,12 @@ func (l *loop) refreshUsage() bool {
 			d.usage = u
 			changed = true
 		}
+		// The filesystem itself (device, statfs), also with a configured
+		// capacity: Filesystems() accounts for its used bytes.
+		if fs, err := l.a.fsStat(d.path); err == nil && fs != d.fs {
+			d.fs = fs
+			changed = true
+		}
 	}
 	return changed
 }
@@ -720,6 +729,7 @@ func (l *loop) publish() {
 			ld.Err = nil
 		}
 		ld.Usage = d.usage
+		ld.Filesystem = d.fs
 		ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk, d.rootPending
 		if d.order == nil {
 			d.order = make([]string, 0, len(d.parts))

@@ -210,6 +210,9 @@ type LogDir struct {
 	// Partitions sorted by topic, then partition, then kind.
 	Partitions []Partition
 	Usage      Usage
+	// Filesystem holds the log dir: device, size, used (statfs). Filesystems()
+	// groups log dirs by it.
+	Filesystem Filesystem
 	// PendingDeleteBytes: *.deleted files and *-delete directories.
 	PendingDeleteBytes int64
 	// OtherBytes: checkpoints, meta.properties and anything unrecognised at
