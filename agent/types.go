@@ -236,7 +236,11 @@ type Snapshot struct {
 	Defaults TopicConfig
 	// ConfigsTime is when Configs were last fetched or loaded.
 	ConfigsTime time.Time
-	Health      Health
+	// ConfigFetched and ConfigErrors are the provenance of Configs
+	// (ConfigSet.Fetched, ConfigSet.Errors); TopicConfig reads them.
+	ConfigFetched map[string]time.Time
+	ConfigErrors  map[string]error
+	Health        Health
 }
 
 // ErrorKind classifies scan errors (spec R6).

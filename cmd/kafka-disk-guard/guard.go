@@ -248,6 +248,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 	g.Go(func() error { return enf.Run(ctx) })
 	g.Go(func() error { return srv.Run(ctx) })
 	if link != nil {
+		g.Go(func() error { return link.FollowTopics(ctx, a.TopicsChanged()) })
 		g.Go(func() error {
 			// The broker id comes from meta.properties (spec R1.5): wait for
 			// the first scan.

@@ -120,6 +120,25 @@ func (k *kafkaLink) connect(ctx context.Context, brokerID int32, topics func() [
 	return nil
 }
 
+// FollowTopics tells the config refresher, once connected, whenever the
+// agent's partition directories changed, so a new topic's configs are
+// fetched at once (spec R7.2). It returns when ctx ends.
+func (k *kafkaLink) FollowTopics(ctx context.Context, changed <-chan struct{}) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			k.mu.Lock()
+			r := k.configs
+			k.mu.Unlock()
+			if r != nil {
+				r.Notify()
+			}
+		}
+	}
+}
+
 func (k *kafkaLink) close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
