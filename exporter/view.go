@@ -67,6 +67,9 @@ type view struct {
 	topics   map[topicKey]*topicAgg
 	reserved map[reservedKey]float64
 	brokers  map[string]*brokerAgg
+	// Filesystems and config provenance, as the snapshot derives them.
+	filesystems []agent.FilesystemBytes
+	configs     []agent.LogDirConfigs
 }
 
 func stateIndex(s agent.State) int {
@@ -89,6 +92,9 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 		topics:   make(map[topicKey]*topicAgg),
 		reserved: make(map[reservedKey]float64),
 		brokers:  make(map[string]*brokerAgg),
+
+		filesystems: snap.Filesystems(),
+		configs:     snap.ConfigStatus(),
 	}
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]
