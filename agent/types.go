@@ -14,10 +14,16 @@
 //   - DiskUsage(path, capacity, dirBytes) fills LogDir.Usage (spec R2.1).
 //   - Topic configs: a ConfigSet from LoadConfigFile/ParseConfigFile
 //     (offline) or a ConfigRefresher around a ConfigFetcher (online; the
-//     Sarama adapter is internal/kafkaadmin).
+//     Sarama adapter is internal/kafkaadmin), per topic with its fetch
+//     time and last error (ConfigSet.Info); Agent.TopicsChanged feeds
+//     ConfigRefresher.Notify so new topics are looked up at once.
 //   - Classify(partition, config, now) is Kafka's retention decision for
 //     one partition (spec R1.2, R1.3, R1.6); BuildSnapshot(now, dirs,
 //     configs, health) classifies every partition and returns the Snapshot.
+//   - Evidence for destructive actions (spec R7): Snapshot.TopicConfig and
+//     ConfigStatus (config provenance), Snapshot.Filesystems (what fills
+//     each filesystem, NonKafkaBytes), CheckIdentity and GuardedNode (log
+//     dirs against the connected cluster and node).
 package agent
 
 import (

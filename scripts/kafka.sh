@@ -367,9 +367,10 @@ cluster_down() {
   [ -f "$CDIR/cluster.env" ] || return 0
   load_cluster
   local n d
-  # Stop every node at once: a node waiting for a quorum that is going
-  # away gets 15 s before it is killed.
-  for n in $(seq 1 "$NODES"); do node_stop "$n" 15 & done
+  # Stop every node at once. A node's controlled shutdown waits for a
+  # quorum that is going away too: after 3 s it is killed (cluster-up
+  # formats a new cluster, nothing of this one is kept).
+  for n in $(seq 1 "$NODES"); do node_stop "$n" 3 & done
   wait
   for n in $(seq 1 "$NODES"); do
     d=$(node_dir "$n")
