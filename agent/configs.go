@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,9 +23,9 @@ import (
 // Topics, with its Fetched time) or why its lookup failed (in Errors;
 // ErrTopicUnknown when the cluster does not have it), and the broker
 // defaults (or DefaultsErr). One failing lookup does not void the others.
-// The error joins every failed lookup but unknown topics (nil when they
-// all succeeded); the set is valid whatever the error, except when ctx
-// ended.
+// The error summarises the failed lookups but unknown topics (nil when
+// they all succeeded); the set is valid whatever the error, except when
+// ctx ended.
 type ConfigFetcher interface {
 	FetchConfigs(ctx context.Context, topics []string) (ConfigSet, error)
 }
@@ -245,6 +246,7 @@ type ConfigRefresher struct {
 	now     func() time.Time
 	current atomic.Pointer[ConfigSet]
 	wake    chan struct{}
+	mu      sync.Mutex // one fetch-and-merge at a time
 }
 
 // NewConfigRefresher returns a refresher serving initial (offline configs:
@@ -296,6 +298,8 @@ func (r *ConfigRefresher) missing() []string {
 // fetch looks topics up and publishes the merged configs. all: topics is
 // every topic on disk, so cluster configs of other topics are dropped.
 func (r *ConfigRefresher) fetch(ctx context.Context, topics []string, all bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	got, err := r.fetcher.FetchConfigs(ctx, topics)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -80,13 +80,28 @@ func TestIdentityEvidenceOnRealCluster(t *testing.T) {
 		3: {{Topic: topic, Partition: 1}, {Topic: topic, Partition: 2}},
 	}
 	for _, node := range cluster.Nodes {
-		dirs, err := e.BrokerLogDirs(t.Context(), node.NodeID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(dirs) != 1 || dirs[0].Path != node.LogDir || dirs[0].Err != nil {
-			t.Fatalf("node %d log dirs %+v, want %s", node.NodeID, dirs, node.LogDir)
-		}
+		var dirs []agent.BrokerLogDir
+		// A replica's directory appears on disk a moment before its broker
+		// lists the log.
+		kafkatest.Eventually(t, 20*time.Second, func() error {
+			var err error
+			if dirs, err = e.BrokerLogDirs(t.Context(), node.NodeID); err != nil {
+				return err
+			}
+			if len(dirs) != 1 || dirs[0].Path != node.LogDir || dirs[0].Err != nil {
+				return fmt.Errorf("node %d log dirs %+v, want %s", node.NodeID, dirs, node.LogDir)
+			}
+			n := 0
+			for _, tp := range dirs[0].Partitions {
+				if tp.Topic == topic {
+					n++
+				}
+			}
+			if n < len(want[node.NodeID]) {
+				return fmt.Errorf("node %d lists %d partitions of %s", node.NodeID, n, topic)
+			}
+			return nil
+		})
 		fs, err := agent.ReadFilesystem(node.LogDir)
 		if err != nil {
 			t.Fatal(err)

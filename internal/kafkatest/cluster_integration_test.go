@@ -113,6 +113,29 @@ func TestClusterReplicatesAppliesACLsAndRejoins(t *testing.T) {
 	if _, _, err := gp.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder("super")}); err != nil {
 		t.Fatalf("super user producing with acks=all under the DENY: %v", err)
 	}
+	// Every node's replica holds the same bytes (DescribeLogDirs of each).
+	Eventually(t, 20*time.Second, func() error {
+		dirs, err := admin2.DescribeLogDirs([]int32{1, 2, 3})
+		if err != nil {
+			return err
+		}
+		sizes := map[int32]int64{}
+		for node, ds := range dirs {
+			for _, d := range ds {
+				for _, tp := range d.Topics {
+					for _, p := range tp.Partitions {
+						if tp.Topic == topic && p.PartitionID == 0 {
+							sizes[node] = p.Size
+						}
+					}
+				}
+			}
+		}
+		if len(sizes) != 3 || sizes[1] == 0 || sizes[1] != sizes[2] || sizes[1] != sizes[3] {
+			return fmt.Errorf("replica sizes by node %v, want three equal", sizes)
+		}
+		return nil
+	})
 
 	// A node stopped leaves the ISR; started again, it rejoins.
 	stop := time.Now()
