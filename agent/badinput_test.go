@@ -343,11 +343,11 @@ func TestScanActiveIndexAheadOfStaleLogSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	var ts int64 = -1
 	p := Partition{}
 	buf := make([]byte, 16<<10)
 	stale := pos - 10 // the size the listing saw, before the last append
-	s.readActive(d, filepath.Join(dir, "b-0"), base, ".log", ".index", int64(len(entry)), stale, nil, 0, &ts, &p, buf)
+	s.readActive(activeSegment{dir: d, path: filepath.Join(dir, "b-0"), base: base, logName: ".log", indexName: ".index",
+		indexSize: int64(len(entry)), logBytes: stale, timestamp: -1}, &p, buf)
 	if n := s.Errors()[ErrCorruptIndex]; n != 0 {
 		t.Fatalf("an index entry within the current log counted as corrupt (%d):\n%s", n, logs)
 	}

@@ -59,9 +59,9 @@ func (c ConfigSet) Info(topic string) TopicConfigInfo {
 	return i
 }
 
-// TopicConfig returns the config the snapshot classified topic with, and
+// ConfigInfo returns the config the snapshot classified topic with, and
 // where it came from.
-func (s *Snapshot) TopicConfig(topic string) TopicConfigInfo {
+func (s *Snapshot) ConfigInfo(topic string) TopicConfigInfo {
 	return ConfigSet{Topics: s.Configs, Defaults: s.Defaults, Fetched: s.ConfigFetched, Errors: s.ConfigErrors}.Info(topic)
 }
 
@@ -108,7 +108,7 @@ func (s *Snapshot) ConfigStatus() []LogDirConfigs {
 			}
 			seen[p.Topic] = true
 			st.Topics++
-			info := s.TopicConfig(p.Topic)
+			info := s.ConfigInfo(p.Topic)
 			if info.Origin == ConfigFromCluster && (st.OldestFetch.IsZero() || info.Fetched.Before(st.OldestFetch)) {
 				st.OldestFetch = info.Fetched
 			}

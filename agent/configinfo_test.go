@@ -50,7 +50,7 @@ func TestConfigSetInfo(t *testing.T) {
 		t.Errorf("new: %+v", cs.Info("new"))
 	}
 	snap := BuildSnapshot(testNow, nil, cs, Health{})
-	if got := snap.TopicConfig("stale"); got.Origin != ConfigFromCluster || got.Err == nil || !got.Fetched.Equal(at.Add(-time.Hour)) {
+	if got := snap.ConfigInfo("stale"); got.Origin != ConfigFromCluster || got.Err == nil || !got.Fetched.Equal(at.Add(-time.Hour)) {
 		t.Errorf("snapshot: %+v", got)
 	}
 }
@@ -335,7 +335,7 @@ func TestAgentTopicsChangedAndNewConfigs(t *testing.T) {
 	src.set(ConfigSet{Defaults: DefaultTopicConfig(), Topics: map[string]TopicConfig{"fresh.topic": own},
 		Fetched: map[string]time.Time{"fresh.topic": at}, Time: at})
 	waitFor(t, 5*time.Second, a, func(s *Snapshot) error {
-		if i := s.TopicConfig("fresh.topic"); !i.FreshSince(at) || i.Config != own {
+		if i := s.ConfigInfo("fresh.topic"); !i.FreshSince(at) || i.Config != own {
 			return fmt.Errorf("snapshot config %+v", i)
 		}
 		return nil

@@ -210,19 +210,25 @@ type ConfigRefresherConfig struct {
 	Debounce time.Duration
 }
 
-// Validate fills in defaults and checks the values.
-func (c *ConfigRefresherConfig) Validate() error {
+// WithDefaults returns c with every unset field at its default.
+func (c ConfigRefresherConfig) WithDefaults() ConfigRefresherConfig {
 	if c.Interval == 0 {
 		c.Interval = time.Minute
-	}
-	if c.Interval < 0 {
-		return fmt.Errorf("interval %s: want > 0", c.Interval)
 	}
 	if c.MaxBackoff == 0 {
 		c.MaxBackoff = c.Interval
 	}
 	if c.Debounce == 0 {
 		c.Debounce = 100 * time.Millisecond
+	}
+	return c
+}
+
+// Validate checks the values (after defaults).
+func (c ConfigRefresherConfig) Validate() error {
+	c = c.WithDefaults()
+	if c.Interval < 0 {
+		return fmt.Errorf("interval %s: want > 0", c.Interval)
 	}
 	if c.Debounce < 0 {
 		return fmt.Errorf("debounce %s: want > 0", c.Debounce)
@@ -256,6 +262,7 @@ func NewConfigRefresher(cfg ConfigRefresherConfig, logger *slog.Logger, fetcher 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config refresher: %w", err)
 	}
+	cfg = cfg.WithDefaults()
 	r := &ConfigRefresher{cfg: cfg, logger: logger.With("component", "configs"), fetcher: fetcher, topics: topics,
 		now: time.Now, wake: make(chan struct{}, 1)}
 	r.current.Store(&initial)

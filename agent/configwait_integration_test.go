@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -43,19 +42,10 @@ func TestNewTopicConfigsFetchedAtOnce(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var a *agent.Agent
 	topics := func() []string {
-		s := a.Snapshot()
-		if s == nil {
-			return nil
+		if s := a.Snapshot(); s != nil {
+			return s.LiveTopics()
 		}
-		var out []string
-		for _, ld := range s.LogDirs {
-			for _, p := range ld.Partitions {
-				if p.Kind == agent.KindLive && !slices.Contains(out, p.Topic) {
-					out = append(out, p.Topic)
-				}
-			}
-		}
-		return out
+		return nil
 	}
 	r, err := agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: time.Hour}, logger,
 		kafkaadmin.NewConfigFetcher(client, b.NodeID), topics, agent.ConfigSet{Defaults: agent.DefaultTopicConfig(), Time: time.Now()})
@@ -116,7 +106,7 @@ func TestNewTopicConfigsFetchedAtOnce(t *testing.T) {
 			if info := r.Current().Info(topic); cfg == 0 && info.FreshSince(start) && info.Config.RetentionMs == -1 {
 				cfg = time.Since(start)
 			}
-			if info := s.TopicConfig(topic); !info.FreshSince(start) || info.Config.RetentionMs != -1 {
+			if info := s.ConfigInfo(topic); !info.FreshSince(start) || info.Config.RetentionMs != -1 {
 				return fmt.Errorf("%s: snapshot config %+v", topic, info)
 			}
 			return nil
@@ -126,7 +116,7 @@ func TestNewTopicConfigsFetchedAtOnce(t *testing.T) {
 	t.Logf("from CreateTopics (3 partitions, retention.ms=-1) to: the partition in the snapshot %v; its configs in the refresher %v; in the snapshot %v",
 		onDisk, inRefresher, inSnapshot)
 
-	info := a.Snapshot().TopicConfig("ghost")
+	info := a.Snapshot().ConfigInfo("ghost")
 	if info.Origin != agent.ConfigAssumed || !errors.Is(info.Err, agent.ErrTopicUnknown) || info.FreshSince(time.Time{}) {
 		t.Errorf("ghost: %+v, want assumed defaults with ErrTopicUnknown", info)
 	}

@@ -47,7 +47,22 @@ func isZero(b []byte) bool {
 // the last entry first (a trimmed index), then bounds the search with
 // SEEK_HOLE, then binary-searches with small reads: a 10 MiB preallocated
 // index costs a handful of system calls. buf is scratch space (>= 4 KiB).
+//
+// size is the size the file was listed with. When the segment rolls in
+// between, Kafka trims the index to its valid entries and a read at the
+// listed size finds the end of the file: that is the broker at work on a
+// busy log, not an I/O error, so the file is read again at its size now.
 func validEntries(f indexFile, size int64, es int64, buf []byte) (int64, error) {
+	n, err := validEntriesOf(f, size, es, buf)
+	if errors.Is(err, io.EOF) {
+		if cur, serr := f.Seek(0, io.SeekEnd); serr == nil && cur < size {
+			return validEntriesOf(f, cur, es, buf)
+		}
+	}
+	return n, err
+}
+
+func validEntriesOf(f indexFile, size int64, es int64, buf []byte) (int64, error) {
 	total := size / es
 	if total == 0 {
 		return 0, nil

@@ -45,8 +45,56 @@ type Config struct {
 	PollInterval time.Duration `yaml:"pollInterval"`
 }
 
-// Validate fills in defaults and checks the configuration.
-func (c *Config) Validate() error {
+// Config defaults.
+const (
+	DefaultDebounce           = 50 * time.Millisecond
+	DefaultGrowthInterval     = time.Second
+	DefaultUsageInterval      = 250 * time.Millisecond
+	DefaultReclassifyInterval = 10 * time.Second
+	DefaultResyncInterval     = 5 * time.Minute
+	DefaultPollInterval       = 2 * time.Second
+)
+
+// durations lists the duration fields with their YAML keys and defaults.
+func (c *Config) durations() []struct {
+	name string
+	d    *time.Duration
+	def  time.Duration
+} {
+	return []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"debounce", &c.Debounce, DefaultDebounce},
+		{"growthInterval", &c.GrowthInterval, DefaultGrowthInterval},
+		{"usageInterval", &c.UsageInterval, DefaultUsageInterval},
+		{"reclassifyInterval", &c.ReclassifyInterval, DefaultReclassifyInterval},
+		{"resyncInterval", &c.ResyncInterval, DefaultResyncInterval},
+		{"pollInterval", &c.PollInterval, DefaultPollInterval},
+	}
+}
+
+// WithDefaults returns c with every unset duration at its default and the
+// log dirs cleaned.
+func (c Config) WithDefaults() Config {
+	c.LogDirs = slices.Clone(c.LogDirs)
+	for i, d := range c.LogDirs {
+		if d != "" {
+			c.LogDirs[i] = filepath.Clean(d)
+		}
+	}
+	for _, f := range c.durations() {
+		if *f.d == 0 {
+			*f.d = f.def
+		}
+	}
+	return c
+}
+
+// Validate checks the configuration (after defaults); errors name the
+// YAML key.
+func (c Config) Validate() error {
 	if len(c.LogDirs) == 0 {
 		return errors.New("logDirs: at least one log dir is required")
 	}
@@ -65,25 +113,10 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("logDirs[%d]: %s listed twice", i, d)
 		}
 		seen[clean] = true
-		c.LogDirs[i] = clean
 	}
-	for _, f := range []struct {
-		name string
-		d    *time.Duration
-		def  time.Duration
-	}{
-		{"debounce", &c.Debounce, 50 * time.Millisecond},
-		{"growthInterval", &c.GrowthInterval, time.Second},
-		{"usageInterval", &c.UsageInterval, 250 * time.Millisecond},
-		{"reclassifyInterval", &c.ReclassifyInterval, 10 * time.Second},
-		{"resyncInterval", &c.ResyncInterval, 5 * time.Minute},
-		{"pollInterval", &c.PollInterval, 2 * time.Second},
-	} {
+	for _, f := range c.durations() {
 		if *f.d < 0 {
-			return fmt.Errorf("%s: must not be negative, got %s", f.name, *f.d)
-		}
-		if *f.d == 0 {
-			*f.d = f.def
+			return fmt.Errorf("%s: %s is negative; want a duration > 0 (default %s)", f.name, *f.d, f.def)
 		}
 	}
 	return nil
@@ -120,6 +153,7 @@ func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, er
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.WithDefaults()
 	logger = logger.With("component", "agent")
 	scanner, err := NewScanner(ScannerConfig{}, logger)
 	if err != nil {

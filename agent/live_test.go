@@ -408,7 +408,7 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	c := Config{LogDirs: []string{"/a"}}
+	c := Config{LogDirs: []string{"/a"}}.WithDefaults()
 	if err := c.Validate(); err != nil || c.Debounce != 50*time.Millisecond || c.ResyncInterval != 5*time.Minute {
 		t.Fatalf("defaults: %v %+v", err, c)
 	}

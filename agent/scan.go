@@ -21,11 +21,17 @@ type ScannerConfig struct {
 	Workers int
 }
 
-// Validate fills in defaults and checks the values.
-func (c *ScannerConfig) Validate() error {
+// WithDefaults returns c with every unset field at its default.
+func (c ScannerConfig) WithDefaults() ScannerConfig {
 	if c.Workers == 0 {
 		c.Workers = 4
 	}
+	return c
+}
+
+// Validate checks the values (after defaults).
+func (c ScannerConfig) Validate() error {
+	c = c.WithDefaults()
 	if c.Workers < 0 || c.Workers > 256 {
 		return fmt.Errorf("workers %d: want 1-256", c.Workers)
 	}
@@ -60,6 +66,7 @@ func NewScanner(cfg ScannerConfig, logger *slog.Logger) (*Scanner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("scanner: %w", err)
 	}
+	cfg = cfg.WithDefaults()
 	s := &Scanner{
 		cfg:    cfg,
 		logger: logger.With("component", "scanner"),
@@ -215,7 +222,8 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			for i := range next {
 				j := jobs[i]
 				full := filepath.Join(path, j.name)
-				p, err := s.readPartition(root, j.name, full, j.topic, j.part, j.kind, &cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
+				pd := partitionDir{parent: root, name: j.name, full: full, topic: j.topic, part: j.part, kind: j.kind}
+				p, err := s.readPartition(pd, &cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
 				if err != nil {
 					// Nothing was read (open or list failed): leave it out
 					// rather than report an empty partition.
@@ -319,7 +327,7 @@ func (s *Scanner) ReadPartition(logDir, dir string, cp Checkpoints, prev *Partit
 	defer root.Close()
 	sc := s.bufs.Get().(*scratch)
 	defer s.bufs.Put(sc)
-	p, err := s.readPartition(root, dir, full, topic, part, kind, &cp, prev, sc)
+	p, err := s.readPartition(partitionDir{parent: root, name: dir, full: full, topic: topic, part: part, kind: kind}, &cp, prev, sc)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.report(errKind(err), full, err)
 	}
@@ -368,8 +376,20 @@ func FileName(baseOffset int64, suffix string) string {
 	return fmt.Sprintf("%020d%s", baseOffset, suffix)
 }
 
-// readPartition reads the partition directory name under parent.
-func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part int32, kind PartitionKind, cp *Checkpoints, prev *Partition, sc *scratch) (Partition, error) {
+// partitionDir is a partition directory to read.
+type partitionDir struct {
+	parent *os.Root // the log dir
+	name   string   // the directory's name under parent
+	full   string   // its path, for errors
+	topic  string
+	part   int32
+	kind   PartitionKind
+}
+
+// readPartition reads one partition directory with the log dir's
+// checkpoints and, when not nil, its previous state.
+func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partition, sc *scratch) (Partition, error) {
+	parent, name, full, topic, part, kind := pd.parent, pd.name, pd.full, pd.topic, pd.part, pd.kind
 	buf := sc.buf
 	p := Partition{Topic: topic, Partition: part, Dir: name, Kind: kind, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1}
 	// One descriptor for the directory: ReadDir lstat's each entry
@@ -486,7 +506,7 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 		} else {
 			ps = prevSegment(prev, group[0].base)
 		}
-		seg, ok := s.readSegment(dir, full, group, active, &p, ps, prev, buf)
+		seg, ok := s.readSegment(segmentFiles{dir: dir, path: full, files: group, active: active, prev: ps, prevPart: prev}, &p, buf)
 		if !ok {
 			nseg--
 			continue
@@ -497,12 +517,26 @@ func (s *Scanner) readPartition(parent *os.Root, name, full, topic string, part 
 	return p, nil
 }
 
+// segmentFiles is one segment to read: its files in a partition directory.
+type segmentFiles struct {
+	dir    *os.File  // the partition directory
+	path   string    // its path, for errors
+	files  []segFile // the segment's files (one base offset)
+	active bool
+	// prev is the same segment in an earlier scan, prevPart that scan's
+	// partition (nil: none).
+	prev     *Segment
+	prevPart *Partition
+}
+
 // readSegment measures one segment's files and finds its largest
 // timestamp (spec R1.3). For the active segment it also finds the log end
-// offset and the expiry curve (R1.6). ok is false when the segment's files
-// vanished after the directory was listed: Kafka renames all of a
-// segment's files when it deletes it.
-func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bool, p *Partition, prev *Segment, prevPart *Partition, buf []byte) (seg Segment, ok bool) {
+// offset and the expiry curve (R1.6). Bytes of files that belong to no
+// segment go to p. ok is false when the segment's files vanished after the
+// directory was listed: Kafka renames all of a segment's files when it
+// deletes it.
+func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Segment, ok bool) {
+	d, dir, group, active, prev, prevPart := sf.dir, sf.path, sf.files, sf.active, sf.prev, sf.prevPart
 	seg = Segment{BaseOffset: group[0].base}
 	var logName, indexName, timeName string
 	var logMtime, timeSize, indexSize int64
@@ -556,7 +590,8 @@ func (s *Scanner) readSegment(d *os.File, dir string, group []segFile, active bo
 		}
 	}
 	if active && logName != "" {
-		s.readActive(d, dir, seg.BaseOffset, logName, indexName, indexSize, seg.LogBytes, ti, nTime, &ts, p, buf)
+		ts = s.readActive(activeSegment{dir: d, path: dir, base: seg.BaseOffset, logName: logName, indexName: indexName,
+			indexSize: indexSize, logBytes: seg.LogBytes, timeIndex: ti, timeEntries: nTime, timestamp: ts}, p, buf)
 	}
 	if ts >= 0 {
 		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(ts), TimestampFromTimeIndex
@@ -610,10 +645,27 @@ func prevSegment(prev *Partition, base int64) *Segment {
 	return &closed[i]
 }
 
+// activeSegment is what readActive needs of the active segment.
+type activeSegment struct {
+	dir                 *os.File // the partition directory
+	path                string   // its path, for errors
+	base                int64
+	logName, indexName  string // file suffixes; "" when the file is missing
+	indexSize, logBytes int64
+	// timeIndex is the open time index (nil: none) and timeEntries its
+	// valid entries; timestamp is its last one (-1: none).
+	timeIndex   indexFile
+	timeEntries int64
+	timestamp   int64
+}
+
 // readActive reads what only the active segment needs: the batches
 // appended since its last index entry (their max timestamp and the log end
-// offset) and the expiry curve.
-func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexName string, indexSize, logBytes int64, ti indexFile, nTime int64, ts *int64, p *Partition, buf []byte) {
+// offset) and the expiry curve. It sets p's log end offset and expiry
+// curve and returns the segment's largest timestamp (-1: none).
+func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
+	d, dir, base, logName, indexName, indexSize, logBytes := a.dir, a.path, a.base, a.logName, a.indexName, a.indexSize, a.logBytes
+	ti, nTime, ts := a.timeIndex, a.timeEntries, a.timestamp
 	var nOff, pos int64
 	var oi indexFile
 	if indexName != "" {
@@ -657,9 +709,7 @@ func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexN
 		if err != nil {
 			s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), fmt.Errorf("read log tail: %w", err))
 		}
-		if maxTs > *ts {
-			*ts = maxTs
-		}
+		ts = max(ts, maxTs)
 		p.LogEndOffset = next
 		if next < 0 && logBytes == 0 {
 			p.LogEndOffset = -1
@@ -672,6 +722,7 @@ func (s *Scanner) readActive(d *os.File, dir string, base int64, logName, indexN
 		}
 		p.OpenExpiry = pts
 	}
+	return ts
 }
 
 // duDir sums the disk bytes of sub, a directory inside the partition

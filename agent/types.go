@@ -20,7 +20,7 @@
 //   - Classify(partition, config, now) is Kafka's retention decision for
 //     one partition (spec R1.2, R1.3, R1.6); BuildSnapshot(now, dirs,
 //     configs, health) classifies every partition and returns the Snapshot.
-//   - Evidence for destructive actions (spec R7): Snapshot.TopicConfig and
+//   - Evidence for destructive actions (spec R7): Snapshot.ConfigInfo and
 //     ConfigStatus (config provenance), Snapshot.Filesystems (what fills
 //     each filesystem, NonKafkaBytes), CheckIdentity and GuardedNode (log
 //     dirs against the connected cluster and node).

@@ -25,7 +25,7 @@ func TestR4_2DeleteRecordsResultsPerPartition(t *testing.T) {
 	const del, compact = "adapter-delete", "adapter-compact"
 	shared.CreateTopic(t, del, 2, map[string]string{"internal.segment.bytes": "16384"})
 	shared.CreateTopic(t, compact, 1, map[string]string{"cleanup.policy": "compact"})
-	produceRounds(t, shared, del, 2, 1, 40, 1000)
+	produceRounds(t, shared, del, load{partitions: 2, rounds: 1, records: 40, size: 1000})
 	shared.Produce(t, compact, 0, 5, 100)
 	a := newAdmin(t, shared, "__kdg_test_adapter")
 	ctx := context.Background()
@@ -140,7 +140,7 @@ func TestR4_3QuotaStrategy(t *testing.T) {
 	capacity.set(uint64(float64(used) / 0.95))
 	src.ScanOnce()
 	cfg := enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond, Protection: enforcer.ProtectionConfig{Strategy: enforcer.StrategyQuota, ProducerByteRate: 2048}}
-	g := startGuard(t, shared, cfg, src, realClock{}, "__kdg_test_quota", false)
+	g := startGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: "__kdg_test_quota"})
 	ctx := context.Background()
 	quota := func(want int64) func() error {
 		return func() error {
@@ -168,7 +168,7 @@ func TestR4_3QuotaStrategy(t *testing.T) {
 	}
 	t.Cleanup(func() { g.admin.RemoveDefaultProducerQuota(context.Background()) })
 	capacity.set(uint64(float64(used) / 0.95))
-	g2 := startGuard(t, shared, cfg, src, realClock{}, "__kdg_test_quota", false)
+	g2 := startGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: "__kdg_test_quota"})
 	kafkatest.Eventually(t, 20*time.Second, func() error {
 		if len(g2.logs.lines("operator default client quota in place, quota protection not applied")) == 0 {
 			return fmt.Errorf("no log line about the operator's quota")

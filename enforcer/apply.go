@@ -117,16 +117,16 @@ func (e *Enforcer) record(d Deletion, err error) {
 		"unexpired_bytes", d.UnexpiredBytes, "reason", d.Reason, "band", d.Band, "dry_run", e.dryRun}
 	switch {
 	case e.dryRun:
-		e.m.actions.WithLabelValues(action, ResultDryRun, d.Band).Inc()
+		e.m.actions.WithLabelValues(action, string(ResultDryRun), d.Band).Inc()
 		e.m.actionBytes.WithLabelValues(action, d.Band).Add(float64(d.Bytes))
 		tp := TopicPartition{d.Topic, d.Partition}
 		e.virtualLSO[tp] = max(e.virtualLSO[tp], d.Offset)
 		e.logger.Info("would delete records", attrs...)
 	case err != nil:
-		e.m.actions.WithLabelValues(action, ResultError, d.Band).Inc()
+		e.m.actions.WithLabelValues(action, string(ResultError), d.Band).Inc()
 		e.logger.Error("delete records failed", append(attrs, "err", err)...)
 	default:
-		e.m.actions.WithLabelValues(action, ResultOK, d.Band).Inc()
+		e.m.actions.WithLabelValues(action, string(ResultOK), d.Band).Inc()
 		e.m.actionBytes.WithLabelValues(action, d.Band).Add(float64(d.Bytes))
 		if d.UnexpiredBytes > 0 {
 			e.m.unexpiredBytes.WithLabelValues(d.Band).Add(float64(d.UnexpiredBytes))
@@ -188,7 +188,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, pp ProtectionPlan, band 
 	if len(all) > 0 {
 		err := e.admin.CreateACLs(ctx, all)
 		for _, tp := range pp.Create {
-			e.protectionAction(actionProtect, tp, band, result(err), err)
+			e.protectionAction(actionProtect, tp, band, actionResult(err), err)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("create acls: %w", err))
@@ -196,7 +196,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, pp ProtectionPlan, band 
 	}
 	if pp.SetQuota > 0 {
 		err := e.admin.SetDefaultProducerQuota(ctx, pp.SetQuota)
-		e.quotaAction(actionProtect, pp.SetQuota, band, result(err), err)
+		e.quotaAction(actionProtect, pp.SetQuota, band, actionResult(err), err)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("set default producer quota: %w", err))
 		}
@@ -208,7 +208,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, pp ProtectionPlan, band 
 	if len(gone) > 0 {
 		err := e.admin.DeleteACLs(ctx, gone)
 		for _, tp := range pp.Delete {
-			e.protectionAction(actionUnprotect, tp, band, result(err), err)
+			e.protectionAction(actionUnprotect, tp, band, actionResult(err), err)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete acls: %w", err))
@@ -216,7 +216,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, pp ProtectionPlan, band 
 	}
 	if pp.RemoveQuota {
 		err := e.admin.RemoveDefaultProducerQuota(ctx)
-		e.quotaAction(actionUnprotect, 0, band, result(err), err)
+		e.quotaAction(actionUnprotect, 0, band, actionResult(err), err)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove default producer quota: %w", err))
 		}
@@ -239,15 +239,8 @@ func (e *Enforcer) setMine(o Ownership) {
 	e.ownership[e.brokerID] = o
 }
 
-func result(err error) string {
-	if err != nil {
-		return ResultError
-	}
-	return ResultOK
-}
-
-func (e *Enforcer) protectionAction(action string, tp TopicProtection, band, res string, err error) {
-	e.m.actions.WithLabelValues(action, res, band).Inc()
+func (e *Enforcer) protectionAction(action Action, tp TopicProtection, band string, res ActionResult, err error) {
+	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
 	ops := make([]string, 0, len(tp.ACLs))
 	for _, a := range tp.ACLs {
 		ops = append(ops, a.Permission+" "+a.Operation)
@@ -264,8 +257,8 @@ func (e *Enforcer) protectionAction(action string, tp TopicProtection, band, res
 	}
 }
 
-func (e *Enforcer) quotaAction(action string, rate int64, band, res string, err error) {
-	e.m.actions.WithLabelValues(action, res, band).Inc()
+func (e *Enforcer) quotaAction(action Action, rate int64, band string, res ActionResult, err error) {
+	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
 	attrs := []any{"action", action, "strategy", StrategyQuota, "entity", "client-id=<default>",
 		"producer_byte_rate", rate, "band", band, "reason", "disk_usage", "dry_run", e.dryRun}
 	switch {

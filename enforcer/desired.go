@@ -31,6 +31,13 @@ const (
 	BlockScanErrors        BlockReason = "scan_errors"
 )
 
+// blockReasons lists every block reason: enforcer_blocked has a series for
+// each, 0 or 1. A new reason is added here and in dirHolds (or as a topic
+// hold).
+func blockReasons() []BlockReason {
+	return []BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors}
+}
+
 // ACL is one ACL binding on a topic. The guard's own are always literal,
 // principal User:*, host *.
 type ACL struct {
@@ -93,15 +100,13 @@ type Policy struct {
 	HysteresisPoints float64
 }
 
-// Observed is everything a reconcile pass knows.
+// Observed is everything a reconcile pass knows: what observe read, for
+// the pure functions Desired and PlanActions.
 type Observed struct {
 	Now      time.Time
 	Snapshot *agent.Snapshot
-	// Stale: the snapshot is missing or older than staleAfter.
-	Stale bool
-	// BrokerUnreachable: the admin API did not answer this pass.
-	BrokerUnreachable bool
-	// Protected: log dirs under this agent's protection now.
+	// Protected: log dirs under this agent's protection now (its
+	// ownership record).
 	Protected map[string]bool
 	// ScheduleDue: the daily scheduled deletion window has come.
 	ScheduleDue bool
@@ -113,6 +118,18 @@ type Observed struct {
 	FractionDone map[TopicPartition]bool
 	// Protection state from the admin API (nil when not observed).
 	Protection *ProtectionObserved
+
+	// Evidence for destructive actions (spec R6). What is missing here
+	// becomes a hold in Desired (dirHolds for a log dir, DirGoal.HeldTopics
+	// for a topic): evidence the guard verifies before it deletes or
+	// blocks (identity of the log dirs, fresh topic configs, a sane clock,
+	// bytes Kafka owns) goes next to these fields, and its reasons into
+	// those holds.
+
+	// Stale: the snapshot is missing or older than staleAfter.
+	Stale bool
+	// BrokerUnreachable: the admin API did not answer this pass.
+	BrokerUnreachable bool
 }
 
 // ProtectionObserved is the cluster's protection state.
@@ -141,8 +158,14 @@ type DirGoal struct {
 	Band    Band
 	Protect bool
 	Free    Free
-	// Blocked: destructive actions held back for these reasons.
+	// Blocked: destructive actions in the log dir held back for these
+	// reasons (dirHolds).
 	Blocked []BlockReason
+	// HeldTopics: topics whose deletions are held back in this log dir,
+	// with the reasons; the plan skips them and records why
+	// (Plan.HeldTopics), and the pass counts as blocked. Desired sets
+	// none yet: it is where per-topic evidence (spec R7) lands.
+	HeldTopics map[string][]BlockReason
 }
 
 // Desired computes every log dir's goal from the policy and what is
@@ -152,64 +175,113 @@ func Desired(p Policy, o Observed) []DirGoal {
 		return nil
 	}
 	goals := make([]DirGoal, 0, len(o.Snapshot.LogDirs))
-	pi := p.Profile.protectIndex()
-	for _, ld := range o.Snapshot.LogDirs {
+	for i := range o.Snapshot.LogDirs {
+		ld := &o.Snapshot.LogDirs[i]
 		u := ld.Usage.Ratio()
 		bi := p.Profile.BandAt(u)
-		g := DirGoal{LogDir: ld.Path, Usage: u, Band: p.Profile.Bands[bi]}
-		was := o.Protected[ld.Path]
-		scanErr := ld.Err != nil || ld.Usage.CapacityBytes == 0
-		switch {
-		case o.Stale:
-			g.Protect = was // usage unknown: change nothing
-		case pi < 0:
-			g.Protect = false
-		case u >= p.Profile.Bands[pi].From:
-			g.Protect = true
-		case was && (scanErr || u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100):
-			g.Protect = true // hysteresis (R3.7); never lifted on unreadable data
-		}
-		if fi := p.Profile.freeingBand(bi); fi >= 0 {
-			fb := p.Profile.Bands[fi]
-			g.Free = Free{Action: fb.Action, Target: fb.Target, Fraction: fb.Fraction}
-		} else if g.Band.Action == ActionScheduled && o.ScheduleDue {
-			g.Free = Free{Action: ActionScheduled}
-		}
-		if o.Stale {
-			g.Blocked = append(g.Blocked, BlockSnapshotStale)
-		}
-		if o.BrokerUnreachable {
-			g.Blocked = append(g.Blocked, BlockBrokerUnreachable)
-		}
-		if scanErr {
-			g.Blocked = append(g.Blocked, BlockScanErrors)
-		}
-		goals = append(goals, g)
+		goals = append(goals, DirGoal{
+			LogDir: ld.Path, Usage: u, Band: p.Profile.Bands[bi],
+			Protect: p.protects(o, ld), Free: p.freeing(o, bi), Blocked: dirHolds(o, ld),
+		})
 	}
 	return goals
 }
 
-// internalTopic: topics the guard never purges nor protects. Kafka's
-// own (__consumer_offsets, __transaction_state, __share_group_state are
-// compact-only anyway; __cluster_metadata is not a topic partition the
-// admin API can touch) and the guard's ownership topic: every topic whose
-// name starts with "__".
-func internalTopic(topic string) bool {
-	return strings.HasPrefix(topic, "__")
+// protects reports whether the log dir must be write-protected: at or
+// above the protect band, or still within its hysteresis (R3.7). A stale
+// snapshot changes nothing (usage unknown), and protection is never lifted
+// on unreadable data (R6).
+func (p Policy) protects(o Observed, ld *agent.LogDir) bool {
+	pi := p.Profile.protectIndex()
+	was := o.Protected[ld.Path]
+	u := ld.Usage.Ratio()
+	switch {
+	case o.Stale:
+		return was
+	case pi < 0:
+		return false
+	case u >= p.Profile.Bands[pi].From:
+		return true
+	case was && (unreadable(ld) || u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100):
+		return true
+	}
+	return false
 }
 
-// topicConfig returns the topic's config from the snapshot.
-func topicConfig(s *agent.Snapshot, topic string) agent.TopicConfig {
-	if c, ok := s.Configs[topic]; ok {
-		return c
+// freeing is the freeing goal at band bi: its own freeing action, a
+// protect band's nearest lower one, or the daily schedule when due.
+func (p Policy) freeing(o Observed, bi int) Free {
+	if fi := p.Profile.freeingBand(bi); fi >= 0 {
+		fb := p.Profile.Bands[fi]
+		return Free{Action: fb.Action, Target: fb.Target, Fraction: fb.Fraction}
 	}
-	return s.Defaults
+	if p.Profile.Bands[bi].Action == ActionScheduled && o.ScheduleDue {
+		return Free{Action: ActionScheduled}
+	}
+	return Free{}
+}
+
+// dirHolds lists why destructive actions are held back in the log dir
+// (spec R6): the pass's missing evidence, then the log dir's own.
+func dirHolds(o Observed, ld *agent.LogDir) []BlockReason {
+	var holds []BlockReason
+	if o.Stale {
+		holds = append(holds, BlockSnapshotStale)
+	}
+	if o.BrokerUnreachable {
+		holds = append(holds, BlockBrokerUnreachable)
+	}
+	if unreadable(ld) {
+		holds = append(holds, BlockScanErrors)
+	}
+	return holds
+}
+
+// unreadable: the log dir's last scan failed or its capacity is unknown.
+func unreadable(ld *agent.LogDir) bool {
+	return ld.Err != nil || ld.Usage.CapacityBytes == 0
+}
+
+// protectDirs is the set of log dirs the policy wants protected.
+func (p Policy) protectDirs(o Observed) map[string]bool {
+	dirs := map[string]bool{}
+	if o.Snapshot == nil {
+		return dirs
+	}
+	for i := range o.Snapshot.LogDirs {
+		if ld := &o.Snapshot.LogDirs[i]; p.protects(o, ld) {
+			dirs[ld.Path] = true
+		}
+	}
+	return dirs
+}
+
+// freeingPartitions lists the partitions the guard may delete from in log
+// dirs whose freeing goal is not held back: those whose offsets a pass
+// needs from the broker.
+func (p Policy) freeingPartitions(o Observed) []TopicPartition {
+	var parts []TopicPartition
+	for i := range o.Snapshot.LogDirs {
+		ld := &o.Snapshot.LogDirs[i]
+		if p.freeing(o, p.Profile.BandAt(ld.Usage.Ratio())).Action == "" || len(dirHolds(o, ld)) > 0 {
+			continue
+		}
+		for _, pt := range ld.Partitions {
+			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, pt.Topic) {
+				parts = append(parts, TopicPartition{pt.Topic, pt.Partition})
+			}
+		}
+	}
+	return parts
 }
 
 // deletable reports whether the guard may DeleteRecords on the topic:
+// not internal by convention (agent.HasInternalPrefix: Kafka's own topics
+// are compact-only or out of the admin API's reach, and the guard's
+// ownership topic and other tools' bookkeeping are left alone), and its
 // cleanup.policy includes delete (compact-only answers POLICY_VIOLATION).
 func deletable(s *agent.Snapshot, topic string) bool {
-	return !internalTopic(topic) && topicConfig(s, topic).CleanupPolicy.Delete
+	return !agent.HasInternalPrefix(topic) && s.TopicConfig(topic).CleanupPolicy.Delete
 }
 
 // needBytes is how many bytes must still be freed for usage to fall
@@ -220,7 +292,8 @@ func needBytes(ld agent.LogDir, target float64, alreadyFreed int64) int64 {
 	return max(need, 0)
 }
 
-// protectedTopics lists the topics with a replica in the log dirs.
+// protectedTopics lists the topics with a live or future replica in the
+// log dirs, except those internal by convention (agent.HasInternalPrefix).
 func protectedTopics(s *agent.Snapshot, dirs map[string]bool) []string {
 	set := map[string]bool{}
 	for _, ld := range s.LogDirs {
@@ -228,7 +301,7 @@ func protectedTopics(s *agent.Snapshot, dirs map[string]bool) []string {
 			continue
 		}
 		for _, p := range ld.Partitions {
-			if (p.Kind == agent.KindLive || p.Kind == agent.KindFuture) && !internalTopic(p.Topic) {
+			if (p.Kind == agent.KindLive || p.Kind == agent.KindFuture) && !agent.HasInternalPrefix(p.Topic) {
 				set[p.Topic] = true
 			}
 		}

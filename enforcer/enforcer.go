@@ -101,8 +101,16 @@ type Enforcer struct {
 	fractionPass map[TopicPartition]time.Time
 }
 
+// Deps are what the enforcer observes and acts through.
+type Deps struct {
+	Snapshots SnapshotSource
+	Admin     Admin
+	Clock     Clock
+}
+
 // New builds an enforcer. It performs no I/O.
-func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, src SnapshotSource, admin Admin, clock Clock) (*Enforcer, error) {
+func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) (*Enforcer, error) {
+	src, admin, clock := deps.Snapshots, deps.Admin, deps.Clock
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -126,6 +134,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, src Snapsho
 	if err != nil {
 		return nil, fmt.Errorf("register enforcer metrics: %w", err)
 	}
+	m.initActionSeries(profile)
 	e := &Enforcer{
 		cfg: cfg, policy: Policy{Profile: profile, HysteresisPoints: cfg.HysteresisPoints},
 		loc: loc, hour: hour, minute: minute,
@@ -197,132 +206,41 @@ func (e *Enforcer) scheduleDue(now time.Time) bool {
 	return at.After(e.lastScheduled)
 }
 
-// Reconcile runs one pass.
+// Reconcile runs one pass, in the order of the package doc: observe once,
+// Desired once, PlanActions once, then apply (or, in observe mode, log and
+// count the plan). A read that fails holds destructive actions back for
+// the pass (broker_unreachable) and is returned with any apply error.
 func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	start := time.Now()
-	result := ResultOK
+	result := ReconcileOK
 	defer func() {
 		if err != nil {
-			result = ResultError
+			result = ReconcileError
 		}
-		e.m.reconciles.WithLabelValues(result).Inc()
+		e.m.reconciles.WithLabelValues(string(result)).Inc()
 		e.m.duration.Observe(time.Since(start).Seconds())
 	}()
 
-	now := e.clock.Now()
-	snap := e.src.Snapshot()
-	o := Observed{Now: now, Snapshot: snap, ScheduleDue: e.scheduleDue(now), FractionDone: map[TopicPartition]bool{}}
-	for tp, at := range e.fractionPass {
-		if now.Sub(at) < e.cfg.Interval && !now.Before(at) {
-			o.FractionDone[tp] = true
-		}
-	}
-	o.Stale = snap == nil || now.Sub(snap.Time) > e.cfg.StaleAfter
-	if snap == nil {
+	o, phases, readErr := e.observe(ctx)
+	if o.Snapshot == nil {
 		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil)
-		result = "blocked"
+		result = ReconcileBlocked
 		return nil
 	}
-	e.learnBrokerID(snap)
-
-	var errs []error
-	var phases []any
-	// Ownership: read at start, then at most once per Interval while
-	// protection is relevant, and always before lifting (below). Switching
-	// protection on uses the cached records: it must not wait for a read.
-	mine := e.mine()
-	o.Protected = dirSet(mine.LogDirs)
 	goals := Desired(e.policy, o)
-	loaded := false
-	load := func() bool {
-		t := time.Now()
-		err := e.loadOwnership(ctx)
-		phases = append(phases, "load_ownership", time.Since(t))
-		if err != nil {
-			errs = append(errs, err)
-			o.BrokerUnreachable = true
-			return false
-		}
-		e.ownershipLoaded, loaded = now, true
-		mine = e.mine()
-		o.Protected = dirSet(mine.LogDirs)
-		goals = Desired(e.policy, o)
-		return true
-	}
-	relevant := !mine.empty() || anyProtect(goals)
-	if e.ownership == nil || (relevant && !anyNewProtect(goals, o.Protected) && (now.Sub(e.ownershipLoaded) >= e.cfg.Interval || now.Before(e.ownershipLoaded))) {
-		load()
-	}
-
-	// Offsets from the broker for the log dirs that free space.
-	if parts := freeingPartitions(snap, goals); len(parts) > 0 && !o.BrokerUnreachable {
-		t := time.Now()
-		offs, err := e.admin.Offsets(ctx, parts)
-		phases = append(phases, "list_offsets", time.Since(t))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list offsets: %w", err))
-			o.BrokerUnreachable = true
-		} else {
-			for tp, v := range e.virtualLSO {
-				if cur, ok := offs[tp]; ok && v > cur.LogStart {
-					cur.LogStart = v
-					offs[tp] = cur
-				}
-			}
-			o.Offsets = offs
-		}
-	}
-	if o.BrokerUnreachable {
-		goals = Desired(e.policy, o)
-	}
-
-	if e.ownership != nil && !o.BrokerUnreachable && (!mine.empty() || anyProtect(goals)) {
-		t := time.Now()
-		po, err := e.observeProtection(ctx)
-		phases = append(phases, "observe_protection", time.Since(t))
-		if err != nil {
-			errs = append(errs, err)
-			o.BrokerUnreachable = true
-			goals = Desired(e.policy, o)
-		} else {
-			o.Protection = po
-		}
-	}
-
 	plan := PlanActions(o, goals)
-	if pp := plan.Protection; o.Protection != nil && !loaded && (len(pp.Delete) > 0 || pp.RemoveQuota || (pp.Record && len(pp.Create) == 0 && pp.SetQuota == 0)) {
-		// Lifting or changing claims: decide on fresh records of the other
-		// agents, so one never removes what another still claims.
-		if load() {
-			o.Protection.Ownership = e.ownership
-			plan = PlanActions(o, goals)
-		} else {
-			plan.Protection = ProtectionPlan{Ownership: mine}
-			o.Protection = nil
-		}
-	}
-	e.reportGoals(snap, goals, o)
-	if len(plan.Held) > 0 || o.Stale {
-		result = "blocked"
-	}
-	if o.Protection == nil && e.ownership != nil {
-		// Protection could not be observed: keep the gauge at what is recorded.
-		plan.Protection = ProtectionPlan{Ownership: mine}
+	if e.report(goals, plan, o) {
+		result = ReconcileBlocked
 	}
 	t := time.Now()
-	if err := e.apply(ctx, plan, goals, o); err != nil {
-		errs = append(errs, err)
-	}
+	applyErr := e.apply(ctx, plan, goals, o)
 	if !plan.Empty() {
-		phases = append(phases, "apply", time.Since(t))
-		e.logger.Debug("reconcile pass", phases...)
+		e.logger.Debug("reconcile pass", append(phases, "apply", time.Since(t))...)
 	}
-	if plan.Deletions != nil || o.ScheduleDue {
-		if ran := scheduledRan(goals, o); ran {
-			e.lastScheduled = now
-		}
+	if scheduledRan(goals, o) {
+		e.lastScheduled = o.Now
 	}
-	return errors.Join(errs...)
+	return errors.Join(readErr, applyErr)
 }
 
 // scheduledRan: the schedule was due and no log dir that would run it was
@@ -339,124 +257,10 @@ func scheduledRan(goals []DirGoal, o Observed) bool {
 	return true
 }
 
-func (e *Enforcer) learnBrokerID(snap *agent.Snapshot) {
-	if e.brokerF != nil && *e.brokerF >= 0 {
-		e.brokerID = *e.brokerF
-		return
-	}
-	for _, ld := range snap.LogDirs {
-		if ld.BrokerID >= 0 {
-			e.brokerID = ld.BrokerID
-			return
-		}
-	}
-}
-
-func (e *Enforcer) mine() Ownership {
-	if e.ownership == nil {
-		return Ownership{BrokerID: e.brokerID}
-	}
-	o, ok := e.ownership[e.brokerID]
-	if !ok {
-		return Ownership{BrokerID: e.brokerID}
-	}
-	return o
-}
-
-func (e *Enforcer) loadOwnership(ctx context.Context) error {
-	if e.dryRun && e.ownership != nil {
-		// Observe mode never writes a record: keep the virtual one, refresh
-		// the other agents'.
-		own, err := e.admin.LoadOwnership(ctx)
-		if err != nil {
-			return fmt.Errorf("load ownership: %w", err)
-		}
-		own[e.brokerID] = e.ownership[e.brokerID]
-		e.ownership = own
-		return nil
-	}
-	own, err := e.admin.LoadOwnership(ctx)
-	if err != nil {
-		return fmt.Errorf("load ownership: %w", err)
-	}
-	if own == nil {
-		own = map[int32]Ownership{}
-	}
-	e.ownership = own
-	return nil
-}
-
-func (e *Enforcer) observeProtection(ctx context.Context) (*ProtectionObserved, error) {
-	po := &ProtectionObserved{
-		BrokerID: e.brokerID, Strategy: e.cfg.Protection.Strategy,
-		Ownership: e.ownership, ProducerByteRate: e.cfg.Protection.ProducerByteRate,
-	}
-	mine := e.mine()
-	if po.Strategy == StrategyACL || len(mine.ACLs) > 0 {
-		acls, err := e.admin.TopicACLs(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list acls: %w", err)
-		}
-		po.ACLs = acls
-		if e.dryRun {
-			po.ACLs = append(po.ACLs, mine.ACLs...)
-		}
-	}
-	if po.Strategy == StrategyQuota || mine.ProducerByteRate > 0 {
-		rate, err := e.admin.DefaultProducerQuota(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe client quotas: %w", err)
-		}
-		po.DefaultProducerByteRate = rate
-		if e.dryRun && mine.ProducerByteRate > 0 && rate == 0 {
-			po.DefaultProducerByteRate = mine.ProducerByteRate
-		}
-	}
-	return po, nil
-}
-
-// anyNewProtect: a log dir wants protection it does not have yet.
-func anyNewProtect(goals []DirGoal, protected map[string]bool) bool {
-	return slices.ContainsFunc(goals, func(g DirGoal) bool { return g.Protect && !protected[g.LogDir] })
-}
-
-func anyProtect(goals []DirGoal) bool {
-	return slices.ContainsFunc(goals, func(g DirGoal) bool { return g.Protect })
-}
-
-func dirSet(dirs []string) map[string]bool {
-	m := make(map[string]bool, len(dirs))
-	for _, d := range dirs {
-		m[d] = true
-	}
-	return m
-}
-
-// freeingPartitions lists the partitions of log dirs with an unblocked
-// freeing goal.
-func freeingPartitions(snap *agent.Snapshot, goals []DirGoal) []TopicPartition {
-	var parts []TopicPartition
-	for _, g := range goals {
-		if g.Free.Action == "" || len(g.Blocked) > 0 {
-			continue
-		}
-		for _, ld := range snap.LogDirs {
-			if ld.Path != g.LogDir {
-				continue
-			}
-			for _, p := range ld.Partitions {
-				if p.Kind == agent.KindLive && len(p.Segments) > 1 && deletable(snap, p.Topic) {
-					parts = append(parts, TopicPartition{p.Topic, p.Partition})
-				}
-			}
-		}
-	}
-	return parts
-}
-
-// reportGoals sets the band and blocked gauges and logs changes in what is
-// held back.
-func (e *Enforcer) reportGoals(snap *agent.Snapshot, goals []DirGoal, o Observed) {
+// report sets the band and blocked gauges and logs changes in what is held
+// back. It reports whether the pass is blocked: a stale snapshot, or a
+// freeing goal or a topic held back.
+func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool) {
 	for _, g := range goals {
 		for _, b := range e.policy.Profile.Bands {
 			v := 0.0
@@ -468,25 +272,32 @@ func (e *Enforcer) reportGoals(snap *agent.Snapshot, goals []DirGoal, o Observed
 	}
 	var reasons []BlockReason
 	var dirs []string
-	for _, g := range goals {
-		for _, r := range g.Blocked {
+	add := func(rs []BlockReason) {
+		for _, r := range rs {
 			if !slices.Contains(reasons, r) {
 				reasons = append(reasons, r)
 			}
 		}
+	}
+	for _, g := range goals {
+		add(g.Blocked)
 		if len(g.Blocked) > 0 {
 			dirs = append(dirs, g.LogDir)
 		}
 	}
-	if o.Stale && !slices.Contains(reasons, BlockSnapshotStale) {
-		reasons = append(reasons, BlockSnapshotStale)
+	for _, h := range plan.HeldTopics {
+		add(h.Reasons)
+	}
+	if o.Stale {
+		add([]BlockReason{BlockSnapshotStale})
 	}
 	e.setBlocked(reasons, dirs)
+	return o.Stale || len(plan.Held) > 0 || len(plan.HeldTopics) > 0
 }
 
 func (e *Enforcer) setBlocked(reasons []BlockReason, dirs []string) {
 	slices.Sort(reasons)
-	for _, r := range []BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors} {
+	for _, r := range blockReasons() {
 		v := 0.0
 		if slices.Contains(reasons, r) {
 			v = 1

@@ -44,7 +44,7 @@ func closedSegments(s *agent.Snapshot) []segInfo {
 func TestR3_1PurgeChronologicalAcrossPartitionsStopsAtTarget(t *testing.T) {
 	const topic = "purge-order"
 	shared.CreateTopic(t, topic, 2, map[string]string{"internal.segment.bytes": "16384"})
-	produceRounds(t, shared, topic, 2, 6, 30, 1000)
+	produceRounds(t, shared, topic, load{partitions: 2, rounds: 6, records: 30, size: 1000})
 
 	capacity := &fixedCapacity{}
 	src := &scantest.Source{LogDir: shared.LogDir, Topics: map[string]bool{topic: true}, Capacity: capacity.get}
@@ -60,7 +60,7 @@ func TestR3_1PurgeChronologicalAcrossPartitionsStopsAtTarget(t *testing.T) {
 		t.Fatalf("only %d closed segments", len(segs))
 	}
 
-	g := startGuard(t, shared, enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src, realClock{}, "__kdg_test_purge_order", false)
+	g := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src: src, ownTopic: "__kdg_test_purge_order"})
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		u := src.Snapshot().LogDirs[0].Usage
 		if u.Ratio() >= 0.85 || u.CapacityBytes != c {
@@ -122,7 +122,7 @@ func TestR3_1PurgeChronologicalAcrossPartitionsStopsAtTarget(t *testing.T) {
 func TestR3_2LocalProfileTakesAtMostTenPercentPerPass(t *testing.T) {
 	const topic = "local-fraction"
 	shared.CreateTopic(t, topic, 2, map[string]string{"internal.segment.bytes": "16384"})
-	produceRounds(t, shared, topic, 2, 4, 60, 1000)
+	produceRounds(t, shared, topic, load{partitions: 2, rounds: 4, records: 60, size: 1000})
 
 	capacity := &fixedCapacity{}
 	src := &scantest.Source{LogDir: shared.LogDir, Topics: map[string]bool{topic: true}, Capacity: capacity.get}
@@ -132,8 +132,7 @@ func TestR3_2LocalProfileTakesAtMostTenPercentPerPass(t *testing.T) {
 	capacity.set(uint64(float64(used) / 0.95))
 	src.ScanOnce()
 
-	g := startGuard(t, shared, enforcer.Config{Enabled: true, Profile: enforcer.ProfileLocal, Interval: 500 * time.Millisecond},
-		src, realClock{}, "__kdg_test_local", false)
+	g := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Profile: enforcer.ProfileLocal, Interval: 500 * time.Millisecond}, src: src, ownTopic: "__kdg_test_local"})
 	kafkatest.Eventually(t, 60*time.Second, func() error {
 		if u := src.Snapshot().LogDirs[0].Usage.Ratio(); u >= 0.83 {
 			return fmt.Errorf("usage %.4f", u)
@@ -179,7 +178,7 @@ func TestR3_2LocalProfileTakesAtMostTenPercentPerPass(t *testing.T) {
 func TestR3_1ScheduledDeletionHonoursTheWindow(t *testing.T) {
 	const topic = "scheduled"
 	shared.CreateTopic(t, topic, 1, map[string]string{"internal.segment.bytes": "16384"})
-	produceRounds(t, shared, topic, 1, 1, 60, 1000)
+	produceRounds(t, shared, topic, load{partitions: 1, rounds: 1, records: 60, size: 1000})
 
 	madrid, err := time.LoadLocation("Europe/Madrid")
 	if err != nil {
@@ -188,8 +187,8 @@ func TestR3_1ScheduledDeletionHonoursTheWindow(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 11, 29, 3, 58, 0, 0, madrid)}
 	src := &scantest.Source{LogDir: shared.LogDir, Topics: map[string]bool{topic: true}, Now: clock.Now,
 		Capacity: func() uint64 { return 1 << 40 }, Classify: classifyAllClosed(topic)}
-	g := startGuard(t, shared, enforcer.Config{Enabled: true, Interval: 100 * time.Millisecond,
-		Schedule: enforcer.ScheduleConfig{Time: "04:00", Timezone: "Europe/Madrid"}}, src, clock, "__kdg_test_sched", false)
+	g := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 100 * time.Millisecond,
+		Schedule: enforcer.ScheduleConfig{Time: "04:00", Timezone: "Europe/Madrid"}}, src: src, clock: clock, ownTopic: "__kdg_test_sched"})
 
 	g.waitReconciles(t, 5)
 	if got := offsets(t, g.admin, topic, 1)[0].LogStart; got != 0 {
@@ -209,7 +208,7 @@ func TestR3_1ScheduledDeletionHonoursTheWindow(t *testing.T) {
 	})
 
 	// New eligible segments after the window wait for the next day.
-	produceRounds(t, shared, topic, 1, 1, 60, 1000)
+	produceRounds(t, shared, topic, load{partitions: 1, rounds: 1, records: 60, size: 1000})
 	clock.Set(time.Date(2026, 11, 29, 4, 30, 0, 0, madrid))
 	src.ScanOnce()
 	g.waitReconciles(t, 5)
@@ -234,7 +233,7 @@ func TestR3_1ScheduledDeletionHonoursTheWindow(t *testing.T) {
 func TestR4_4DryRunPerformsNothingAndReportsTheSamePlan(t *testing.T) {
 	const topic = "dry-run"
 	shared.CreateTopic(t, topic, 2, map[string]string{"internal.segment.bytes": "16384"})
-	produceRounds(t, shared, topic, 2, 3, 30, 1000)
+	produceRounds(t, shared, topic, load{partitions: 2, rounds: 3, records: 30, size: 1000})
 	capacity := &fixedCapacity{}
 	mk := func() *scantest.Source {
 		return &scantest.Source{LogDir: shared.LogDir, Topics: map[string]bool{topic: true}, Capacity: capacity.get}
@@ -243,7 +242,7 @@ func TestR4_4DryRunPerformsNothingAndReportsTheSamePlan(t *testing.T) {
 	capacity.set(uint64(float64(usedBytes(mk())) / 0.95)) // protect band
 
 	const own = "__kdg_test_dry"
-	dry := startGuard(t, shared, enforcer.Config{Interval: 200 * time.Millisecond}, mk(), realClock{}, own, false)
+	dry := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Interval: 200 * time.Millisecond}, src: mk(), ownTopic: own})
 	dry.waitReconciles(t, 5)
 	dry.stop()
 	if got := offsets(t, dry.admin, topic, 2); got[0].LogStart != 0 || got[1].LogStart != 0 {
@@ -287,7 +286,7 @@ func TestR4_4DryRunPerformsNothingAndReportsTheSamePlan(t *testing.T) {
 		t.Errorf("dry_run actions counted %v, logged %d (the plan is reported once, not every pass)", v, len(planned))
 	}
 
-	live := startGuard(t, shared, enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, mk(), realClock{}, own, false)
+	live := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src: mk(), ownTopic: own})
 	kafkatest.Eventually(t, 20*time.Second, func() error {
 		if n := len(topicACLs(t, live.admin, topic)); n == 0 {
 			return errors.New("no protection yet")
@@ -303,7 +302,7 @@ func TestR4_4DryRunPerformsNothingAndReportsTheSamePlan(t *testing.T) {
 	t.Logf("plan: %v", planned)
 	// Leave the shared broker clean: lift.
 	capacity.set(1 << 40)
-	lift := startGuard(t, shared, enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, mk(), realClock{}, own, false)
+	lift := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src: mk(), ownTopic: own})
 	kafkatest.Eventually(t, 20*time.Second, func() error {
 		if acls := topicACLs(t, lift.admin, topic); len(acls) != 0 {
 			return fmt.Errorf("still %v", acls)

@@ -66,7 +66,7 @@ func flood(t testing.TB, cycles int, live bool) (floodResult, *kafkatest.Broker)
 		}
 		src = a
 	}
-	g := startGuard(t, b, enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src, realClock{}, enforcer.DefaultOwnershipTopic, false)
+	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src: src, ownTopic: enforcer.DefaultOwnershipTopic})
 
 	var (
 		mu  sync.Mutex

@@ -124,16 +124,29 @@ func newAdmin(t testing.TB, b *kafkatest.Broker, ownTopic string) *kafkaadmin.En
 	return a
 }
 
-// startGuard runs src and an enforcer until the test ends.
-func startGuard(t testing.TB, b *kafkatest.Broker, cfg enforcer.Config, src source, clock enforcer.Clock, ownTopic string, echo bool) *guard {
+// guardSpec is the enforcer a test runs.
+type guardSpec struct {
+	cfg      enforcer.Config
+	src      source
+	clock    enforcer.Clock // nil: realClock{}
+	ownTopic string         // the ownership topic
+	echo     bool           // also log to stderr
+}
+
+// startGuard runs s.src and an enforcer until the test ends.
+func startGuard(t testing.TB, b *kafkatest.Broker, s guardSpec) *guard {
 	t.Helper()
-	g := &guard{reg: prometheus.NewRegistry(), logs: &logBuf{}, src: src, admin: newAdmin(t, b, ownTopic)}
+	src, clock := s.src, s.clock
+	if clock == nil {
+		clock = realClock{}
+	}
+	g := &guard{reg: prometheus.NewRegistry(), logs: &logBuf{}, src: src, admin: newAdmin(t, b, s.ownTopic)}
 	var w io.Writer = g.logs
-	if echo {
+	if s.echo {
 		w = io.MultiWriter(g.logs, os.Stderr)
 	}
 	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e, err := enforcer.New(cfg, logger, g.reg, src, g.admin, clock)
+	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: g.admin, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,15 +252,22 @@ func hasACL(acls []enforcer.ACL, principal, op, perm string) bool {
 	return false
 }
 
-// produceRounds writes rounds x n records of size bytes to each partition
+// load is what produceRounds writes.
+type load struct {
+	partitions    int32
+	rounds        int
+	records, size int // records per partition and round, of size bytes
+}
+
+// produceRounds writes rounds x records of size bytes to each partition
 // in turn, so segment timestamps interleave across partitions.
-func produceRounds(t testing.TB, b *kafkatest.Broker, topic string, parts int32, rounds, n, size int) {
+func produceRounds(t testing.TB, b *kafkatest.Broker, topic string, l load) {
 	t.Helper()
 	p := b.Producer(t)
-	value := bytes.Repeat([]byte("v"), size)
-	for range rounds {
-		for part := range parts {
-			msgs := make([]*sarama.ProducerMessage, n)
+	value := bytes.Repeat([]byte("v"), l.size)
+	for range l.rounds {
+		for part := range l.partitions {
+			msgs := make([]*sarama.ProducerMessage, l.records)
 			for i := range msgs {
 				msgs[i] = &sarama.ProducerMessage{Topic: topic, Partition: part, Value: sarama.ByteEncoder(value)}
 			}
@@ -320,7 +340,7 @@ func childMain() int {
 			return v
 		}}
 	e, err := enforcer.New(enforcer.Config{Enabled: true, BrokerID: ptr(int32(id)), Interval: 200 * time.Millisecond},
-		logger, prometheus.NewRegistry(), src, admin, realClock{})
+		logger, prometheus.NewRegistry(), enforcer.Deps{Snapshots: src, Admin: admin, Clock: realClock{}})
 	if err != nil {
 		logger.Error("enforcer", "err", err)
 		return 1
@@ -341,7 +361,15 @@ type child struct {
 	done chan struct{}
 }
 
-func startChild(t *testing.T, b *kafkatest.Broker, brokerID int, capFile, topics, ownTopic string) *child {
+// childSpec is the agent process a test runs.
+type childSpec struct {
+	brokerID     int
+	capacityFile string // holds the log dir's capacity in bytes
+	topics       string // comma-separated topics it guards
+	ownTopic     string // the ownership topic
+}
+
+func startChild(t *testing.T, b *kafkatest.Broker, s childSpec) *child {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -350,12 +378,12 @@ func startChild(t *testing.T, b *kafkatest.Broker, brokerID int, capFile, topics
 	c := &child{logs: &logBuf{}, done: make(chan struct{})}
 	attr := &os.ProcAttr{Env: append(os.Environ(),
 		childEnv+"=1",
-		"KDG_CHILD_BROKER_ID="+strconv.Itoa(brokerID),
-		"KDG_CHILD_CAPACITY_FILE="+capFile,
-		"KDG_CHILD_TOPICS="+topics,
+		"KDG_CHILD_BROKER_ID="+strconv.Itoa(s.brokerID),
+		"KDG_CHILD_CAPACITY_FILE="+s.capacityFile,
+		"KDG_CHILD_TOPICS="+s.topics,
 		"KDG_CHILD_SASL="+b.SASLAddr,
 		"KDG_CHILD_LOG_DIR="+b.LogDir,
-		"KDG_CHILD_OWNERSHIP_TOPIC="+ownTopic,
+		"KDG_CHILD_OWNERSHIP_TOPIC="+s.ownTopic,
 	)}
 	r, w, err := os.Pipe()
 	if err != nil {

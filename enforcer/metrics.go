@@ -4,17 +4,45 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Action results (the actions_total metric's result label).
+// ActionResult is how an action ended: the actions_total metric's result
+// label.
+type ActionResult string
+
+// Action results.
 const (
-	ResultOK     = "ok"
-	ResultError  = "error"
-	ResultDryRun = "dry_run"
+	ResultOK     ActionResult = "ok"
+	ResultError  ActionResult = "error"
+	ResultDryRun ActionResult = "dry_run" // observe mode: planned, logged and counted, not performed
 )
 
-// Protection action names in metrics and logs.
+// actionResult is ResultError for a failed action, else ResultOK.
+func actionResult(err error) ActionResult {
+	if err != nil {
+		return ResultError
+	}
+	return ResultOK
+}
+
+// ReconcileResult is how a pass ended: the reconciles_total metric's
+// result label.
+type ReconcileResult string
+
+// Reconcile results.
 const (
-	actionProtect   = "protect"
-	actionUnprotect = "unprotect"
+	ReconcileOK ReconcileResult = "ok"
+	// ReconcileBlocked: destructive actions were held back (a stale
+	// snapshot, or a freeing goal or a topic held back); enforcer_blocked
+	// says why.
+	ReconcileBlocked ReconcileResult = "blocked"
+	// ReconcileError: a read or an action failed (this wins over blocked).
+	ReconcileError ReconcileResult = "error"
+)
+
+// Protection changes, in the actions_total metric's action label beside
+// the freeing actions of the bands.
+const (
+	actionProtect   = ActionProtect
+	actionUnprotect = Action("unprotect")
 )
 
 type metrics struct {
@@ -56,11 +84,45 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	for _, r := range []BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors} {
+	for _, r := range blockReasons() {
 		m.blocked.WithLabelValues(string(r)).Set(0)
 	}
-	for _, r := range []string{ResultOK, ResultError, "blocked"} {
-		m.reconciles.WithLabelValues(r)
+	for _, r := range []ReconcileResult{ReconcileOK, ReconcileError, ReconcileBlocked} {
+		m.reconciles.WithLabelValues(string(r))
 	}
 	return m, nil
+}
+
+// initActionSeries creates, at zero, the action counters' series for every
+// action the profile's bands can take, with every result: a dashboard or
+// an increase() then shows 0 from the first scrape instead of "No data"
+// until the first action. Label values follow apply: deletions carry the
+// band the log dir is in and the action of its freeing band; protection
+// changes carry the (lowest) protect band.
+func (m *metrics) initActionSeries(p Profile) {
+	results := []ActionResult{ResultOK, ResultError, ResultDryRun}
+	pi := p.protectIndex()
+	for i, b := range p.Bands {
+		var act Action
+		if fi := p.freeingBand(i); fi >= 0 {
+			act = p.Bands[fi].Action
+		} else if b.Action == ActionScheduled {
+			act = ActionScheduled
+		}
+		if act != "" {
+			for _, r := range results {
+				m.actions.WithLabelValues(string(act), string(r), b.Name)
+			}
+			m.actionBytes.WithLabelValues(string(act), b.Name)
+			if act == ActionPurge || act == ActionPurgeFraction {
+				m.unexpiredBytes.WithLabelValues(b.Name)
+			}
+		}
+		if i == pi {
+			for _, r := range results {
+				m.actions.WithLabelValues(string(actionProtect), string(r), b.Name)
+				m.actions.WithLabelValues(string(actionUnprotect), string(r), b.Name)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package enforcer
 import (
 	"cmp"
 	"container/heap"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -66,6 +67,16 @@ type Plan struct {
 	Protection ProtectionPlan
 	// Held lists log dirs whose freeing goal is blocked, with the reasons.
 	Held map[string][]BlockReason
+	// HeldTopics lists the topics skipped in log dirs that free space,
+	// with the reasons (DirGoal.HeldTopics), sorted by log dir and topic.
+	HeldTopics []TopicHold
+}
+
+// TopicHold is a topic whose deletions are held back in one log dir.
+type TopicHold struct {
+	LogDir  string
+	Topic   string
+	Reasons []BlockReason
 }
 
 // Empty reports whether the plan does nothing.
@@ -75,13 +86,19 @@ func (p Plan) Empty() bool {
 }
 
 // PlanActions computes the actions that move observed towards desired. It
-// is pure.
+// is pure: deletions for the log dirs whose freeing goal is not held back
+// (skipping held topics), and, when the protection state was observed,
+// the protection changes.
 func PlanActions(o Observed, goals []DirGoal) Plan {
 	var plan Plan
 	if o.Snapshot == nil {
 		return plan
 	}
+	protect := map[string]bool{}
 	for _, g := range goals {
+		if g.Protect {
+			protect[g.LogDir] = true
+		}
 		if g.Free.Action == "" {
 			continue
 		}
@@ -92,6 +109,9 @@ func PlanActions(o Observed, goals []DirGoal) Plan {
 			plan.Held[g.LogDir] = g.Blocked
 			continue
 		}
+		for _, t := range slices.Sorted(maps.Keys(g.HeldTopics)) {
+			plan.HeldTopics = append(plan.HeldTopics, TopicHold{LogDir: g.LogDir, Topic: t, Reasons: g.HeldTopics[t]})
+		}
 		for _, ld := range o.Snapshot.LogDirs {
 			if ld.Path == g.LogDir {
 				plan.Deletions = append(plan.Deletions, planDir(o, ld, g)...)
@@ -99,7 +119,7 @@ func PlanActions(o Observed, goals []DirGoal) Plan {
 		}
 	}
 	if o.Protection != nil {
-		plan.Protection = planProtection(o, goals)
+		plan.Protection = planProtection(o, protect)
 	}
 	return plan
 }
@@ -143,7 +163,7 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 				already += p.Segments[j].DiskBytes
 			}
 		}
-		if !ok || hw < 0 || !deletable(o.Snapshot, p.Topic) {
+		if !ok || hw < 0 || !deletable(o.Snapshot, p.Topic) || len(g.HeldTopics[p.Topic]) > 0 {
 			continue
 		}
 		if g.Free.Action == ActionPurgeFraction && o.FractionDone[TopicPartition{p.Topic, p.Partition}] {
@@ -239,10 +259,10 @@ func (h *candHeap) Pop() any {
 	return x
 }
 
-// planProtection computes this agent's claims and the ACL or quota
-// changes. Claims are reference counted across agents: a binding stays
-// while any agent's record claims it.
-func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
+// planProtection computes this agent's claims for protecting the log dirs
+// in protect, and the ACL or quota changes. Claims are reference counted
+// across agents: a binding stays while any agent's record claims it.
+func planProtection(o Observed, protect map[string]bool) ProtectionPlan {
 	po := o.Protection
 	mine := po.Ownership[po.BrokerID]
 	others := map[ACL]bool{}
@@ -269,16 +289,8 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		actual[normACL(a)] = true
 	}
 
-	dirs := map[string]bool{}
-	var dirList []string
-	for _, g := range goals {
-		if g.Protect {
-			dirs[g.LogDir] = true
-			dirList = append(dirList, g.LogDir)
-		}
-	}
-	slices.Sort(dirList)
-	topics := protectedTopics(o.Snapshot, dirs)
+	dirList := slices.Sorted(maps.Keys(protect))
+	topics := protectedTopics(o.Snapshot, protect)
 
 	pp := ProtectionPlan{Ownership: Ownership{BrokerID: po.BrokerID, Strategy: po.Strategy, LogDirs: dirList}}
 	want := map[ACL]bool{}
@@ -334,6 +346,13 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	pp.Delete = byTopic(del)
 	pp.Record = !sameOwnership(mine, pp.Ownership)
 	return pp
+}
+
+// changesClaimsOnly reports whether the plan lifts protection or changes
+// this agent's claims without protecting anything more: such a plan must be
+// made on fresh ownership records (see Enforcer.observe).
+func (pp ProtectionPlan) changesClaimsOnly() bool {
+	return len(pp.Delete) > 0 || pp.RemoveQuota || (pp.Record && len(pp.Create) == 0 && pp.SetQuota == 0)
 }
 
 // operatorACLOn reports whether an ACL not set by any guard agent applies

@@ -25,6 +25,20 @@ func seg(base int64, ts int, state agent.State) agent.Segment {
 	return s
 }
 
+// segRun is n segments of the given number of offsets each, one minute
+// apart, all closed but the last (open).
+func segRun(n int, offsets int64) []agent.Segment {
+	segs := make([]agent.Segment, n)
+	for i := range segs {
+		st := agent.StateClosed
+		if i == n-1 {
+			st = agent.StateOpen
+		}
+		segs[i] = seg(int64(i)*offsets, i, st)
+	}
+	return segs
+}
+
 // part builds a live partition; segments given oldest first, the last one
 // open. lso and hw as the checkpoints say.
 func part(topic string, p int32, lso, hw int64, segs ...agent.Segment) agent.Partition {
@@ -198,37 +212,14 @@ func TestPlanDeletions(t *testing.T) {
 			// a: 100 messages in segments of 5 -> cap 10 messages = 2 segments.
 			// b: 40 messages in segments of 10 -> cap 4: nothing (segment boundary).
 			obs: func() Observed {
-				var sa, sb []agent.Segment
-				for i := range 20 {
-					st := C
-					if i == 19 {
-						st = O
-					}
-					sa = append(sa, seg(int64(i*5), i, st))
-				}
-				for i := range 4 {
-					st := C
-					if i == 3 {
-						st = O
-					}
-					sb = append(sb, seg(int64(i*10), i, st))
-				}
-				return Observed{Snapshot: snap(870_000, 1_000_000, part("a", 0, 0, 100, sa...), part("b", 0, 0, 40, sb...))}
+				return Observed{Snapshot: snap(870_000, 1_000_000, part("a", 0, 0, 100, segRun(20, 5)...), part("b", 0, 0, 40, segRun(4, 10)...))}
 			}(),
 			want: []del{{"a", 0, 10, 2, 200, 200}},
 		},
 		{
 			rule: "R3.2/local: one pass per partition per interval", profile: LocalProfile(),
 			obs: func() Observed {
-				var sa []agent.Segment
-				for i := range 20 {
-					st := C
-					if i == 19 {
-						st = O
-					}
-					sa = append(sa, seg(int64(i*5), i, st))
-				}
-				return Observed{Snapshot: snap(870_000, 1_000_000, part("a", 0, 0, 100, sa...)),
+				return Observed{Snapshot: snap(870_000, 1_000_000, part("a", 0, 0, 100, segRun(20, 5)...)),
 					FractionDone: map[TopicPartition]bool{{"a", 0}: true}}
 			}(),
 			want: []del{},
@@ -470,5 +461,26 @@ func TestPlanProtectionQuota(t *testing.T) {
 				t.Fatalf("plan set=%d remove=%v operator=%v claim=%d", p.SetQuota, p.RemoveQuota, p.OperatorQuota, p.Ownership.ProducerByteRate)
 			}
 		})
+	}
+}
+
+// A topic held back in a log dir (DirGoal.HeldTopics, where per-topic
+// evidence lands) gives nothing: the plan skips it, takes the next oldest
+// segments elsewhere and records why.
+func TestPlanSkipsHeldTopics(t *testing.T) {
+	C, O := agent.StateClosed, agent.StateOpen
+	o := Observed{Snapshot: snap(950, 1000,
+		part("a", 0, 0, 40, seg(0, 1, C), seg(10, 2, C), seg(20, 3, C), seg(30, 4, O)),
+		part("b", 0, 0, 40, seg(0, 5, C), seg(10, 6, C), seg(20, 7, C), seg(30, 8, O)))}
+	o.Offsets = brokerOffsets(o.Snapshot)
+	goals := Desired(Policy{Profile: CloudProfile(), HysteresisPoints: 5}, o)
+	const why BlockReason = "config_not_fresh"
+	goals[0].HeldTopics = map[string][]BlockReason{"a": {why}}
+	p := PlanActions(o, goals)
+	if got, want := dels(p.Deletions), []del{{"b", 0, 20, 2, 200, 200}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("deletions %+v, want %+v", got, want)
+	}
+	if want := []TopicHold{{LogDir: dir, Topic: "a", Reasons: []BlockReason{why}}}; !reflect.DeepEqual(p.HeldTopics, want) {
+		t.Errorf("held topics %+v, want %+v", p.HeldTopics, want)
 	}
 }

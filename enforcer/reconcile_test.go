@@ -28,6 +28,9 @@ type fakeAdmin struct {
 	quota     int64
 	ownership map[int32]Ownership
 	writes    int
+	// Reads, for tests of what a pass reads.
+	loads       int
+	offsetCalls [][]TopicPartition
 }
 
 func newFakeAdmin(s *agent.Snapshot) *fakeAdmin {
@@ -53,6 +56,7 @@ func (f *fakeAdmin) Offsets(_ context.Context, parts []TopicPartition) (map[Topi
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	f.offsetCalls = append(f.offsetCalls, slices.Clone(parts))
 	out := map[TopicPartition]Offsets{}
 	for _, tp := range parts {
 		out[tp] = Offsets{LogStart: f.lso[tp], HighWatermark: f.hw[tp]}
@@ -137,6 +141,7 @@ func (f *fakeAdmin) LoadOwnership(context.Context) (map[int32]Ownership, error) 
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	f.loads++
 	return maps.Clone(f.ownership), nil
 }
 
@@ -203,7 +208,7 @@ func newTestEnforcer(t *testing.T, cfg Config, s *agent.Snapshot, admin Admin, c
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.BrokerID = new(int32(1))
-	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, &staticSource{snap: s, ch: make(chan struct{}, 1)}, admin, clock)
+	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)}, Admin: admin, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +406,7 @@ func TestRunReconcilesOnUpdatesUntilCancelled(t *testing.T) {
 	s := fullSnapshot()
 	src := &staticSource{snap: s, ch: make(chan struct{}, 1)}
 	reg := prometheus.NewRegistry()
-	e, err := New(Config{Interval: time.Hour, BrokerID: new(int32(1))}, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, src, newFakeAdmin(s), &clockAt{t0})
+	e, err := New(Config{Interval: time.Hour, BrokerID: new(int32(1))}, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src, Admin: newFakeAdmin(s), Clock: &clockAt{t0}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestR4_3RestartLiftsOwnACLsAndAgentsNeverUndoEachOther(t *testing.T) {
 
 	// Agent A protects, then dies by SIGKILL.
 	writeCapacity(t, capA, full)
-	a := startChild(t, shared, 101, capA, topics, own)
+	a := startChild(t, shared, childSpec{brokerID: 101, capacityFile: capA, topics: topics, ownTopic: own})
 	kafkatest.Eventually(t, 30*time.Second, protected(true))
 
 	// While protected: producers refused, consumers read.
@@ -81,7 +81,7 @@ func TestR4_3RestartLiftsOwnACLsAndAgentsNeverUndoEachOther(t *testing.T) {
 	if !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		t.Fatalf("produce under protection: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
-	if got := shared.Consume(t, free, 0, sarama.OffsetOldest, 20, 20*time.Second); len(got) != 20 {
+	if got := shared.Consume(t, kafkatest.Fetch{Topic: free, Offset: sarama.OffsetOldest, Records: 20, Timeout: 20 * time.Second}); len(got) != 20 {
 		t.Fatalf("read %d records under protection", len(got))
 	}
 
@@ -92,7 +92,7 @@ func TestR4_3RestartLiftsOwnACLsAndAgentsNeverUndoEachOther(t *testing.T) {
 
 	// A comes back with usage at 50%: lifts its own, keeps alice's.
 	writeCapacity(t, capA, calm)
-	a = startChild(t, shared, 101, capA, topics, own)
+	a = startChild(t, shared, childSpec{brokerID: 101, capacityFile: capA, topics: topics, ownTopic: own})
 	kafkatest.Eventually(t, 30*time.Second, protected(false))
 	kafkatest.Eventually(t, 10*time.Second, func() error {
 		o, err := admin.LoadOwnership(ctx)
@@ -112,8 +112,8 @@ func TestR4_3RestartLiftsOwnACLsAndAgentsNeverUndoEachOther(t *testing.T) {
 	// Two agents protect the same topics.
 	writeCapacity(t, capA, full)
 	writeCapacity(t, capB, full)
-	a = startChild(t, shared, 101, capA, topics, own)
-	b := startChild(t, shared, 102, capB, topics, own)
+	a = startChild(t, shared, childSpec{brokerID: 101, capacityFile: capA, topics: topics, ownTopic: own})
+	b := startChild(t, shared, childSpec{brokerID: 102, capacityFile: capB, topics: topics, ownTopic: own})
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		o, err := admin.LoadOwnership(ctx)
 		if err != nil {

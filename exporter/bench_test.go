@@ -161,3 +161,22 @@ func BenchmarkScrape(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuildView measures the per-snapshot aggregation alone (100
+// topics x 100 partitions x 10 segments): what a scrape of a new snapshot
+// pays before encoding.
+func BenchmarkBuildView(b *testing.B) {
+	snap := syntheticSnapshot(100, 100, 10)
+	for _, per := range []bool{false, true} {
+		name := "per_topic"
+		if per {
+			name = "per_partition"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				buildView(snap, Config{PerPartition: per})
+			}
+		})
+	}
+}

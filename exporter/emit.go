@@ -46,30 +46,36 @@ func (c *collector) collectUsage(ch chan<- prometheus.Metric, v *view) {
 }
 
 // collectTopics emits segment states, expired-but-retained bytes, the
-// oldest eligible segment's age and appended bytes (spec R1, R1.6).
+// oldest eligible segment's age and appended bytes (spec R1, R1.6): the
+// figures of agent.Summary, one series per state and reason, zero
+// included, so alerts and dashboards never see a series appear out of
+// nothing.
 func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time.Time) {
-	states := stateLabels()
-	reasons := reasonLabels()
+	states := agent.States()
+	reasons := agent.RetainedReasons()
 	labels := make([]string, 0, 4)
-	for k, a := range v.topics {
-		labels = append(labels[:0], k.logDir, k.topic)
-		if c.cfg.PerPartition {
-			labels = append(labels, strconv.FormatInt(int64(k.partition), 10))
-		}
-		n := len(labels)
-		for i, s := range states {
-			labels = append(labels[:n], string(s))
-			gauge(ch, c.d.segments, a.segments[i], labels...)
-			gauge(ch, c.d.segmentBytes, a.bytes[i], labels...)
-		}
-		for i, r := range reasons {
-			labels = append(labels[:n], string(r))
-			gauge(ch, c.d.expiredRetained, a.expired[i], labels...)
-		}
-		labels = labels[:n]
-		counter(ch, c.d.appended, float64(a.appended), labels...)
-		if !a.oldestEligible.IsZero() {
-			gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(a.oldestEligible).Seconds()), labels...)
+	for _, d := range v.topics {
+		for i := range d.topics {
+			t := &d.topics[i]
+			labels = append(labels[:0], d.logDir, t.Topic)
+			if c.cfg.PerPartition {
+				labels = append(labels, strconv.FormatInt(int64(t.Partition), 10))
+			}
+			n := len(labels)
+			for _, s := range states {
+				labels = append(labels[:n], string(s))
+				gauge(ch, c.d.segments, float64(t.Segments.Of(s)), labels...)
+				gauge(ch, c.d.segmentBytes, float64(t.Bytes.Of(s)), labels...)
+			}
+			for _, r := range reasons {
+				labels = append(labels[:n], string(r))
+				gauge(ch, c.d.expiredRetained, float64(t.Expired.Of(r)), labels...)
+			}
+			labels = labels[:n]
+			counter(ch, c.d.appended, float64(t.AppendedBytes), labels...)
+			if !t.OldestEligible.IsZero() {
+				gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(t.OldestEligible).Seconds()), labels...)
+			}
 		}
 	}
 }

@@ -42,11 +42,8 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Validate checks the config and fills in defaults.
-func (c *Config) Validate() error {
-	if c.CompactFlatBytes < 0 {
-		return fmt.Errorf("compact_flat_bytes: must not be negative, got %d", c.CompactFlatBytes)
-	}
+// WithDefaults returns c with every unset field at its default.
+func (c Config) WithDefaults() Config {
 	if c.CompactFlatBytes == 0 {
 		c.CompactFlatBytes = reserve.DefaultCompactFlatBytes
 	}
@@ -55,6 +52,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate checks the values (after defaults); errors name the YAML path.
+func (c Config) Validate() error {
+	if c.CompactFlatBytes < 0 {
+		return fmt.Errorf("admission.compactFlatBytes: %d is negative; want bytes > 0", c.CompactFlatBytes)
 	}
 	return nil
 }
@@ -69,6 +74,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, src Snapsho
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("exporter config: %w", err)
 	}
+	cfg = cfg.WithDefaults()
 	if logger == nil || reg == nil || src == nil {
 		return nil, errors.New("exporter: logger, registerer and snapshot source are required")
 	}

@@ -192,7 +192,7 @@ func TestMetricValues(t *testing.T) {
 		{"R1.2 eligible bytes", "kafka_disk_guard_segment_bytes", map[string]string{"topic": "orders", "state": "eligible"}, 2 * seg512},
 		{"R1.2 all-expired active segment is eligible", "kafka_disk_guard_segments", map[string]string{"topic": "stale", "state": "eligible"}, 2},
 		{"R1.6 open_segment", "kafka_disk_guard_expired_retained_bytes", map[string]string{"topic": "user.events-v2", "reason": "open_segment"}, float64(150 * mib)},
-		{"R1.6 awaiting_deletion", "kafka_disk_guard_expired_retained_bytes", map[string]string{"topic": "orders", "reason": "awaiting_deletion"}, float64(1024 * mib)},
+		{"R1.6 awaiting_deletion: disk bytes of the eligible segments", "kafka_disk_guard_expired_retained_bytes", map[string]string{"topic": "orders", "reason": "awaiting_deletion"}, 2 * seg512},
 		{"R1.6 pending_delete of .deleted files", "kafka_disk_guard_expired_retained_bytes", map[string]string{"topic": "orders", "reason": "pending_delete"}, float64(300 * mib)},
 		{"R1.4 pending_delete of a -delete dir", "kafka_disk_guard_expired_retained_bytes", map[string]string{"topic": "old-topic", "reason": "pending_delete"}, float64(64 * mib)},
 		{"R1.4 log dir pending delete", "kafka_disk_guard_log_dir_pending_delete_bytes", map[string]string{"log_dir": ld}, float64(364 * mib)},
@@ -298,7 +298,7 @@ func TestConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", Config{}, ""},
-		{"negative compact flat", Config{CompactFlatBytes: -1}, "compact_flat_bytes"},
+		{"negative compact flat", Config{CompactFlatBytes: -1}, "admission.compactFlatBytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,7 +307,7 @@ func TestConfigValidate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
 				}
-				if tt.cfg.CompactFlatBytes != gib || tt.cfg.Now == nil {
+				if c := tt.cfg.WithDefaults(); c.CompactFlatBytes != gib || c.Now == nil {
 					t.Errorf("defaults not filled: %+v", tt.cfg)
 				}
 				return

@@ -21,8 +21,8 @@ type staticSource struct{ snap *agent.Snapshot }
 
 func (s staticSource) Snapshot() *agent.Snapshot { return s.snap }
 
-func seg(base, logBytes int64, state agent.State, reason agent.Reason, age time.Duration, expired int64) agent.Segment {
-	return agent.Segment{
+func seg(base, logBytes int64, state agent.State, age time.Duration) agent.Segment {
+	s := agent.Segment{
 		BaseOffset:       base,
 		LogBytes:         logBytes,
 		DiskBytes:        logBytes + 12*1024,
@@ -30,9 +30,18 @@ func seg(base, logBytes int64, state agent.State, reason agent.Reason, age time.
 		LargestTimestamp: fixtureNow().Add(-age),
 		TimestampSource:  agent.TimestampFromTimeIndex,
 		State:            state,
-		Reason:           reason,
-		ExpiredBytes:     expired,
 	}
+	if state == agent.StateEligible {
+		s.Reason, s.ExpiredBytes = agent.ReasonRetentionTime, logBytes
+	}
+	return s
+}
+
+// expiredOpen is an open segment holding expired records (seed 000).
+func expiredOpen(logBytes int64, age time.Duration, expired int64) agent.Segment {
+	s := seg(0, logBytes, agent.StateOpen, age)
+	s.ExpiredBytes = expired
+	return s
 }
 
 func part(topic string, p int32, segs ...agent.Segment) agent.Partition {
@@ -54,49 +63,50 @@ func fixtureSnapshot() *agent.Snapshot {
 	day := 24 * time.Hour
 
 	orders0 := part("orders", 0,
-		seg(0, 512*mib, agent.StateEligible, agent.ReasonRetentionTime, 9*day, 512*mib),
-		seg(1000, 512*mib, agent.StateEligible, agent.ReasonRetentionTime, 8*day, 512*mib),
-		seg(2000, 512*mib, agent.StateClosed, "", 2*day, 0),
-		seg(3000, 100*mib, agent.StateOpen, "", time.Minute, 0),
+		seg(0, 512*mib, agent.StateEligible, 9*day),
+		seg(1000, 512*mib, agent.StateEligible, 8*day),
+		seg(2000, 512*mib, agent.StateClosed, 2*day),
+		seg(3000, 100*mib, agent.StateOpen, time.Minute),
 	)
 	orders0.PendingDeleteBytes = 300 * mib
 	orders0.AppendedBytes = 700 * uint64(mib)
 	orders1 := part("orders", 1,
-		seg(0, 512*mib, agent.StateClosed, "", 3*day, 0),
-		seg(1000, 40*mib, agent.StateOpen, "", time.Minute, 0),
+		seg(0, 512*mib, agent.StateClosed, 3*day),
+		seg(1000, 40*mib, agent.StateOpen, time.Minute),
 	)
 	orders1.AppendedBytes = 40 * uint64(mib)
 	// A dotted, dashed topic whose open segment holds expired records (seed 000).
 	events := part("user.events-v2", 0,
-		seg(0, 200*mib, agent.StateOpen, "", 8*day, 150*mib),
+		expiredOpen(200*mib, 8*day, 150*mib),
 	)
 	events.WriteRateBytesPerSecond = 1024
 	events.AppendedBytes = 200 * uint64(mib)
 	// retention.bytes = -1, observed write rate: reserved by estimate (R5.2).
 	clicks := part("clicks", 0,
-		seg(0, 1*gib, agent.StateClosed, "", 12*time.Hour, 0),
-		seg(5000, 10*mib, agent.StateOpen, "", time.Second, 0),
+		seg(0, 1*gib, agent.StateClosed, 12*time.Hour),
+		seg(5000, 10*mib, agent.StateOpen, time.Second),
 	)
 	clicks.WriteRateBytesPerSecond = 2048
 	clicks.AppendedBytes = 10 * uint64(mib)
 	// retention.bytes = -1, no rate seen yet: unbounded.
-	audit := part("audit", 0, seg(0, 5*mib, agent.StateOpen, "", time.Hour, 0))
+	audit := part("audit", 0, seg(0, 5*mib, agent.StateOpen, time.Hour))
 	offsets := part("__consumer_offsets", 7,
-		seg(0, 100*mib, agent.StateClosed, "", 30*day, 0),
-		seg(900, 1*mib, agent.StateOpen, "", time.Minute, 0),
+		seg(0, 100*mib, agent.StateClosed, 30*day),
+		seg(900, 1*mib, agent.StateOpen, time.Minute),
 	)
 	// Every segment past time retention: Kafka rolls and deletes the active one too.
 	stale := part("stale", 0,
-		seg(0, 3*mib, agent.StateEligible, agent.ReasonRetentionTime, 10*day, 3*mib),
-		seg(10, 1*mib, agent.StateEligible, agent.ReasonAllExpiredActive, 9*day, 1*mib),
+		seg(0, 3*mib, agent.StateEligible, 10*day),
+		seg(10, 1*mib, agent.StateEligible, 9*day),
 	)
+	stale.Segments[1].Reason = agent.ReasonAllExpiredActive
 	deleted := agent.Partition{Topic: "old-topic", Partition: 0, Dir: "old-topic-0.abc-delete", Kind: agent.KindDeleted,
 		DiskBytes: 64 * mib, PendingDeleteBytes: 64 * mib, LogStartOffset: -1, HighWatermark: -1}
 	future := agent.Partition{Topic: "orders", Partition: 2, Dir: "orders-2.def-future", Kind: agent.KindFuture,
-		Segments: []agent.Segment{seg(0, 8*mib, agent.StateOpen, "", time.Minute, 0)}, DiskBytes: 8 * mib,
+		Segments: []agent.Segment{seg(0, 8*mib, agent.StateOpen, time.Minute)}, DiskBytes: 8 * mib,
 		LogStartOffset: -1, HighWatermark: -1}
 	metadata := agent.Partition{Topic: "__cluster_metadata", Partition: 0, Dir: "__cluster_metadata-0", Kind: agent.KindMetadata,
-		Segments: []agent.Segment{seg(0, 2*mib, agent.StateOpen, "", time.Second, 0)}, DiskBytes: 2 * mib,
+		Segments: []agent.Segment{seg(0, 2*mib, agent.StateOpen, time.Second)}, DiskBytes: 2 * mib,
 		LogStartOffset: -1, HighWatermark: -1}
 
 	ordersCfg := agent.DefaultTopicConfig()

@@ -18,6 +18,7 @@ func fsDependent() []string {
 		"kafka_disk_guard_segment_bytes", "kafka_disk_guard_log_dir_used_bytes",
 		"kafka_disk_guard_log_dir_available_bytes", "kafka_disk_guard_log_dir_usage_ratio",
 		"kafka_disk_guard_log_dir_pending_delete_bytes", "kafka_disk_guard_expired_retained_bytes{log_dir=\"LOGDIR\",reason=\"pending_delete\"",
+		"kafka_disk_guard_expired_retained_bytes{log_dir=\"LOGDIR\",reason=\"awaiting_deletion\"",
 		"kafka_disk_guard_scan_duration_seconds", "kafka_disk_guard_last_scan_timestamp_seconds",
 	}
 }

@@ -20,16 +20,26 @@ const DefaultListenAddress = ":9644"
 
 // ServerConfig configures the HTTP server.
 type ServerConfig struct {
-	// ListenAddress is host:port (--web.listen-address). Default ":9644".
+	// ListenAddress is host:port (web.listenAddress). Default ":9644".
 	ListenAddress string
 	// WebConfigFile is an exporter-toolkit web config file enabling TLS and
-	// basic auth (--web.config.file). Empty: plain HTTP, no auth.
+	// basic auth (web.configFile). Empty: plain HTTP, no auth.
 	WebConfigFile string
+	// ProbeListenAddress, when set, serves /healthz and /readyz on a
+	// listener of their own: plain HTTP without authentication, for
+	// kubelet probes when the main listener requires TLS client
+	// certificates or basic auth (web.probeListenAddress).
+	ProbeListenAddress string
 	// StaleAfter: /readyz fails when the snapshot is older than this.
 	// Default 5m.
 	StaleAfter time.Duration
 	// ShutdownTimeout bounds the graceful shutdown. Default 5s.
 	ShutdownTimeout time.Duration
+	// Timeouts of every connection: reading the request headers (default
+	// 10s), the whole request (30s), writing the answer (60s: a
+	// per-partition scrape of a large broker takes seconds) and an idle
+	// keep-alive connection (2m).
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Version is shown on the landing page.
 	Version string
 	// Now is the clock for staleness. Nil means time.Now.
@@ -38,41 +48,62 @@ type ServerConfig struct {
 	Routes map[string]http.Handler
 }
 
-// Validate checks the config and fills in defaults.
-func (c *ServerConfig) Validate() error {
+// WithDefaults returns c with every unset field at its default.
+func (c ServerConfig) WithDefaults() ServerConfig {
 	if c.ListenAddress == "" {
 		c.ListenAddress = DefaultListenAddress
 	}
-	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
-		return fmt.Errorf("web.listen-address %q: %w", c.ListenAddress, err)
-	}
-	if c.WebConfigFile != "" {
-		if err := web.Validate(c.WebConfigFile); err != nil {
-			return fmt.Errorf("web.config.file %s: %w", c.WebConfigFile, err)
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.StaleAfter, 5 * time.Minute}, {&c.ShutdownTimeout, 5 * time.Second},
+		{&c.ReadHeaderTimeout, 10 * time.Second}, {&c.ReadTimeout, 30 * time.Second},
+		{&c.WriteTimeout, 60 * time.Second}, {&c.IdleTimeout, 2 * time.Minute},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
 		}
-	}
-	if c.StaleAfter < 0 || c.ShutdownTimeout < 0 {
-		return errors.New("stale_after and shutdown_timeout must not be negative")
-	}
-	if c.StaleAfter == 0 {
-		c.StaleAfter = 5 * time.Minute
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = 5 * time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	return c
+}
+
+// Validate checks the values (after defaults); errors name the YAML path.
+// The web config file is read by NewServer.
+func (c ServerConfig) Validate() error {
+	c = c.WithDefaults()
+	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
+		return fmt.Errorf("web.listenAddress: %q is not host:port (default %s)", c.ListenAddress, DefaultListenAddress)
+	}
+	if c.ProbeListenAddress != "" {
+		if _, _, err := net.SplitHostPort(c.ProbeListenAddress); err != nil {
+			return fmt.Errorf("web.probeListenAddress: %q is not host:port", c.ProbeListenAddress)
+		}
+		if _, port, _ := net.SplitHostPort(c.ProbeListenAddress); c.ProbeListenAddress == c.ListenAddress && port != "0" {
+			return fmt.Errorf("web.probeListenAddress: %q is web.listenAddress too; give another port", c.ProbeListenAddress)
+		}
+	}
+	for _, d := range []time.Duration{c.StaleAfter, c.ShutdownTimeout, c.ReadHeaderTimeout, c.ReadTimeout, c.WriteTimeout, c.IdleTimeout} {
+		if d < 0 {
+			return errors.New("server timeouts must not be negative")
+		}
+	}
 	return nil
 }
 
-// Server serves /metrics, /healthz, /readyz and a landing page.
+// Server serves /metrics, /healthz, /readyz and a landing page, and the
+// probes alone on the probe listener when one is configured.
 type Server struct {
 	cfg      ServerConfig
 	logger   *slog.Logger
 	src      SnapshotSource
 	handler  http.Handler
+	probes   http.Handler
 	listener net.Listener
+	probeL   net.Listener
 }
 
 // NewServer builds the HTTP server over gatherer (the registry the exporter
@@ -80,6 +111,12 @@ type Server struct {
 func NewServer(cfg ServerConfig, logger *slog.Logger, gatherer prometheus.Gatherer, src SnapshotSource) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server config: %w", err)
+	}
+	cfg = cfg.WithDefaults()
+	if cfg.WebConfigFile != "" {
+		if err := web.Validate(cfg.WebConfigFile); err != nil {
+			return nil, fmt.Errorf("web.configFile %s: %w", cfg.WebConfigFile, err)
+		}
 	}
 	if logger == nil || gatherer == nil || src == nil {
 		return nil, errors.New("server: logger, gatherer and snapshot source are required")
@@ -99,29 +136,34 @@ func NewServer(cfg ServerConfig, logger *slog.Logger, gatherer prometheus.Gather
 	if err != nil {
 		return nil, fmt.Errorf("landing page: %w", err)
 	}
+	healthz := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 		ErrorLog:      promLogger{s.logger},
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("/healthz", healthz)
 	mux.HandleFunc("/readyz", s.readyz)
 	for path, h := range cfg.Routes {
 		mux.Handle(path, h)
 	}
 	mux.Handle("/", landing)
 	s.handler = mux
+	probes := http.NewServeMux()
+	probes.HandleFunc("/healthz", healthz)
+	probes.HandleFunc("/readyz", s.readyz)
+	s.probes = probes
 	return s, nil
 }
 
 // Handler returns the server's routes (for tests and embedding).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Listen binds the listen address. Run calls it when it has not been
-// called; calling it first lets the caller learn the bound address.
+// Listen binds the listen addresses. Run calls it when it has not been
+// called; calling it first lets the caller learn the bound addresses.
 func (s *Server) Listen() error {
 	if s.listener != nil {
 		return nil
@@ -130,8 +172,35 @@ func (s *Server) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.ListenAddress, err)
 	}
+	if s.cfg.ProbeListenAddress != "" {
+		pl, err := net.Listen("tcp", s.cfg.ProbeListenAddress)
+		if err != nil {
+			l.Close()
+			return fmt.Errorf("listen %s (probes): %w", s.cfg.ProbeListenAddress, err)
+		}
+		s.probeL = pl
+	}
 	s.listener = l
 	return nil
+}
+
+// ProbeAddr is the probe listener's bound address, nil without one.
+func (s *Server) ProbeAddr() net.Addr {
+	if s.probeL == nil {
+		return nil
+	}
+	return s.probeL.Addr()
+}
+
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // Addr is the bound address, nil before Listen.
@@ -147,11 +216,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Listen(); err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
-	}
+	srv := s.httpServer(s.handler)
 	webConfig := s.cfg.WebConfigFile
 	systemd := false
 	flags := &web.FlagConfig{
@@ -159,25 +224,41 @@ func (s *Server) Run(ctx context.Context) error {
 		WebSystemdSocket:   &systemd,
 		WebConfigFile:      &webConfig,
 	}
-	errc := make(chan error, 1)
+	servers := []*http.Server{srv}
+	errc := make(chan error, 2)
 	go func() { errc <- web.Serve(s.listener, srv, flags, s.logger) }()
+	if s.probeL != nil {
+		// Plain HTTP, no authentication: /healthz and /readyz only.
+		psrv := s.httpServer(s.probes)
+		servers = append(servers, psrv)
+		s.logger.Info("serving probes", "address", s.probeL.Addr().String(), "paths", []string{"/healthz", "/readyz"})
+		go func() { errc <- psrv.Serve(s.probeL) }()
+	}
+	var runErr error
 	select {
 	case err := <-errc:
+		runErr = fmt.Errorf("serve http: %w", err)
 		s.listener.Close()
-		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		<-errc
-		return fmt.Errorf("shut down http: %w", err)
+	for _, sv := range servers {
+		if err := sv.Shutdown(sctx); err != nil {
+			sv.Close()
+			runErr = errors.Join(runErr, fmt.Errorf("shut down http: %w", err))
+		}
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve http: %w", err)
+	n := len(servers)
+	if runErr != nil {
+		n-- // one already returned
 	}
-	return nil
+	for range n {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			runErr = errors.Join(runErr, fmt.Errorf("serve http: %w", err))
+		}
+	}
+	return runErr
 }
 
 // readyz answers 200 once the first full scan exists and the snapshot is

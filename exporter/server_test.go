@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -136,7 +137,12 @@ func runServer(t *testing.T, srv *Server) (string, func()) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	return srv.Addr().String(), func() {
+	var once sync.Once
+	return srv.Addr().String(), func() { once.Do(func() { stopServer(t, cancel, done) }) }
+}
+
+func stopServer(t *testing.T, cancel func(), done chan error) {
+	{
 		cancel()
 		select {
 		case err := <-done:
@@ -233,6 +239,84 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	})
 }
 
+// With basic auth and TLS on the main listener, the probe listener answers
+// /healthz and /readyz over plain HTTP without credentials, and nothing
+// else; the main listener still wants credentials for them.
+func TestProbeListenerWithoutCredentials(t *testing.T) {
+	dir := t.TempDir()
+	certPEM, keyPEM := selfSigned(t)
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	must(t, os.WriteFile(certFile, certPEM, 0o600))
+	must(t, os.WriteFile(keyFile, keyPEM, 0o600))
+	webConfig := filepath.Join(dir, "web.yml")
+	must(t, os.WriteFile(webConfig, []byte("tls_server_config:\n  cert_file: "+certFile+"\n  key_file: "+keyFile+
+		"\nbasic_auth_users:\n  prometheus: "+scrapeSecretHash+"\n"), 0o600))
+	src := staticSource{fixtureSnapshot()}
+	reg := newTestRegistry(t, Config{}, src)
+	srv, err := NewServer(ServerConfig{ListenAddress: "127.0.0.1:0", ProbeListenAddress: "127.0.0.1:0", WebConfigFile: webConfig,
+		Now: func() time.Time { return fixtureSnapshot().Time }}, discard(), reg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop := runServer(t, srv)
+	defer stop()
+	probe := srv.ProbeAddr().String()
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 404, "/": 404} {
+		resp, err := http.Get("http://" + probe + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("probe listener %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	resp, err := client.Get("https://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("main listener /healthz without credentials: %d, want 401", resp.StatusCode)
+	}
+	stop()
+	if _, err := net.DialTimeout("tcp", probe, time.Second); err == nil {
+		t.Error("probe listener still open after shutdown")
+	}
+}
+
+// A client that sends its request headers slowly is cut off by the
+// server's timeouts instead of holding a connection for ever.
+func TestSlowClientTimesOut(t *testing.T) {
+	src := staticSource{fixtureSnapshot()}
+	srv, err := NewServer(ServerConfig{ListenAddress: "127.0.0.1:0", ReadHeaderTimeout: 200 * time.Millisecond}, discard(), prometheus.NewRegistry(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop := runServer(t, srv)
+	defer stop()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n") // and never the blank line
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	buf := make([]byte, 512)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			break // closed by the server (or the deadline, checked below)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("connection held %s; the header timeout is 200ms", d)
+	}
+}
+
 func TestServerConfigValidate(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yml")
@@ -243,21 +327,24 @@ func TestServerConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", ServerConfig{}, ""},
-		{"bad address", ServerConfig{ListenAddress: "9644"}, "web.listen-address"},
-		{"bad web config", ServerConfig{WebConfigFile: bad}, "web.config.file"},
-		{"missing web config", ServerConfig{WebConfigFile: filepath.Join(dir, "missing.yml")}, "web.config.file"},
+		{"bad address", ServerConfig{ListenAddress: "9644"}, "web.listenAddress"},
+		{"bad probe address", ServerConfig{ProbeListenAddress: "9645"}, "web.probeListenAddress"},
+		{"probe address is the listen address", ServerConfig{ListenAddress: ":9644", ProbeListenAddress: ":9644"}, "web.probeListenAddress"},
+		{"bad web config", ServerConfig{WebConfigFile: bad}, "web.configFile"},
+		{"missing web config", ServerConfig{WebConfigFile: filepath.Join(dir, "missing.yml")}, "web.configFile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
+			_, err := NewServer(tt.cfg, discard(), prometheus.NewRegistry(), staticSource{})
 			if tt.wantErr == "" {
-				if err != nil || tt.cfg.ListenAddress != DefaultListenAddress || tt.cfg.StaleAfter != 5*time.Minute {
-					t.Errorf("Validate() = %v, cfg %+v", err, tt.cfg)
+				c := tt.cfg.WithDefaults()
+				if err != nil || c.ListenAddress != DefaultListenAddress || c.StaleAfter != 5*time.Minute || c.WriteTimeout != time.Minute {
+					t.Errorf("NewServer: %v, cfg %+v", err, c)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("Validate() = %v, want an error naming %q", err, tt.wantErr)
+				t.Errorf("NewServer: %v, want an error naming %q", err, tt.wantErr)
 			}
 		})
 	}

@@ -2,52 +2,19 @@ package exporter
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
 
-// Indexes of the state and reason dimensions. Every topic gets a series for
-// each value, zero included, so alerts and dashboards never see a series
-// appear out of nothing.
-const (
-	stateOpen = iota
-	stateClosed
-	stateEligible
-	numStates
-)
-
-const (
-	reasonOpen = iota
-	reasonAwaiting
-	reasonPending
-	numReasons
-)
-
-func stateLabels() [numStates]agent.State {
-	return [numStates]agent.State{agent.StateOpen, agent.StateClosed, agent.StateEligible}
-}
-
-func reasonLabels() [numReasons]agent.Reason {
-	return [numReasons]agent.Reason{agent.RetainedOpenSegment, agent.RetainedAwaitingDelete, agent.RetainedPendingDeletion}
-}
-
 // noPartition stands for "all partitions" when per-partition series are off.
-const noPartition int32 = -1
+const noPartition = agent.AllPartitions
 
-type topicKey struct {
-	logDir    string
-	topic     string
-	partition int32
-}
-
-type topicAgg struct {
-	segments       [numStates]float64
-	bytes          [numStates]float64
-	expired        [numReasons]float64
-	oldestEligible time.Time // zero when no segment is eligible
-	appended       uint64
+// dirTopics are the topics (or partitions) of one log dir with their
+// figures as the agent defines them (agent.Summary).
+type dirTopics struct {
+	logDir string
+	topics []agent.TopicSummary
 }
 
 type reservedKey struct {
@@ -64,7 +31,7 @@ type brokerAgg struct {
 // view is what a scrape emits, aggregated from one snapshot.
 type view struct {
 	logDirs  []agent.LogDir // shallow copies: only the scalar fields are read
-	topics   map[topicKey]*topicAgg
+	topics   []dirTopics
 	reserved map[reservedKey]float64
 	brokers  map[string]*brokerAgg
 	// Filesystems and config provenance, as the snapshot derives them.
@@ -72,24 +39,12 @@ type view struct {
 	configs     []agent.LogDirConfigs
 }
 
-func stateIndex(s agent.State) int {
-	switch s {
-	case agent.StateOpen:
-		return stateOpen
-	case agent.StateClosed:
-		return stateClosed
-	case agent.StateEligible:
-		return stateEligible
-	}
-	return -1
-}
-
 // buildView aggregates a snapshot by log dir and topic (and partition when
-// cfg.PerPartition): one pass over the segments.
+// cfg.PerPartition) with the snapshot's own summaries, and adds up
+// reserved space per topic and broker.
 func buildView(snap *agent.Snapshot, cfg Config) *view {
 	v := &view{
 		logDirs:  snap.LogDirs,
-		topics:   make(map[topicKey]*topicAgg),
 		reserved: make(map[reservedKey]float64),
 		brokers:  make(map[string]*brokerAgg),
 
@@ -98,72 +53,28 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 	}
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]
+		sums := ld.TopicSummaries
+		if cfg.PerPartition {
+			sums = ld.PartitionSummaries
+		}
+		v.topics = append(v.topics, dirTopics{logDir: ld.Path, topics: sums()})
 		b := v.broker(ld.BrokerID)
 		b.storage += float64(ld.Usage.CapacityBytes)
 		for j := range ld.Partitions {
 			p := &ld.Partitions[j]
+			if p.Kind != agent.KindLive {
+				continue
+			}
 			part := noPartition
 			if cfg.PerPartition {
 				part = p.Partition
 			}
-			switch p.Kind {
-			case agent.KindLive:
-			case agent.KindDeleted:
-				// A deleted topic's directory is all pending deletion (R1.4).
-				v.topic(topicKey{ld.Path, p.Topic, part}).expired[reasonPending] += float64(p.DiskBytes)
-				continue
-			case agent.KindFuture, agent.KindStray:
-				if p.PendingDeleteBytes > 0 {
-					v.topic(topicKey{ld.Path, p.Topic, part}).expired[reasonPending] += float64(p.PendingDeleteBytes)
-				}
-				continue
-			default: // the metadata log is not a topic
-				continue
-			}
-			agg := v.topic(topicKey{ld.Path, p.Topic, part})
-			agg.expired[reasonPending] += float64(p.PendingDeleteBytes)
-			agg.appended += p.AppendedBytes
-			for k := range p.Segments {
-				s := &p.Segments[k]
-				si := stateIndex(s.State)
-				if si < 0 {
-					continue
-				}
-				agg.segments[si]++
-				agg.bytes[si] += float64(s.DiskBytes)
-				switch s.State {
-				case agent.StateOpen:
-					agg.expired[reasonOpen] += float64(s.ExpiredBytes)
-				case agent.StateEligible:
-					agg.expired[reasonAwaiting] += float64(s.ExpiredBytes)
-					if agg.oldestEligible.IsZero() || s.LargestTimestamp.Before(agg.oldestEligible) {
-						agg.oldestEligible = s.LargestTimestamp
-					}
-				}
-			}
-			tc, ok := snap.Configs[p.Topic]
-			if !ok {
-				tc = snap.Defaults
-			}
-			r, basis := reserve.Partition(reserve.PartitionInput{
-				Config:                  tc,
-				WriteRateBytesPerSecond: p.WriteRateBytesPerSecond,
-				CompactFlatBytes:        cfg.CompactFlatBytes,
-			})
+			r, basis := reserve.Replica(snap, p, cfg.CompactFlatBytes)
 			v.reserved[reservedKey{p.Topic, part, basis}] += float64(r)
 			b.reserved += float64(r)
 		}
 	}
 	return v
-}
-
-func (v *view) topic(k topicKey) *topicAgg {
-	a, ok := v.topics[k]
-	if !ok {
-		a = &topicAgg{}
-		v.topics[k] = a
-	}
-	return a
 }
 
 func (v *view) broker(id int32) *brokerAgg {

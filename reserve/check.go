@@ -5,46 +5,91 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 )
 
-// Config is the admission policy.
+// Config is the admission section of the configuration file: the policy
+// (spec R5.4), the cluster model the guard answers from, and the bound on
+// concurrent checks.
 type Config struct {
+	// Enabled: answer admission checks and keep the cluster model fresh
+	// (default true when a cluster is configured).
+	Enabled *bool `yaml:"enabled"`
 	// LimitPercent: a request that takes reserved storage above this share
 	// of the storage is refused (spec R5.4). Default 90.
-	LimitPercent float64
+	LimitPercent float64 `yaml:"limitPercent"`
 	// CompactFlatBytes is what a compact-only partition reserves. Default
 	// 1 GiB (spec R5.1).
-	CompactFlatBytes int64
+	CompactFlatBytes int64 `yaml:"compactFlatBytes"`
 	// BrokerStorageBytes, when > 0, is every broker's configured storage
 	// (a PVC size or a quota) instead of the log dirs' total bytes.
-	BrokerStorageBytes int64
+	BrokerStorageBytes int64 `yaml:"brokerStorageBytes"`
+	// RefreshInterval: how often the cluster model is read again (default
+	// 30s).
+	RefreshInterval time.Duration `yaml:"refreshInterval"`
+	// MaxModelAge: a check against an older model answers 503, never a
+	// guess (default 2m; more than RefreshInterval).
+	MaxModelAge time.Duration `yaml:"maxModelAge"`
+	// MaxConcurrentChecks bounds the checks answered at once; more answer
+	// 429 with Retry-After (default 8).
+	MaxConcurrentChecks int `yaml:"maxConcurrentChecks"`
 }
 
-// Default policy values.
-const DefaultLimitPercent = 90.0
+// Defaults.
+const (
+	DefaultLimitPercent        = 90.0
+	DefaultRefreshInterval     = 30 * time.Second
+	DefaultMaxModelAge         = 2 * time.Minute
+	DefaultMaxConcurrentChecks = 8
+)
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Enabled == nil {
+		on := true
+		c.Enabled = &on
+	}
 	if c.LimitPercent == 0 {
 		c.LimitPercent = DefaultLimitPercent
 	}
 	if c.CompactFlatBytes == 0 {
 		c.CompactFlatBytes = DefaultCompactFlatBytes
 	}
+	if c.RefreshInterval == 0 {
+		c.RefreshInterval = DefaultRefreshInterval
+	}
+	if c.MaxModelAge == 0 {
+		c.MaxModelAge = max(DefaultMaxModelAge, 2*c.RefreshInterval)
+	}
+	if c.MaxConcurrentChecks == 0 {
+		c.MaxConcurrentChecks = DefaultMaxConcurrentChecks
+	}
 	return c
 }
 
-// Validate checks the policy, after defaults.
+// IsEnabled reports whether admission is on (after defaults).
+func (c Config) IsEnabled() bool { return c.Enabled == nil || *c.Enabled }
+
+// Validate checks the values (after defaults); errors name the YAML path
+// and the allowed values.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	switch {
 	case c.LimitPercent <= 0 || c.LimitPercent > 100:
-		return fmt.Errorf("limit_percent %g: want more than 0 and at most 100", c.LimitPercent)
+		return fmt.Errorf("admission.limitPercent: %g is outside (0, 100] (default %g)", c.LimitPercent, DefaultLimitPercent)
 	case c.CompactFlatBytes < 0:
-		return fmt.Errorf("compact_flat_bytes %d: want 0 or more", c.CompactFlatBytes)
+		return fmt.Errorf("admission.compactFlatBytes: %d is negative; want bytes > 0 (default %d)", c.CompactFlatBytes, int64(DefaultCompactFlatBytes))
 	case c.BrokerStorageBytes < 0:
-		return fmt.Errorf("broker_storage_bytes %d: want 0 or more", c.BrokerStorageBytes)
+		return fmt.Errorf("admission.brokerStorageBytes: %d is negative; want 0 (the log dirs' total bytes) or bytes > 0", c.BrokerStorageBytes)
+	case c.RefreshInterval < 0:
+		return fmt.Errorf("admission.refreshInterval: %s is negative; want a duration > 0 (default %s)", c.RefreshInterval, DefaultRefreshInterval)
+	case c.MaxModelAge <= c.RefreshInterval:
+		return fmt.Errorf("admission.maxModelAge: %s must be longer than admission.refreshInterval (%s)", c.MaxModelAge, c.RefreshInterval)
+	case c.MaxConcurrentChecks < 0:
+		return fmt.Errorf("admission.maxConcurrentChecks: %d is negative; want 1 or more (default %d)", c.MaxConcurrentChecks, DefaultMaxConcurrentChecks)
 	}
 	return nil
 }
@@ -123,24 +168,13 @@ func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, a...))
 }
 
-// internalTopics are Kafka's own topics: always admitted (refusing them
-// breaks consumer groups, transactions or share groups), still counted
-// once they exist.
-var internalTopics = map[string]bool{
-	"__consumer_offsets": true, "__transaction_state": true,
-	"__share_group_state": true, "__cluster_metadata": true,
-}
-
-// IsInternalTopic reports whether name is one of Kafka's internal topics.
-func IsInternalTopic(name string) bool { return internalTopics[name] }
-
 // Check decides whether req fits under the limit, for the cluster and for
 // every broker that gets new replicas (spec R5.4).
 func Check(st State, req Request, cfg Config) (Decision, error) {
-	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return Decision{}, err
 	}
+	cfg = cfg.WithDefaults()
 	if req.Topic == "" {
 		return Decision{}, invalid("no topic name")
 	}
@@ -222,7 +256,7 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 			over = append(over, fmt.Sprintf("broker %d %s", *f.BrokerID, describe(f)))
 		}
 	}
-	if IsInternalTopic(req.Topic) {
+	if agent.IsKafkaInternalTopic(req.Topic) {
 		d.Reason = "kafka internal topic: always admitted"
 		return d, nil
 	}
@@ -230,7 +264,7 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 		d.Allowed = false
 		d.Reason = fmt.Sprintf("reserved storage limit of %s%% exceeded: %s; %s %s: %d partition(s) x %d replica(s) x %s (%s) = %s requested",
 			pct(cfg.LimitPercent), strings.Join(over, "; "), verb(req.Operation), req.Topic,
-			d.NewPartitions, d.ReplicationFactor, HumanBytes(d.PartitionBytes), d.Basis, HumanBytes(d.Cluster.RequestedBytes))
+			d.NewPartitions, d.ReplicationFactor, human.Bytes(d.PartitionBytes), d.Basis, human.Bytes(d.Cluster.RequestedBytes))
 	}
 	return d, nil
 }
@@ -244,7 +278,7 @@ func verb(op Operation) string {
 
 func describe(f Figures) string {
 	return fmt.Sprintf("would be at %s%% (current %s = %s%%, requested %s, storage %s)",
-		pct(f.PercentAfter), HumanBytes(f.ReservedBytes), pct(f.PercentBefore), HumanBytes(f.RequestedBytes), HumanBytes(f.StorageBytes))
+		pct(f.PercentAfter), human.Bytes(f.ReservedBytes), pct(f.PercentBefore), human.Bytes(f.RequestedBytes), human.Bytes(f.StorageBytes))
 }
 
 func figures(storage, reserved, requested int64, limit float64) Figures {
@@ -300,20 +334,4 @@ func placement(st State, req Request, d Decision, firstNew int32) (map[int32]int
 func pct(v float64) string {
 	s := fmt.Sprintf("%.1f", v)
 	return strings.TrimSuffix(s, ".0")
-}
-
-// HumanBytes renders bytes in binary units with two decimals ("1.56 GiB").
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit && n > -unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
-		v /= unit
-		if v < unit && v > -unit {
-			return fmt.Sprintf("%.2f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%.2f EiB", v/unit)
 }

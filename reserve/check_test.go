@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 )
 
 func offline(storage, reserved int64) State {
@@ -113,7 +114,7 @@ func TestCheckClusterLimit(t *testing.T) {
 				limit = 90
 			}
 			for _, want := range []string{"reserved storage limit of " + pct(limit) + "%", "cluster would be at",
-				"current " + HumanBytes(tt.reserved), "requested " + HumanBytes(d.Cluster.RequestedBytes), "create topic orders"} {
+				"current " + human.Bytes(tt.reserved), "requested " + human.Bytes(d.Cluster.RequestedBytes), "create topic orders"} {
 				if !strings.Contains(d.Reason, want) {
 					t.Errorf("reason %q lacks %q", d.Reason, want)
 				}

@@ -110,7 +110,7 @@ var ErrNoStorage = errors.New("broker storage unknown")
 // gives for one segment, or its current size on disk when that is larger
 // (the admin API knows no write rate).
 func NewState(info ClusterInfo, cfg Config) (State, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	defaults, err := agent.BrokerDefaults(info.BrokerConfig)
 	if err != nil {
 		return State{}, err

@@ -65,3 +65,14 @@ func formula(retention int64, c agent.TopicConfig) int64 {
 	n := retention/seg + 1
 	return retention + seg + 2*c.SegmentIndexBytes*n
 }
+
+// Replica returns what a partition replica in a snapshot reserves:
+// Partition with the topic's config from the snapshot and the replica's
+// observed write rate. The exporter and the demo's table both use it.
+func Replica(snap *agent.Snapshot, p *agent.Partition, compactFlatBytes int64) (int64, Basis) {
+	return Partition(PartitionInput{
+		Config:                  snap.TopicConfig(p.Topic),
+		WriteRateBytesPerSecond: p.WriteRateBytesPerSecond,
+		CompactFlatBytes:        compactFlatBytes,
+	})
+}

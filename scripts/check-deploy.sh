@@ -16,18 +16,13 @@
 #      the chart's own rules); invalid values must be refused.
 #   4. systemd-analyze verify of the unit (when systemd-analyze exists).
 #
-# Tools are built or installed once into $KDG_CACHE/bin (default
-# ~/.cache/kafka-disk-guard/bin) and reused:
-#   helm      go install helm.sh/helm/v3/cmd/helm@v3.22.0
-#   promtool  from Debian's prometheus package (extracted, not installed:
-#             no daemon is started), else go install .../cmd/promtool@v0.316.0
+# Tools (helm, promtool) come from scripts/tools.sh: pinned, built or
+# installed once into $KDG_CACHE/bin (default ~/.cache/kafka-disk-guard/bin).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${KDG_CACHE:-$HOME/.cache/kafka-disk-guard}
 BIN=$CACHE/bin
-HELM_VERSION=v3.22.0
-PROMTOOL_VERSION=v0.316.0
 KUBE_VERSION=1.33.0
 CHART=$ROOT/charts/kafka-disk-guard
 START=$(date +%s)
@@ -40,45 +35,8 @@ step() { printf '\n==> %s\n' "$*"; }
 fail() { printf '\ncheck-deploy: FAIL: %s\n' "$*" >&2; exit 1; }
 
 # --- tools -------------------------------------------------------------
-ensure_helm() {
-	if [ -x "$BIN/helm" ] && [ "$(cat "$BIN/helm.version" 2>/dev/null)" = "$HELM_VERSION" ]; then
-		return
-	fi
-	step "building helm $HELM_VERSION into $BIN (once; a few minutes)"
-	GOBIN="$BIN" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" || fail "go install helm"
-	echo "$HELM_VERSION" > "$BIN/helm.version"
-}
-
-ensure_promtool() {
-	if [ -x "$BIN/promtool" ]; then
-		PROMTOOL=$BIN/promtool
-		return
-	fi
-	if command -v promtool >/dev/null 2>&1; then
-		PROMTOOL=$(command -v promtool)
-		return
-	fi
-	if command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1; then
-		if ! apt-cache policy prometheus 2>/dev/null | grep -q 'Candidate: [0-9]' && [ "$(id -u)" = 0 ]; then
-			apt-get update -qq || true
-		fi
-		if apt-cache policy prometheus 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-			step "extracting promtool from Debian's prometheus package into $BIN"
-			(cd "$WORK" && apt-get download prometheus >/dev/null && dpkg-deb -x prometheus_*.deb deb) &&
-				install -m 0755 "$WORK/deb/usr/bin/promtool" "$BIN/promtool" &&
-				"$BIN/promtool" --version >/dev/null 2>&1 || rm -f "$BIN/promtool"
-		fi
-	fi
-	if [ ! -x "$BIN/promtool" ]; then
-		step "building promtool $PROMTOOL_VERSION into $BIN (once; several minutes)"
-		GOBIN="$BIN" go install "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION" || fail "go install promtool"
-	fi
-	PROMTOOL=$BIN/promtool
-}
-
-ensure_helm
-ensure_promtool
-HELM=$BIN/helm
+HELM=$("$ROOT/scripts/tools.sh" helm) || fail "helm"
+PROMTOOL=$("$ROOT/scripts/tools.sh" promtool) || fail "promtool"
 echo "helm: $HELM ($(cat "$BIN/helm.version")), promtool: $PROMTOOL ($("$PROMTOOL" --version 2>&1 | head -1))"
 
 # --- 1. tools module: tests and the validator --------------------------
@@ -141,6 +99,8 @@ refuse "custom preset without globs" "set dataLayout.kubeletPods.logDirGlobs" \
 refuse "SASL without a password" "needs kafka.sasl.password" --set 'kafka.bootstrapServers={k:9092}' --set kafka.sasl.enabled=true
 refuse "ServiceMonitor and PodMonitor together" "not both" --set serviceMonitor.enabled=true --set podMonitor.enabled=true
 refuse "ServiceMonitor in sidecar mode" "use podMonitor in sidecar mode" --set mode=sidecar --set serviceMonitor.enabled=true
+refuse "NetworkPolicy in sidecar mode" "networkPolicy: not in sidecar mode" --set mode=sidecar --set networkPolicy.enabled=true
+refuse "admission limit above 100" "/admission/limitPercent" --set admission.limitPercent=150
 
 # --- 4. systemd ---------------------------------------------------------
 step "systemd unit"

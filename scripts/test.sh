@@ -11,6 +11,10 @@ command -v go >/dev/null || fail "go is not installed"
 command -v java >/dev/null || fail "java is not installed (the test broker needs Java 17+)"
 command -v mvn >/dev/null || fail "mvn is not installed (it fetches the broker jars from Maven Central)"
 command -v kcat >/dev/null || fail "kcat is not installed (Debian package kcat; .ci/run installs it)"
+command -v buildah >/dev/null || fail "buildah is not installed (the image test; Debian package buildah; .ci/run installs it)"
+for b in prometheus prometheus-alertmanager; do
+  command -v $b >/dev/null || fail "$b is not installed (the monitoring-stack test; Debian package $b; .ci/run installs it)"
+done
 
 step() { printf '\n== %s\n' "$*"; }
 results=$(mktemp); trap 'rm -f "$results"' EXIT

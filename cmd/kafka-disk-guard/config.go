@@ -1,23 +1,27 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
+	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
 
 // guardConfig is the configuration file of `kafka-disk-guard run`
-// (docs/configuration.md). Unknown fields are refused.
+// (docs/configuration.md). Unknown keys are refused.
+//
+// The convention, the same in every package: each section's type has
+// WithDefaults, the one place its defaults are set, and Validate, which
+// checks the values after defaults and names the YAML path and the
+// allowed values. Validate reads no file: files are read at start, and
+// their errors name the key too.
 type guardConfig struct {
 	// The agent: logDirs, capacityBytes and the watcher's intervals.
 	agent.Config `yaml:",inline"`
@@ -29,7 +33,7 @@ type guardConfig struct {
 	TopicConfigs topicConfigsConfig `yaml:"topicConfigs"`
 
 	Enforcer  enforcer.Config `yaml:"enforcer"`
-	Admission admissionConfig `yaml:"admission"`
+	Admission reserve.Config  `yaml:"admission"`
 	Web       webConfig       `yaml:"web"`
 	Metrics   metricsConfig   `yaml:"metrics"`
 	Log       logConfig       `yaml:"log"`
@@ -42,29 +46,76 @@ type topicConfigsConfig struct {
 	RefreshInterval time.Duration `yaml:"refreshInterval"`
 }
 
-type admissionConfig struct {
-	// LimitPercent of storage that reserved space may take (default 90).
-	LimitPercent float64 `yaml:"limitPercent"`
-	// CompactFlatBytes reserved per compact-only partition (default 1 GiB).
-	CompactFlatBytes int64 `yaml:"compactFlatBytes"`
-	// BrokerStorageBytes: every broker's configured storage, instead of
-	// its log dirs' total bytes.
-	BrokerStorageBytes int64 `yaml:"brokerStorageBytes"`
+func (c topicConfigsConfig) WithDefaults() topicConfigsConfig {
+	if c.RefreshInterval == 0 {
+		c.RefreshInterval = 5 * time.Minute
+	}
+	return c
+}
+
+func (c topicConfigsConfig) Validate() error {
+	if c.RefreshInterval < 0 {
+		return fmt.Errorf("topicConfigs.refreshInterval: %s is negative; want a duration > 0 (default 5m)", c.RefreshInterval)
+	}
+	return nil
 }
 
 type webConfig struct {
 	ListenAddress string `yaml:"listenAddress"`
 	// ConfigFile is an exporter-toolkit web config (TLS, basic auth).
 	ConfigFile string `yaml:"configFile"`
+	// ProbeListenAddress, when set, serves /healthz and /readyz on a
+	// listener of their own, plain HTTP without authentication.
+	ProbeListenAddress string `yaml:"probeListenAddress"`
+}
+
+func (c webConfig) WithDefaults() webConfig {
+	if c.ListenAddress == "" {
+		c.ListenAddress = exporter.DefaultListenAddress
+	}
+	return c
+}
+
+func (c webConfig) Validate() error {
+	c = c.WithDefaults()
+	return exporter.ServerConfig{ListenAddress: c.ListenAddress, WebConfigFile: c.ConfigFile, ProbeListenAddress: c.ProbeListenAddress}.Validate()
 }
 
 type metricsConfig struct {
 	PerPartition bool `yaml:"perPartition"`
 }
 
+func (c metricsConfig) WithDefaults() metricsConfig { return c }
+func (c metricsConfig) Validate() error             { return nil } // a bool: the decoder checks it
+
 type logConfig struct {
 	Level  string `yaml:"level"`  // debug, info (default), warn, error
 	Format string `yaml:"format"` // json (default) or text
+}
+
+func (c logConfig) WithDefaults() logConfig {
+	if c.Level == "" {
+		c.Level = "info"
+	}
+	if c.Format == "" {
+		c.Format = "json"
+	}
+	return c
+}
+
+func (c logConfig) Validate() error {
+	c = c.WithDefaults()
+	switch strings.ToLower(c.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level: %q is not debug, info, warn or error", c.Level)
+	}
+	switch strings.ToLower(c.Format) {
+	case "json", "text":
+	default:
+		return fmt.Errorf("log.format: %q is not json or text", c.Format)
+	}
+	return nil
 }
 
 // loadConfigFile reads and strictly decodes a configuration file.
@@ -74,51 +125,35 @@ func loadConfigFile(path string) (guardConfig, error) {
 	if err != nil {
 		return c, fmt.Errorf("read config: %w", err)
 	}
-	if err := decodeConfig(data, &c); err != nil {
+	if err := decodeStrict(data, &c); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
 
-func decodeConfig(data []byte, c *guardConfig) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
+// WithDefaults applies every section's defaults.
+func (c guardConfig) WithDefaults() guardConfig {
+	c.Config = c.Config.WithDefaults()
+	c.Kafka = c.Kafka.WithDefaults()
+	c.TopicConfigs = c.TopicConfigs.WithDefaults()
+	c.Enforcer = c.Enforcer.WithDefaults()
+	c.Admission = c.Admission.WithDefaults()
+	c.Web = c.Web.WithDefaults()
+	c.Metrics = c.Metrics.WithDefaults()
+	c.Log = c.Log.WithDefaults()
+	return c
 }
 
-// validate checks every section; errors name the field.
-func (c *guardConfig) validate() error {
-	if err := c.Config.Validate(); err != nil {
-		return err
-	}
-	if err := c.Kafka.Validate(); err != nil {
-		return err
-	}
-	if c.TopicConfigs.RefreshInterval < 0 {
-		return fmt.Errorf("topicConfigs.refreshInterval: must not be negative, got %s", c.TopicConfigs.RefreshInterval)
-	}
-	if c.TopicConfigs.RefreshInterval == 0 {
-		c.TopicConfigs.RefreshInterval = 5 * time.Minute
-	}
-	c.Enforcer = c.Enforcer.WithDefaults()
-	if err := c.Enforcer.Validate(); err != nil {
-		return err // names the enforcer.* field itself
+// Validate checks every section (after defaults); errors name the YAML
+// path.
+func (c guardConfig) Validate() error {
+	for _, v := range []interface{ Validate() error }{c.Config, c.Kafka, c.TopicConfigs, c.Enforcer, c.Admission, c.Web, c.Metrics, c.Log} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
 	}
 	if c.Enforcer.Enabled && !c.Kafka.Enabled() {
 		return errors.New("enforcer.enabled: enforcement acts through the broker and needs kafka.bootstrapServers")
-	}
-	switch strings.ToLower(c.Log.Level) {
-	case "", "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("log.level: %q is not debug, info, warn or error", c.Log.Level)
-	}
-	switch strings.ToLower(c.Log.Format) {
-	case "", "json", "text":
-	default:
-		return fmt.Errorf("log.format: %q is not json or text", c.Log.Format)
 	}
 	return nil
 }

@@ -10,13 +10,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
 
@@ -25,7 +27,7 @@ type demoConfig struct {
 	listen       string
 	webConfig    string
 	dir          string
-	bootstrap    string
+	kafka        kafkaadmin.Config
 	logDirs      []string
 	capacity     uint64
 	compactFlat  int64
@@ -37,9 +39,12 @@ type demoConfig struct {
 // so its usage ratio moves visibly.
 const demoDefaultCapacity = 256 << 20
 
-func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
+func parseDemoFlags(args []string, getenv env, stderr io.Writer) (demoConfig, error) {
 	var c demoConfig
 	var logDirs string
+	if err := rejectPasswordFlag(args); err != nil {
+		return c, err
+	}
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -48,7 +53,8 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 Generates a realistic Kafka broker log dir in a temporary directory, keeps
 writing to it as a broker would (records appended, segments rolled, expired
 segments deleted), scans it and serves its metrics until interrupted.
-With --bootstrap-server and --log-dirs it watches a real broker instead.
+With --bootstrap-server and --log-dirs it watches a real broker instead
+(connection flags and KDG_* variables as for run).
 
 flags:
 `)
@@ -58,7 +64,8 @@ flags:
 	fs.StringVar(&c.listen, "web.listen-address", exporter.DefaultListenAddress, "address to serve /metrics on")
 	fs.StringVar(&c.webConfig, "web.config.file", "", "exporter-toolkit web config file: TLS and basic auth")
 	fs.StringVar(&c.dir, "dir", "", "generate the log dir here instead of a temporary directory (kept on exit)")
-	fs.StringVar(&c.bootstrap, "bootstrap-server", "", "guard a real broker: its bootstrap address (host:port); needs --log-dirs")
+	var kf kafkaFlags
+	kf.register(fs)
 	fs.StringVar(&logDirs, "log-dirs", "", "comma-separated log dirs of the real broker (its log.dirs)")
 	fs.Uint64Var(&c.capacity, "capacity-bytes", 0, "configured capacity per log dir; 0: the filesystem's (the generated log dir defaults to 256 MiB)")
 	fs.Int64Var(&c.compactFlat, "reserve.compact-flat-bytes", 0, "reserved bytes per compact-only partition; 0: 1 GiB (the generated log dir defaults to 64 MiB)")
@@ -80,10 +87,18 @@ flags:
 			}
 		}
 	}
-	if (c.bootstrap == "") != (len(c.logDirs) == 0) {
+	var err error
+	if c.kafka, err = kf.apply(kafkaadmin.Config{}, getenv); err != nil {
+		return c, usageError{"demo: " + flagName(err).Error()}
+	}
+	if err := c.kafka.Validate(); err != nil {
+		return c, usageError{"demo: " + flagName(err).Error()}
+	}
+	real := c.kafka.Enabled()
+	if real != (len(c.logDirs) > 0) {
 		return c, usageError{"demo: --bootstrap-server and --log-dirs go together"}
 	}
-	if c.bootstrap != "" && c.dir != "" {
+	if real && c.dir != "" {
 		return c, usageError{"demo: --dir is for the generated log dir, not with --bootstrap-server"}
 	}
 	if c.interval <= 0 {
@@ -92,17 +107,17 @@ flags:
 	if c.compactFlat < 0 {
 		return c, usageError{"demo: --reserve.compact-flat-bytes must not be negative"}
 	}
-	if c.bootstrap == "" && c.capacity == 0 {
+	if !real && c.capacity == 0 {
 		c.capacity = demoDefaultCapacity
 	}
-	if c.bootstrap == "" && c.compactFlat == 0 {
+	if !real && c.compactFlat == 0 {
 		c.compactFlat = demoCompactFlatBytes
 	}
 	return c, nil
 }
 
-func runDemo(ctx context.Context, args []string, _ env, out streams) error {
-	cfg, err := parseDemoFlags(args, out.stderr)
+func runDemo(ctx context.Context, args []string, getenv env, out streams) error {
+	cfg, err := parseDemoFlags(args, getenv, out.stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -118,7 +133,7 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 	gc.Metrics.PerPartition = cfg.perPartition
 	gc.Admission.CompactFlatBytes = cfg.compactFlat
 	var hooks serveHooks
-	if cfg.bootstrap == "" {
+	if !cfg.kafka.Enabled() {
 		dir := cfg.dir
 		if dir == "" {
 			tmp, err := os.MkdirTemp("", "kafka-disk-guard-demo-")
@@ -142,9 +157,9 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 		})
 		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s; a simulated broker appends records every %s, rolls segments and deletes expired ones.\n", dir, cfg.interval)
 	} else {
-		gc.Kafka.BootstrapServers = splitList(cfg.bootstrap)
+		gc.Kafka = cfg.kafka
 	}
-	if err := gc.validate(); err != nil {
+	if err := gc.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
 	hooks.extra = append(hooks.extra, func(ctx context.Context, ag *agent.Agent, addr string) error {
@@ -164,7 +179,7 @@ func runDemo(ctx context.Context, args []string, _ env, out streams) error {
 		fmt.Fprintln(out.stdout, "The log dir keeps changing; so do the metrics. Ctrl-C to stop.")
 		return printProgress(ctx, out.stdout, ag, 15*time.Second)
 	})
-	err = serve(ctx, gc, logger, version, revision, hooks)
+	err = serve(ctx, gc, logger, build{version, revision}, hooks)
 	fmt.Fprintln(out.stdout, "Stopped.")
 	return err
 }
@@ -196,16 +211,9 @@ func metricsURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port) + "/metrics"
 }
 
-// topicRow is one line of the scan table.
-type topicRow struct {
-	topic                   string
-	partitions              int
-	states                  map[agent.State]int
-	logBytes, expired, resv int64
-	basis                   reserve.Basis
-}
-
-// printScanTable prints each log dir and a line per topic.
+// printScanTable prints each log dir and a line per topic: the figures of
+// agent.Summary (the same as the metrics and `scan`) and the reserved
+// space of the topic's replicas.
 func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
 	if snap == nil {
 		return
@@ -217,49 +225,36 @@ func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
 			continue
 		}
 		fmt.Fprintf(w, "  used %s of %s (%.1f%%, %s capacity), pending deletion %s\n\n",
-			humanBytes(int64(ld.Usage.UsedBytes)), humanBytes(int64(ld.Usage.CapacityBytes)), 100*ld.Usage.Ratio(), ld.Usage.Basis,
-			humanBytes(ld.PendingDeleteBytes))
-		rows := map[string]*topicRow{}
+			human.Bytes(int64(ld.Usage.UsedBytes)), human.Bytes(int64(ld.Usage.CapacityBytes)), 100*ld.Usage.Ratio(), ld.Usage.Basis,
+			human.Bytes(ld.PendingDeleteBytes))
+		reserved := map[string]int64{}
+		bases := map[string][]string{}
 		var other []string
-		for _, p := range ld.Partitions {
+		for i := range ld.Partitions {
+			p := &ld.Partitions[i]
 			if p.Kind != agent.KindLive {
-				other = append(other, fmt.Sprintf("%s (%s, %s)", p.Dir, p.Kind, humanBytes(p.DiskBytes)))
+				other = append(other, fmt.Sprintf("%s (%s, %s)", p.Dir, p.Kind, human.Bytes(p.DiskBytes)))
 				continue
 			}
-			r := rows[p.Topic]
-			if r == nil {
-				r = &topicRow{topic: p.Topic, states: map[agent.State]int{}}
-				rows[p.Topic] = r
+			b, basis := reserve.Replica(snap, p, compactFlat)
+			reserved[p.Topic] += b
+			if !slices.Contains(bases[p.Topic], string(basis)) {
+				bases[p.Topic] = append(bases[p.Topic], string(basis))
 			}
-			r.partitions++
-			for _, s := range p.Segments {
-				r.states[s.State]++
-				r.logBytes += s.LogBytes
-				r.expired += s.ExpiredBytes
-			}
-			r.expired += p.PendingDeleteBytes
-			tc, ok := snap.Configs[p.Topic]
-			if !ok {
-				tc = snap.Defaults
-			}
-			b, basis := reserve.Partition(reserve.PartitionInput{Config: tc, WriteRateBytesPerSecond: p.WriteRateBytesPerSecond, CompactFlatBytes: compactFlat})
-			r.resv += b
-			r.basis = basis
 		}
-		names := make([]string, 0, len(rows))
-		for n := range rows {
-			names = append(names, n)
-		}
-		sort.Strings(names)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tLOG BYTES\tEXPIRED ON DISK\tRESERVED\tBASIS\t")
-		for _, n := range names {
-			r := rows[n]
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.topic, r.partitions,
-				r.states[agent.StateOpen], r.states[agent.StateClosed], r.states[agent.StateEligible],
-				humanBytes(r.logBytes), humanBytes(r.expired), humanBytes(r.resv), r.basis)
+		fmt.Fprintln(tw, "TOPIC\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tDISK BYTES\tEXPIRED ON DISK\tRESERVED\tBASIS\t")
+		for _, t := range ld.TopicSummaries() {
+			basis := strings.Join(bases[t.Topic], ",")
+			if basis == "" {
+				basis = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", t.Topic, t.Partitions,
+				t.Segments.Open, t.Segments.Closed, t.Segments.Eligible,
+				human.Bytes(t.Bytes.Total()), human.Bytes(t.Expired.Total()), human.Bytes(reserved[t.Topic]), basis)
 		}
 		tw.Flush()
+		fmt.Fprintln(w, "  (disk bytes of the segments; expired on disk: open segment + awaiting deletion + pending delete)")
 		if len(other) > 0 {
 			fmt.Fprintf(w, "  also: %s\n", strings.Join(other, ", "))
 		}
@@ -280,39 +275,19 @@ func printProgress(ctx context.Context, w io.Writer, src exporter.SnapshotSource
 		if snap == nil {
 			continue
 		}
-		states := map[agent.State]int{}
+		var sum agent.Summary
 		var used, capacity uint64
-		var pending, expired int64
+		var pending int64
 		for _, ld := range snap.LogDirs {
 			used += ld.Usage.UsedBytes
 			capacity += ld.Usage.CapacityBytes
 			pending += ld.PendingDeleteBytes
-			for _, p := range ld.Partitions {
-				if p.Kind != agent.KindLive {
-					continue
-				}
-				for _, s := range p.Segments {
-					states[s.State]++
-					expired += s.ExpiredBytes
-				}
+			for _, ts := range ld.TopicSummaries() {
+				sum.Add(ts.Summary)
 			}
 		}
 		fmt.Fprintf(w, "%s  segments: %d open, %d closed, %d eligible  expired still on disk %s  pending delete %s  used %s of %s\n",
-			snap.Time.Format("15:04:05"), states[agent.StateOpen], states[agent.StateClosed], states[agent.StateEligible],
-			humanBytes(expired), humanBytes(pending), humanBytes(int64(used)), humanBytes(int64(capacity)))
+			snap.Time.Format("15:04:05"), sum.Segments.Open, sum.Segments.Closed, sum.Segments.Eligible,
+			human.Bytes(sum.Expired.OpenSegment+sum.Expired.AwaitingDeletion), human.Bytes(pending), human.Bytes(int64(used)), human.Bytes(int64(capacity)))
 	}
-}
-
-// humanBytes renders a byte count with binary units ("1.5 MiB").
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -152,14 +152,14 @@ func TestDemoFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseDemoFlags(tt.args, io.Discard)
+			_, err := parseDemoFlags(tt.args, mapEnv(nil), io.Discard)
 			var ue usageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("parseDemoFlags(%v) = %v, want a usage error naming %q", tt.args, err, tt.wantErr)
 			}
 		})
 	}
-	c, err := parseDemoFlags(nil, io.Discard)
+	c, err := parseDemoFlags(nil, mapEnv(nil), io.Discard)
 	if err != nil || c.capacity != demoDefaultCapacity || c.compactFlat != demoCompactFlatBytes || c.listen != ":9644" {
 		t.Errorf("defaults: %+v, %v", c, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
 
@@ -37,22 +38,38 @@ flags:
 `
 
 // parseRunConfig builds the configuration from the file, env and flags.
+// parseRunConfig builds the configuration from the file, env and flags,
+// with its defaults applied. Every error is a usage error: nothing has
+// started.
 func parseRunConfig(args []string, getenv env, stderr io.Writer) (guardConfig, error) {
+	c, err := parseRunArgs(args, getenv, stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		var ue usageError
+		if !errors.As(err, &ue) {
+			err = usageError{err.Error()}
+		}
+	}
+	return c, err
+}
+
+func parseRunArgs(args []string, getenv env, stderr io.Writer) (guardConfig, error) {
+	if err := rejectPasswordFlag(args); err != nil {
+		return guardConfig{}, err
+	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
+	var kf kafkaFlags
+	kf.register(fs)
 	var (
 		configFile   = fs.String("config", "", "configuration file (YAML)")
 		logDirs      = fs.String("log-dirs", "", "comma-separated broker log dirs (env KDG_LOG_DIRS)")
 		capacity     = fs.Uint64("capacity-bytes", 0, "fixed capacity of each log dir; 0: the filesystem's (env KDG_CAPACITY_BYTES)")
-		bootstrap    = fs.String("bootstrap-server", "", "comma-separated Kafka bootstrap servers (env KDG_BOOTSTRAP_SERVERS)")
-		saslMech     = fs.String("sasl-mechanism", "", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env KDG_SASL_MECHANISM)")
-		saslUser     = fs.String("sasl-username", "", "SASL user (env KDG_SASL_USERNAME)")
-		saslPassFile = fs.String("sasl-password-file", "", "file holding the SASL password; env KDG_SASL_PASSWORD gives it directly")
 		topicConfigs = fs.String("topic-configs", "", "topic configs file for offline use (retention per topic)")
 		enforce      = fs.Bool("enforce", false, "perform actions; without it the guard observes and reports (dry run)")
 		profile      = fs.String("profile", "", "enforcer profile: cloud, local, serverless or custom")
-		listen       = fs.String("web.listen-address", "", "address for /metrics, /healthz, /readyz (default "+exporter.DefaultListenAddress+")")
+		listen       = fs.String("web.listen-address", "", "address for /metrics, /healthz, /readyz and admission (default "+exporter.DefaultListenAddress+")")
+		probeListen  = fs.String("web.probe-listen-address", "", "serve /healthz and /readyz here too, plain HTTP without authentication")
 		webCfg       = fs.String("web.config.file", "", "exporter-toolkit web config file (TLS, basic auth)")
 		perPartition = fs.Bool("metrics.per-partition", false, "add per-partition series (more series)")
 		logLevel     = fs.String("log.level", "", "debug, info, warn or error")
@@ -93,20 +110,9 @@ func parseRunConfig(args []string, getenv env, stderr io.Writer) (guardConfig, e
 		}
 		c.CapacityBytes = n
 	}
-	if v, ok := pick("bootstrap-server", "KDG_BOOTSTRAP_SERVERS", *bootstrap); ok {
-		c.Kafka.BootstrapServers = splitList(v)
-	}
-	if v, ok := pick("sasl-mechanism", "KDG_SASL_MECHANISM", *saslMech); ok {
-		c.Kafka.SASL.Mechanism = v
-	}
-	if v, ok := pick("sasl-username", "KDG_SASL_USERNAME", *saslUser); ok {
-		c.Kafka.SASL.Username = v
-	}
-	if v := getenv("KDG_SASL_PASSWORD"); v != "" {
-		c.Kafka.SASL.Password = v
-	}
-	if set["sasl-password-file"] {
-		c.Kafka.SASL.PasswordFile = *saslPassFile
+	var err error
+	if c.Kafka, err = kf.apply(c.Kafka, getenv); err != nil {
+		return c, err
 	}
 	if set["topic-configs"] {
 		c.TopicConfigs.File = *topicConfigs
@@ -120,6 +126,9 @@ func parseRunConfig(args []string, getenv env, stderr io.Writer) (guardConfig, e
 	if set["web.listen-address"] {
 		c.Web.ListenAddress = *listen
 	}
+	if set["web.probe-listen-address"] {
+		c.Web.ProbeListenAddress = *probeListen
+	}
 	if set["web.config.file"] {
 		c.Web.ConfigFile = *webCfg
 	}
@@ -132,10 +141,10 @@ func parseRunConfig(args []string, getenv env, stderr io.Writer) (guardConfig, e
 	if set["log.format"] {
 		c.Log.Format = *logFormat
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return c, err
 	}
-	return c, nil
+	return c.WithDefaults(), nil
 }
 
 func splitList(s string) []string {
@@ -177,7 +186,7 @@ func runGuard(ctx context.Context, args []string, getenv env, out streams) error
 	ver, rev := buildVersion()
 	logger.Info("starting", "version", ver, "log_dirs", cfg.LogDirs, "enforce", cfg.Enforcer.Enabled,
 		"profile", cfg.Enforcer.Profile, "kafka", strings.Join(cfg.Kafka.BootstrapServers, ","))
-	return serve(ctx, cfg, logger, ver, rev, serveHooks{})
+	return serve(ctx, cfg, logger, build{ver, rev}, serveHooks{})
 }
 
 // serveHooks let the demo reuse serve.
@@ -190,8 +199,17 @@ type serveHooks struct {
 	extra []func(ctx context.Context, a *agent.Agent, addr string) error
 }
 
+// firstAttemptWait bounds how long the enforcer waits for the Kafka
+// link's first connection attempt before it starts anyway.
+const firstAttemptWait = 30 * time.Second
+
+// build identifies the binary in metrics and logs.
+type build struct{ version, revision string }
+
 // serve wires the parts and runs them until ctx ends or one fails.
-func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev string, hooks serveHooks) error {
+func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, hooks serveHooks) error {
+	cfg = cfg.WithDefaults()
+	ver, rev := b.version, b.revision
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -202,17 +220,47 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 	if cfg.TopicConfigs.File != "" {
 		cs, err := agent.LoadConfigFile(cfg.TopicConfigs.File, offline.Defaults)
 		if err != nil {
-			return err
+			return fmt.Errorf("topicConfigs.file: %w", err)
 		}
 		offline = cs
 	}
-	var link *kafkaLink
+
+	// One connection to the cluster, shared by the config refresher, the
+	// enforcer and admission. Without a cluster the guard observes
+	// offline: configs from the file, an enforcer that plans only.
+	var (
+		a        *agent.Agent
+		link     *kafkaadmin.Link
+		admin    enforcer.Admin
+		configs  agent.TopicConfigSource = staticConfigs{offline}
+		refresh  *agent.ConfigRefresher
+		model    *reserve.Model
+		admitter = unavailable("admission needs a kafka cluster (kafka.bootstrapServers)")
+		err      error
+	)
 	if cfg.Kafka.Enabled() {
-		link = &kafkaLink{cfg: cfg.Kafka, ownTopic: cfg.Enforcer.OwnershipTopic, enforcing: cfg.Enforcer.Enabled,
-			logger: logger.With("component", "kafka")}
+		link = kafkaadmin.NewLink(cfg.Kafka, logger, kafkaadmin.LinkOptions{})
+		admin = link.Enforce(cfg.Enforcer.OwnershipTopic)
+		refresh, err = agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
+			link.ConfigFetcher(func() int32 { return snapshotBrokerID(a) }), func() []string { return snapshotTopics(a) }, offline)
+		if err != nil {
+			return err
+		}
+		configs = refresh
+		if cfg.Admission.IsEnabled() {
+			if model, err = reserve.NewModel(cfg.Admission, logger, reg, link.ClusterReader(), nil); err != nil {
+				return err
+			}
+			if admitter, err = reserve.NewHandler(cfg.Admission, logger, reg, model); err != nil {
+				return err
+			}
+		} else {
+			admitter = unavailable("admission is off (admission.enabled: false)")
+		}
+	} else {
+		admin = offlineAdmin{kafkaadmin.NewLink(kafkaadmin.Config{}, logger, kafkaadmin.LinkOptions{}).Enforce(cfg.Enforcer.OwnershipTopic)}
 	}
-	a, err := agent.New(cfg.Config, logger, configSource{link: link, offline: offline})
-	if err != nil {
+	if a, err = agent.New(cfg.Config, logger, configs); err != nil {
 		return err
 	}
 	if _, err := exporter.New(exporter.Config{PerPartition: cfg.Metrics.PerPartition, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
@@ -220,14 +268,14 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 		return err
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
-	// the plan, and every action fails as broker_unreachable.
-	enf, err := enforcer.New(cfg.Enforcer, logger, reg, a, link, systemClock{})
+	// the plan, and every action fails as not connected.
+	enf, err := enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: admin, Clock: systemClock{}})
 	if err != nil {
 		return err
 	}
-	routes := map[string]http.Handler{reservePath: link}
+	routes := map[string]http.Handler{reservePath: admitter}
 	srv, err := exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.Web.ListenAddress, WebConfigFile: cfg.Web.ConfigFile,
-		Version: ver, Routes: routes}, logger, reg, a)
+		ProbeListenAddress: cfg.Web.ProbeListenAddress, Version: ver, Routes: routes}, logger, reg, a)
 	if err != nil {
 		return err
 	}
@@ -245,35 +293,79 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, ver, rev s
 		g.Go(func() error { return part(ctx, a, addr) })
 	}
 	g.Go(func() error { return a.Run(ctx) })
-	g.Go(func() error { return enf.Run(ctx) })
 	g.Go(func() error { return srv.Run(ctx) })
-	if link != nil {
-		g.Go(func() error { return link.FollowTopics(ctx, a.TopicsChanged()) })
+	if link == nil {
+		g.Go(func() error { return enf.Run(ctx) })
+	} else {
+		g.Go(func() error { return link.Run(ctx) })
+		// Quiet start: what would only report "not connected" waits for
+		// the link's first attempt (the enforcer, at most
+		// firstAttemptWait) or its first connection (configs, admission).
 		g.Go(func() error {
-			// The broker id comes from meta.properties (spec R1.5): wait for
-			// the first scan.
-			var id int32 = -1
-			for a.Snapshot() == nil {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-link.Attempted():
+			case <-time.After(firstAttemptWait):
+			}
+			return enf.Run(ctx)
+		})
+		afterUp := func(run func(context.Context) error) func() error {
+			return func() error {
 				select {
 				case <-ctx.Done():
 					return nil
-				case <-a.Updated():
+				case <-link.Up():
 				}
+				return run(ctx)
 			}
-			for _, ld := range a.Snapshot().LogDirs {
-				if ld.BrokerID >= 0 {
-					id = ld.BrokerID
-					break
-				}
-			}
-			return link.Run(ctx, id, func() []string { return snapshotTopics(a) }, offline, cfg.TopicConfigs.RefreshInterval,
-				reserve.Config{LimitPercent: cfg.Admission.LimitPercent, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
-					BrokerStorageBytes: cfg.Admission.BrokerStorageBytes})
-		})
+		}
+		g.Go(afterUp(refresh.Run))
+		// A new topic's configs are fetched at once (spec R7.2).
+		g.Go(func() error { return followTopics(ctx, a.TopicsChanged(), refresh) })
+		if model != nil {
+			g.Go(afterUp(model.Run))
+		}
 	}
 	err = g.Wait()
 	logger.Info("stopped")
 	return err
+}
+
+// followTopics tells the config refresher whenever the agent's partition
+// directories changed, until ctx ends.
+func followTopics(ctx context.Context, changed <-chan struct{}, r *agent.ConfigRefresher) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			r.Notify()
+		}
+	}
+}
+
+// staticConfigs are the offline topic configs.
+type staticConfigs struct{ cs agent.ConfigSet }
+
+func (s staticConfigs) Current() agent.ConfigSet { return s.cs }
+
+// offlineAdmin is the enforcer's admin API without a cluster: there are
+// no protection records to read (the guard cannot have set any), and every
+// other call answers kafkaadmin.ErrNotConnected.
+type offlineAdmin struct{ *kafkaadmin.Enforce }
+
+func (offlineAdmin) LoadOwnership(context.Context) (map[int32]enforcer.Ownership, error) {
+	return map[int32]enforcer.Ownership{}, nil
+}
+
+// unavailable answers 503 saying why.
+func unavailable(why string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "{\"error\": %q}\n", why)
+	})
 }
 
 func routeList(routes map[string]http.Handler) []string {
@@ -283,6 +375,20 @@ func routeList(routes map[string]http.Handler) []string {
 	}
 	sort.Strings(out[3:])
 	return out
+}
+
+// snapshotBrokerID is the broker id from meta.properties (spec R1.5), -1
+// before the first scan.
+func snapshotBrokerID(a *agent.Agent) int32 {
+	if a == nil || a.Snapshot() == nil {
+		return -1
+	}
+	for _, ld := range a.Snapshot().LogDirs {
+		if ld.BrokerID >= 0 {
+			return ld.BrokerID
+		}
+	}
+	return -1
 }
 
 // snapshotTopics lists the live topics the agent has seen.

@@ -114,7 +114,7 @@ func TestServeOffline(t *testing.T) {
 	done := make(chan error, 1)
 	var logs bytes.Buffer
 	go func() {
-		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil)), "test", "", serveHooks{ready: func(a string) { addrc <- a }})
+		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil)), build{"test", ""}, serveHooks{ready: func(a string) { addrc <- a }})
 	}()
 	var addr string
 	select {
@@ -154,7 +154,7 @@ func TestServeOffline(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if code, body := get(reservePath); code != http.StatusServiceUnavailable || !strings.Contains(body, "not reachable") {
+	if code, body := get(reservePath); code != http.StatusServiceUnavailable || !strings.Contains(body, "admission needs a kafka cluster") {
 		t.Errorf("admission without a cluster: %d %s", code, body)
 	}
 	cancel()
@@ -193,7 +193,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if c.Enforcer.Enabled {

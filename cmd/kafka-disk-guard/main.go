@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,10 +16,6 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kafka-disk-guard:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
 }

@@ -7,15 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
@@ -32,9 +32,8 @@ type reserveConfig struct {
 	currentPartitions int
 
 	// online
-	bootstrap string
-	conn      kafkaadmin.Config
-	timeout   time.Duration
+	conn    kafkaadmin.Config
+	timeout time.Duration
 }
 
 // policyViolation is a refused request: main exits 1 with its message.
@@ -92,8 +91,17 @@ func parseBytes(v string) (int64, error) {
 	return int64(f * float64(mult)), nil
 }
 
+// policyFlagName names the flag behind an admission.* YAML path.
+func policyFlagName(err error) string {
+	return strings.NewReplacer("admission.limitPercent", "--limit-percent", "admission.compactFlatBytes", "--compact-flat-bytes",
+		"admission.brokerStorageBytes", "--broker-storage-bytes").Replace(err.Error())
+}
+
 func parseReserveFlags(args []string, getenv env, stderr io.Writer) (reserveConfig, error) {
 	var c reserveConfig
+	if err := rejectPasswordFlag(args); err != nil {
+		return c, err
+	}
 	configs := configFlag{}
 	fs := flag.NewFlagSet("reserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -105,7 +113,7 @@ and whether the cluster's reserved storage stays under the limit. Exits 1
 with a PolicyViolation message when it would not.
 
 Offline, with given figures:  --storage-bytes 100GiB --reserved-bytes 40GiB
-Online, against a cluster:    --bootstrap-server host:9092 [--sasl-mechanism PLAIN ...]
+Online, against a cluster:    --bootstrap-server host:9092 [--command-config FILE | --sasl-mechanism ...]
 
 flags:
 `)
@@ -125,15 +133,8 @@ flags:
 	fs.Var(bytesFlag{&c.storageBytes}, "storage-bytes", "offline: the cluster's configured storage")
 	fs.Var(bytesFlag{&c.reservedBytes}, "reserved-bytes", "offline: the bytes reserved now")
 	fs.IntVar(&c.currentPartitions, "current-partitions", 0, "offline with --add-partitions: the topic's partitions now")
-	fs.StringVar(&c.bootstrap, "bootstrap-server", "", "online: comma-separated broker addresses")
-	fs.StringVar(&c.conn.SASL.Mechanism, "sasl-mechanism", "", "online: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL)")
-	fs.StringVar(&c.conn.SASL.Username, "sasl-username", "", "online: SASL user")
-	fs.StringVar(&c.conn.SASL.Password, "sasl-password", "", "online: SASL password (or env KDG_SASL_PASSWORD)")
-	fs.StringVar(&c.conn.SASL.PasswordFile, "sasl-password-file", "", "online: file holding the SASL password")
-	fs.BoolVar(&c.conn.TLS.Enabled, "tls", false, "online: connect with TLS")
-	fs.StringVar(&c.conn.TLS.CAFile, "tls-ca-file", "", "online: CA bundle for the brokers' certificates")
-	fs.StringVar(&c.conn.TLS.CertFile, "tls-cert-file", "", "online: client certificate (mutual TLS)")
-	fs.StringVar(&c.conn.TLS.KeyFile, "tls-key-file", "", "online: client key (mutual TLS)")
+	var kf kafkaFlags
+	kf.register(fs) // online
 	fs.Var(bytesFlag{&c.policy.BrokerStorageBytes}, "broker-storage-bytes", "online: each broker's configured storage, instead of DescribeLogDirs total bytes")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "online: time allowed to read the cluster")
 	if err := fs.Parse(args); err != nil {
@@ -145,9 +146,11 @@ flags:
 	if fs.NArg() > 0 {
 		return c, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	if c.conn.SASL.Password == "" {
-		c.conn.SASL.Password = getenv("KDG_SASL_PASSWORD")
+	var err error
+	if c.conn, err = kf.apply(kafkaadmin.Config{ClientID: "kafka-disk-guard-reserve"}, getenv); err != nil {
+		return c, usageError{flagName(err).Error()}
 	}
+	online := c.conn.Enabled()
 	c.request.Operation = reserve.CreateTopic
 	if *add {
 		c.request.Operation = reserve.CreatePartitions
@@ -163,22 +166,19 @@ flags:
 		return c, usageError{"--output: want text or json"}
 	case *add && partitions <= 0:
 		return c, usageError{"--add-partitions needs --partitions, the new total count"}
-	case c.bootstrap == "" && c.storageBytes <= 0:
+	case !online && c.storageBytes <= 0:
 		return c, usageError{"give --bootstrap-server (online) or --storage-bytes (offline)"}
-	case c.bootstrap != "" && (c.storageBytes > 0 || c.reservedBytes > 0):
+	case online && (c.storageBytes > 0 || c.reservedBytes > 0):
 		return c, usageError{"--storage-bytes and --reserved-bytes are offline figures: not with --bootstrap-server"}
-	case c.bootstrap == "" && *add && c.currentPartitions <= 0:
+	case !online && *add && c.currentPartitions <= 0:
 		return c, usageError{"offline --add-partitions needs --current-partitions"}
 	}
 	if err := c.policy.Validate(); err != nil {
-		return c, usageError{err.Error()}
+		return c, usageError{policyFlagName(err)}
 	}
-	if c.bootstrap != "" {
-		c.conn.BootstrapServers = strings.Split(c.bootstrap, ",")
-		c.conn.ClientID = "kafka-disk-guard-reserve"
-		c.conn.Timeout = c.timeout
+	if online {
 		if err := c.conn.Validate(); err != nil {
-			return c, usageError{err.Error()}
+			return c, usageError{flagName(err).Error()}
 		}
 	}
 	return c, nil
@@ -193,7 +193,7 @@ func runReserve(ctx context.Context, args []string, getenv env, out streams) err
 		return err
 	}
 	var st reserve.State
-	if c.bootstrap != "" {
+	if c.conn.Enabled() {
 		st, err = readClusterState(ctx, c)
 	} else {
 		st, err = offlineState(c)
@@ -252,19 +252,14 @@ func offlineState(c reserveConfig) (reserve.State, error) {
 }
 
 func readClusterState(ctx context.Context, c reserveConfig) (reserve.State, error) {
-	sc, err := c.conn.SaramaConfig()
-	if err != nil {
+	link := kafkaadmin.NewLink(c.conn, slog.New(slog.DiscardHandler), kafkaadmin.LinkOptions{})
+	if err := link.Connect(); err != nil {
 		return reserve.State{}, err
 	}
-	sc.Version = sarama.V3_3_0_0 // DescribeLogDirs v4: each log dir's total bytes
-	admin, err := sarama.NewClusterAdmin(c.conn.BootstrapServers, sc)
-	if err != nil {
-		return reserve.State{}, fmt.Errorf("connect to %s: %w", c.bootstrap, err)
-	}
-	defer admin.Close()
+	defer link.Close()
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	info, err := kafkaadmin.NewClusterReader(admin).ReadCluster(ctx)
+	info, err := link.ClusterReader().ReadCluster(ctx)
 	if err != nil {
 		return reserve.State{}, fmt.Errorf("read cluster: %w", err)
 	}
@@ -280,7 +275,7 @@ func printDecision(w io.Writer, d reserve.Decision, cfg agent.TopicConfig, write
 		what, d.Topic, d.NewPartitions, d.ReplicationFactor, int64(d.NewPartitions)*int64(d.ReplicationFactor))
 	fmt.Fprintf(w, "config: cleanup.policy=%s retention.bytes=%d retention.ms=%d segment.bytes=%d segment.index.bytes=%d\n",
 		cfg.CleanupPolicy, cfg.RetentionBytes, cfg.RetentionMs, cfg.SegmentBytes, cfg.SegmentIndexBytes)
-	fmt.Fprintf(w, "reserved per partition replica: %s (%d bytes, basis %s)\n", reserve.HumanBytes(d.PartitionBytes), d.PartitionBytes, d.Basis)
+	fmt.Fprintf(w, "reserved per partition replica: %s (%d bytes, basis %s)\n", human.Bytes(d.PartitionBytes), d.PartitionBytes, d.Basis)
 	if d.Basis != reserve.BasisCompactFlat && cfg.SegmentBytes > 0 {
 		retention := max(cfg.RetentionBytes, 0)
 		if d.Basis == reserve.BasisWriteRateEstimate {
@@ -288,12 +283,12 @@ func printDecision(w io.Writer, d reserve.Decision, cfg agent.TopicConfig, write
 		}
 		n := retention/cfg.SegmentBytes + 1
 		fmt.Fprintf(w, "  = retention %s + one more segment %s + indexes 2 x %s x %d segment(s)\n",
-			reserve.HumanBytes(retention), reserve.HumanBytes(cfg.SegmentBytes), reserve.HumanBytes(cfg.SegmentIndexBytes), n)
+			human.Bytes(retention), human.Bytes(cfg.SegmentBytes), human.Bytes(cfg.SegmentIndexBytes), n)
 	}
 	if d.Basis == reserve.BasisUnbounded {
 		fmt.Fprintln(w, "  note: retention.bytes=-1 without a write rate: counted as one segment plus its indexes; give --write-rate-bytes for an estimate")
 	}
-	fmt.Fprintf(w, "requested in total: %s (%d bytes)\n\n", reserve.HumanBytes(d.Cluster.RequestedBytes), d.Cluster.RequestedBytes)
+	fmt.Fprintf(w, "requested in total: %s (%d bytes)\n\n", human.Bytes(d.Cluster.RequestedBytes), d.Cluster.RequestedBytes)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scope\tstorage\treserved now\t%%\treserved after\t%%\tlimit\tstatus\n")
@@ -305,8 +300,8 @@ func printDecision(w io.Writer, d reserve.Decision, cfg agent.TopicConfig, write
 		if f.BrokerID != nil && f.RequestedBytes == 0 {
 			status = "unchanged"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%s\t%.1f%%\t%g%%\t%s\n", scope, reserve.HumanBytes(f.StorageBytes),
-			reserve.HumanBytes(f.ReservedBytes), f.PercentBefore, reserve.HumanBytes(f.ReservedAfterBytes), f.PercentAfter, d.LimitPercent, status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%s\t%.1f%%\t%g%%\t%s\n", scope, human.Bytes(f.StorageBytes),
+			human.Bytes(f.ReservedBytes), f.PercentBefore, human.Bytes(f.ReservedAfterBytes), f.PercentAfter, d.LimitPercent, status)
 	}
 	row("cluster", d.Cluster)
 	brokers := append([]reserve.Figures(nil), d.Brokers...)

@@ -43,9 +43,10 @@ func TestReserveGolden(t *testing.T) {
 		{"no_topic", []string{"--storage-bytes", "1GiB"}, "--topic is required", true},
 		{"bad_config", []string{"--topic", "t", "--storage-bytes", "1GiB", "--config", "retention.bytes=1GiB"}, `retention.bytes="1GiB": not an integer`, true},
 		{"add_without_current", []string{"--topic", "t", "--storage-bytes", "1GiB", "--add-partitions", "--partitions", "3"}, "needs --current-partitions", true},
-		{"bad_limit", []string{"--topic", "t", "--storage-bytes", "1GiB", "--limit-percent", "150"}, "limit_percent 150", true},
-		{"bad_sasl", []string{"--topic", "t", "--bootstrap-server", "127.0.0.1:1", "--sasl-mechanism", "GSSAPI", "--sasl-username", "u"}, "kafka.sasl.mechanism", true},
-		{"sasl_without_user", []string{"--topic", "t", "--bootstrap-server", "127.0.0.1:1", "--sasl-mechanism", "PLAIN"}, "kafka.sasl.username", true},
+		{"bad_limit", []string{"--topic", "t", "--storage-bytes", "1GiB", "--limit-percent", "150"}, "--limit-percent: 150 is outside (0, 100]", true},
+		{"bad_sasl", []string{"--topic", "t", "--bootstrap-server", "127.0.0.1:1", "--sasl-mechanism", "GSSAPI", "--sasl-username", "u"}, "--sasl-mechanism: \"GSSAPI\" is not PLAIN", true},
+		{"sasl_without_user", []string{"--topic", "t", "--bootstrap-server", "127.0.0.1:1", "--sasl-mechanism", "PLAIN"}, "--sasl-username: required", true},
+		{"password_flag", []string{"--topic", "t", "--bootstrap-server", "127.0.0.1:1", "--sasl-password", "x"}, "a password on the command line shows in ps", true},
 		{"offline_and_online", []string{"--topic", "t", "--bootstrap-server", "127.0.0.1:1", "--storage-bytes", "1GiB"}, "offline figures", true},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -25,10 +26,27 @@ type command struct {
 	run     func(ctx context.Context, args []string, getenv env, out streams) error
 }
 
-// usageError is a mistake in the command line; main exits 2 for it.
+// usageError is a mistake in the command line or the configuration,
+// found before anything was done; main exits 2 for it.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
+
+// exitCode is the one convention of every subcommand: 0 success, 2 a
+// usage error (unknown flag, bad flag value, invalid configuration:
+// nothing was started), 1 a failure while doing the work (a cluster that
+// cannot be read, an address in use, a refused reservation, a
+// configuration file that fails check-config).
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -73,29 +91,62 @@ func printUsage(w io.Writer, cmds map[string]command) {
 	io.WriteString(w, b.String())
 }
 
-// version is set with -ldflags "-X main.version=..." by release builds;
-// otherwise it comes from the module build info.
-var version = ""
+// version and revision are stamped by release builds
+// (scripts/build-image.sh):
+//
+//	-ldflags "-X main.version=0.1.0 -X main.revision=<git commit>"
+//
+// The version comes from the chart's appVersion (one place for both).
+// Unstamped builds fall back to the module build info: the module version
+// (or "(devel)") and the VCS revision Go records in a git checkout, with
+// "-dirty" for uncommitted changes. A build without VCS data (a source
+// tarball, -buildvcs=false) says "unknown", never an empty revision.
+var (
+	version  = ""
+	revision = ""
+)
 
-func buildVersion() (ver, revision string) {
-	ver = version
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if ver == "" {
+func buildVersion() (ver, rev string) {
+	bi, _ := debug.ReadBuildInfo()
+	return stamped(version, revision, bi)
+}
+
+// stamped picks the version and revision from the -X values, else from
+// the build info (nil when there is none).
+func stamped(ldVersion, ldRevision string, bi *debug.BuildInfo) (ver, rev string) {
+	ver, rev = ldVersion, ldRevision
+	if bi != nil {
+		if ver == "" && bi.Main.Version != "" {
 			ver = bi.Main.Version
 		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				revision = s.Value
+		if rev == "" {
+			var modified bool
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					rev = s.Value
+				case "vcs.modified":
+					modified = s.Value == "true"
+				}
+			}
+			if rev != "" && modified {
+				rev += "-dirty"
 			}
 		}
 	}
 	if ver == "" {
 		ver = "(devel)"
 	}
-	return ver, revision
+	if rev == "" {
+		rev = "unknown"
+	}
+	return ver, rev
 }
 
-func runVersion(_ context.Context, _ []string, _ env, out streams) error {
+func runVersion(_ context.Context, args []string, _ env, out streams) error {
+	if len(args) > 0 {
+		return usageError{fmt.Sprintf("version: unexpected argument %q", args[0])}
+	}
 	v, rev := buildVersion()
 	fmt.Fprintf(out.stdout, "kafka-disk-guard %s %s\n", v, rev)
 	return nil

@@ -49,6 +49,12 @@ func TestRunGuardsRealBrokerOverSASL(t *testing.T) {
 	}
 	waitMetric(t, addr, `kafka_disk_guard_enforcer_blocked{reason="broker_unreachable"} 0`)
 	waitMetric(t, addr, `kafka_disk_guard_enforcement_enabled 0`)
+	// Quiet start: a reachable cluster, and not one warning or error.
+	for _, l := range logLines(t, logs.String()) {
+		if l["level"] == "WARN" || l["level"] == "ERROR" {
+			t.Errorf("%s at a start against a reachable broker: %v", l["level"], l)
+		}
+	}
 
 	// Admission: far more than the broker's disk can hold is refused,
 	// with the limit named; a small topic is allowed.
@@ -80,6 +86,14 @@ func TestRunGuardsRealBrokerOverSASL(t *testing.T) {
 		t.Fatalf("a 1 MiB topic was refused: %s", small.Reason)
 	}
 
+	// check-config --online reads the cluster with the same connection.
+	var out bytes.Buffer
+	file := writeFile(t, "guard.yaml", "logDirs: ["+b.LogDir+"]\nkafka: {bootstrapServers: ["+b.SASLAddr+"], sasl: {mechanism: PLAIN, username: "+kafkatest.GuardUser+"}}\n")
+	err = run(t.Context(), []string{"check-config", "--online", file}, mapEnv(map[string]string{"KDG_SASL_PASSWORD": kafkatest.GuardPassword}), &out, io.Discard)
+	if err != nil || !strings.Contains(out.String(), "cluster ok: 1 broker(s)") {
+		t.Fatalf("check-config --online: %v\n%s", err, out.String())
+	}
+
 	// A wrong password: the guard keeps watching and serving, and says why.
 	cfg2, err := parseRunConfig(args, mapEnv(map[string]string{"KDG_SASL_PASSWORD": "wrong"}), io.Discard)
 	if err != nil {
@@ -107,7 +121,7 @@ func startServe(t *testing.T, cfg guardConfig) (string, *syncWriter) {
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), "test", "", serveHooks{ready: func(a string) { addrc <- a }})
+		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), build{"test", ""}, serveHooks{ready: func(a string) { addrc <- a }})
 	}()
 	t.Cleanup(func() {
 		cancel()

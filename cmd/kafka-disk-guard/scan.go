@@ -8,31 +8,27 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 )
 
 // scanConfig is the scan subcommand's configuration, from flags.
 type scanConfig struct {
-	LogDirs         []string
-	ConfigFile      string
-	Defaults        agent.TopicConfig
-	CapacityBytes   uint64
-	Now             time.Time
-	Format          string
-	BootstrapServer string
-	SASLMechanism   string
-	SASLUser        string
-	SASLPassword    string
-	Timeout         time.Duration
+	LogDirs       []string
+	ConfigFile    string
+	Defaults      agent.TopicConfig
+	CapacityBytes uint64
+	Now           time.Time
+	Format        string
+	Kafka         kafkaadmin.Config
+	Timeout       time.Duration
 }
 
 // Validate checks the configuration.
@@ -43,8 +39,8 @@ func (c *scanConfig) Validate() error {
 	if c.Format != "table" && c.Format != "json" {
 		return fmt.Errorf("--format %q: want table or json", c.Format)
 	}
-	if (c.SASLUser == "") != (c.SASLPassword == "") {
-		return errors.New("--sasl-user and --sasl-password go together")
+	if err := c.Kafka.Validate(); err != nil {
+		return flagName(err)
 	}
 	if err := agent.ValidateTopicConfig(c.Defaults); err != nil {
 		return fmt.Errorf("defaults: %w", err)
@@ -53,6 +49,9 @@ func (c *scanConfig) Validate() error {
 }
 
 func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, error) {
+	if err := rejectPasswordFlag(args); err != nil {
+		return scanConfig{}, err
+	}
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	d := agent.DefaultTopicConfig()
@@ -68,11 +67,9 @@ func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, er
 	fs.Uint64Var(&cfg.CapacityBytes, "capacity-bytes", 0, "fixed capacity per log dir (a PVC size or quota); 0: the filesystem's")
 	fs.StringVar(&now, "now", "", "the clock, RFC 3339 (default: the current time)")
 	fs.StringVar(&cfg.Format, "format", "table", "output: table or json")
-	fs.StringVar(&cfg.BootstrapServer, "bootstrap-server", "", "read topic configs from this broker (host:port) instead of flags and file")
-	fs.StringVar(&cfg.SASLMechanism, "sasl-mechanism", "PLAIN", "SASL mechanism with --sasl-user: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
-	fs.StringVar(&cfg.SASLUser, "sasl-user", "", "SASL user for --bootstrap-server")
-	fs.StringVar(&cfg.SASLPassword, "sasl-password", getenv("KAFKA_DISK_GUARD_SASL_PASSWORD"), "SASL password (default $KAFKA_DISK_GUARD_SASL_PASSWORD)")
-	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "timeout for broker requests")
+	var kf kafkaFlags
+	kf.register(fs) // with a cluster, topic configs come from it instead of flags and file
+	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "time allowed to read the topic configs from the cluster")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
@@ -92,6 +89,9 @@ func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, er
 		return cfg, usageError{"--cleanup-policy: " + err.Error()}
 	}
 	cfg.Defaults.CleanupPolicy = p
+	if cfg.Kafka, err = kf.apply(kafkaadmin.Config{ClientID: "kafka-disk-guard-scan"}, getenv); err != nil {
+		return cfg, usageError{flagName(err).Error()}
+	}
 	cfg.Now = time.Now()
 	if now != "" {
 		if cfg.Now, err = time.Parse(time.RFC3339, now); err != nil {
@@ -153,45 +153,19 @@ func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agen
 			return cs, err
 		}
 	}
-	if cfg.BootstrapServer == "" {
+	if !cfg.Kafka.Enabled() {
 		return cs, nil
 	}
-	conn := kafkaadmin.Config{BootstrapServers: []string{cfg.BootstrapServer}, ClientID: "kafka-disk-guard-scan", Timeout: cfg.Timeout}
-	if cfg.SASLUser != "" {
-		conn.SASL = kafkaadmin.SASLConfig{Mechanism: cfg.SASLMechanism, Username: cfg.SASLUser, Password: cfg.SASLPassword}
-	}
-	if err := conn.Validate(); err != nil {
-		return cs, usageError{err.Error()}
-	}
-	sc, err := conn.SaramaConfig()
-	if err != nil {
+	link := kafkaadmin.NewLink(cfg.Kafka, slog.New(slog.DiscardHandler), kafkaadmin.LinkOptions{})
+	if err := link.Connect(); err != nil {
 		return cs, err
 	}
-	client, err := sarama.NewClient(conn.BootstrapServers, sc)
-	if err != nil {
-		return cs, fmt.Errorf("connect to %s: %w", cfg.BootstrapServer, err)
-	}
-	defer client.Close()
-	brokerID := int32(-1)
-	topicSet := map[string]bool{}
-	for _, d := range dirs {
-		if d.BrokerID >= 0 && brokerID < 0 {
-			brokerID = d.BrokerID
-		}
-		for _, p := range d.Partitions {
-			if p.Kind == agent.KindLive {
-				topicSet[p.Topic] = true
-			}
-		}
-	}
-	topics := make([]string, 0, len(topicSet))
-	for t := range topicSet {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
+	defer link.Close()
+	scanned := agent.Snapshot{LogDirs: dirs} // not classified yet: only its broker id and topics are read
+	brokerID := scanned.BrokerID()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	online, err := kafkaadmin.NewConfigFetcher(client, brokerID).FetchConfigs(ctx, topics)
+	online, err := link.ConfigFetcher(func() int32 { return brokerID }).FetchConfigs(ctx, scanned.LiveTopics())
 	if err != nil {
 		return cs, err
 	}
@@ -231,17 +205,6 @@ type stateCounts struct {
 	Eligible int64 `json:"eligible"`
 }
 
-func (s *stateCounts) add(st agent.State, v int64) {
-	switch st {
-	case agent.StateOpen:
-		s.Open += v
-	case agent.StateClosed:
-		s.Closed += v
-	case agent.StateEligible:
-		s.Eligible += v
-	}
-}
-
 // retained holds expired-but-retained bytes by reason (spec R1.6).
 type retained struct {
 	OpenSegment      int64 `json:"open_segment"`
@@ -249,29 +212,26 @@ type retained struct {
 	PendingDelete    int64 `json:"pending_delete"`
 }
 
+// summary is agent.Summary as the report prints it: the same figures as
+// the exporter's metrics (every byte figure is disk bytes).
 type summary struct {
 	Segments           stateCounts `json:"segments"`
-	Bytes              stateCounts `json:"bytes"`
+	DiskBytes          stateCounts `json:"disk_bytes"`
 	ExpiredRetained    retained    `json:"expired_retained_bytes"`
 	OldestEligibleAgeS *float64    `json:"oldest_eligible_age_seconds"`
 }
 
-func (s *summary) addPartition(p agent.Partition, now time.Time) {
-	s.ExpiredRetained.PendingDelete += p.PendingDeleteBytes
-	for _, seg := range p.Segments {
-		s.Segments.add(seg.State, 1)
-		s.Bytes.add(seg.State, seg.LogBytes)
-		switch seg.State {
-		case agent.StateOpen:
-			s.ExpiredRetained.OpenSegment += seg.ExpiredBytes
-		case agent.StateEligible:
-			s.ExpiredRetained.AwaitingDeletion += seg.ExpiredBytes
-			age := now.Sub(seg.LargestTimestamp).Seconds()
-			if s.OldestEligibleAgeS == nil || age > *s.OldestEligibleAgeS {
-				s.OldestEligibleAgeS = &age
-			}
-		}
+func newSummary(s agent.Summary, now time.Time) summary {
+	r := summary{
+		Segments:        stateCounts(s.Segments),
+		DiskBytes:       stateCounts(s.Bytes),
+		ExpiredRetained: retained(s.Expired),
 	}
+	if !s.OldestEligible.IsZero() {
+		age := now.Sub(s.OldestEligible).Seconds()
+		r.OldestEligibleAgeS = &age
+	}
+	return r
 }
 
 type topicReport struct {
@@ -315,7 +275,8 @@ func buildReport(snap agent.Snapshot) scanReport {
 	if r.ScanErrors == nil {
 		r.ScanErrors = map[agent.ErrorKind]uint64{}
 	}
-	topics := map[string]*topicReport{}
+	// A topic's figures are the sum of its summaries in every log dir.
+	topics := map[string]*agent.Summary{}
 	for _, d := range snap.LogDirs {
 		lr := logDirReport{Path: d.Path, BrokerID: d.BrokerID, ClusterID: d.ClusterID,
 			CapacityBytes: d.Usage.CapacityBytes, UsedBytes: d.Usage.UsedBytes, AvailableBytes: d.Usage.AvailableBytes,
@@ -325,24 +286,17 @@ func buildReport(snap agent.Snapshot) scanReport {
 			lr.Error = d.Err.Error()
 		}
 		r.LogDirs = append(r.LogDirs, lr)
-		for _, p := range d.Partitions {
-			pr := partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
-				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset}
-			pr.addPartition(p, snap.Time)
-			r.Partitions = append(r.Partitions, pr)
-			if p.Kind == agent.KindLive {
-				tr := topics[p.Topic]
-				if tr == nil {
-					c, ok := snap.Configs[p.Topic]
-					if !ok {
-						c = snap.Defaults
-					}
-					tr = &topicReport{Topic: p.Topic, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes, CleanupPolicy: c.CleanupPolicy.String()}
-					topics[p.Topic] = tr
-				}
-				tr.Partitions++
-				tr.addPartition(p, snap.Time)
+		for _, ts := range d.TopicSummaries() {
+			if t := topics[ts.Topic]; t != nil {
+				t.Add(ts.Summary)
+			} else {
+				topics[ts.Topic] = &ts.Summary
 			}
+		}
+		for _, p := range d.Partitions {
+			r.Partitions = append(r.Partitions, partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
+				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset,
+				summary: newSummary(p.Summary(), snap.Time)})
 			for _, s := range p.Segments {
 				r.Segments = append(r.Segments, segmentReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Kind: string(p.Kind),
 					BaseOffset: s.BaseOffset, State: string(s.State), Reason: string(s.Reason), SizeBytes: s.LogBytes, DiskBytes: s.DiskBytes,
@@ -350,13 +304,10 @@ func buildReport(snap agent.Snapshot) scanReport {
 			}
 		}
 	}
-	names := make([]string, 0, len(topics))
-	for n := range topics {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		r.Topics = append(r.Topics, *topics[n])
+	for _, n := range slices.Sorted(maps.Keys(topics)) {
+		c := snap.TopicConfig(n)
+		r.Topics = append(r.Topics, topicReport{Topic: n, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
+			CleanupPolicy: c.CleanupPolicy.String(), Partitions: topics[n].Partitions, summary: newSummary(*topics[n], snap.Time)})
 	}
 	return r
 }
@@ -377,11 +328,11 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 			fmt.Fprintf(&b, "  error: %s\n", d.Error)
 			continue
 		}
-		fmt.Fprintf(&b, "  usage: %.1f%% (%s used of %s, %s), %s available\n", 100*d.UsageRatio, humanBytes(int64(d.UsedBytes)), humanBytes(int64(d.CapacityBytes)), d.CapacityBasis, humanBytes(int64(d.AvailableBytes)))
-		fmt.Fprintf(&b, "  disk: %s total, %s pending deletion, %s other\n", humanBytes(d.DiskBytes), humanBytes(d.PendingDeleteBytes), humanBytes(d.OtherBytes))
+		fmt.Fprintf(&b, "  usage: %.1f%% (%s used of %s, %s), %s available\n", 100*d.UsageRatio, human.Bytes(int64(d.UsedBytes)), human.Bytes(int64(d.CapacityBytes)), d.CapacityBasis, human.Bytes(int64(d.AvailableBytes)))
+		fmt.Fprintf(&b, "  disk: %s total, %s pending deletion, %s other\n", human.Bytes(d.DiskBytes), human.Bytes(d.PendingDeleteBytes), human.Bytes(d.OtherBytes))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(&b, "\ntopics (segments and .log bytes by state; expired-but-retained bytes by reason)")
+	fmt.Fprintln(&b, "\ntopics (segments and disk bytes by state; expired-but-retained disk bytes by reason)")
 	fmt.Fprintln(tw, "TOPIC\tPOLICY\tRETENTION\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tBYTES OPEN\tBYTES CLOSED\tBYTES ELIGIBLE\tEXP OPEN SEG\tEXP AWAITING\tEXP PENDING\tOLDEST ELIGIBLE")
 	for _, t := range r.Topics {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.Topic, t.CleanupPolicy, retentionText(t.RetentionMs, t.RetentionBytes), t.Partitions, summaryCols(t.summary))
@@ -412,8 +363,8 @@ func summaryCols(s summary) string {
 	}
 	return fmt.Sprintf("%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
 		s.Segments.Open, s.Segments.Closed, s.Segments.Eligible,
-		humanBytes(s.Bytes.Open), humanBytes(s.Bytes.Closed), humanBytes(s.Bytes.Eligible),
-		humanBytes(s.ExpiredRetained.OpenSegment), humanBytes(s.ExpiredRetained.AwaitingDeletion), humanBytes(s.ExpiredRetained.PendingDelete), age)
+		human.Bytes(s.DiskBytes.Open), human.Bytes(s.DiskBytes.Closed), human.Bytes(s.DiskBytes.Eligible),
+		human.Bytes(s.ExpiredRetained.OpenSegment), human.Bytes(s.ExpiredRetained.AwaitingDeletion), human.Bytes(s.ExpiredRetained.PendingDelete), age)
 }
 
 func retentionText(ms, bytes int64) string {
@@ -422,7 +373,7 @@ func retentionText(ms, bytes int64) string {
 		t = (time.Duration(ms) * time.Millisecond).String()
 	}
 	if bytes >= 0 {
-		t += " bytes=" + humanBytes(bytes)
+		t += " bytes=" + human.Bytes(bytes)
 	}
 	return t
 }

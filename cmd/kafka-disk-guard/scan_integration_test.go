@@ -28,9 +28,11 @@ func TestScanOnlineConfigs(t *testing.T) {
 	b.Produce(t, "online.cfg-topic", 0, 20, 100)
 
 	var stdout, stderr bytes.Buffer
-	args := []string{"scan", "--log-dirs", b.LogDir, "--bootstrap-server", b.SASLAddr, "--sasl-user", kafkatest.GuardUser,
-		"--sasl-password", kafkatest.GuardPassword, "--retention-ms", "1", "--format", "json"}
-	if err := run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+	// The connection flags of every subcommand; the password from the
+	// environment.
+	args := []string{"scan", "--log-dirs", b.LogDir, "--bootstrap-server", b.SASLAddr, "--sasl-mechanism", "PLAIN",
+		"--sasl-username", kafkatest.GuardUser, "--retention-ms", "1", "--format", "json"}
+	if err := run(t.Context(), args, mapEnv(map[string]string{"KDG_SASL_PASSWORD": kafkatest.GuardPassword}), &stdout, &stderr); err != nil {
 		t.Fatalf("scan: %v\n%s", err, stderr.String())
 	}
 	var rep struct {

@@ -56,10 +56,14 @@ func toSarama(a enforcer.ACL) (sarama.Resource, sarama.Acl, error) {
 
 // TopicACLs lists every ACL on topic resources, any pattern type.
 func (e *Enforce) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
+	c, err := e.src.conn()
+	if err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res, err := e.admin.ListAcls(sarama.AclFilter{
+	res, err := c.admin.ListAcls(sarama.AclFilter{
 		Version:                   1,
 		ResourceType:              sarama.AclResourceTopic,
 		ResourcePatternTypeFilter: sarama.AclPatternAny,
@@ -92,11 +96,15 @@ func (e *Enforce) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
 // CreateACLs creates the bindings (creating an existing one is a no-op in
 // Kafka) and checks each creation's result.
 func (e *Enforce) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+	c, err := e.src.conn()
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	req := &sarama.CreateAclsRequest{Version: 1}
-	if e.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
+	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
 		req.Version = 2
 	}
 	for _, a := range acls {
@@ -106,7 +114,7 @@ func (e *Enforce) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
 		}
 		req.AclCreations = append(req.AclCreations, &sarama.AclCreation{Resource: r, Acl: acl})
 	}
-	b, err := e.admin.Controller()
+	b, err := c.admin.Controller()
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -137,11 +145,15 @@ func msg(s *string) string {
 // fully specified (literal pattern, principal, host, operation,
 // permission), so no other ACL can match.
 func (e *Enforce) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
+	c, err := e.src.conn()
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	req := &sarama.DeleteAclsRequest{Version: 1}
-	if e.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
+	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
 		req.Version = 2
 	}
 	for _, a := range acls {
@@ -156,7 +168,7 @@ func (e *Enforce) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
 			Operation: acl.Operation, PermissionType: acl.PermissionType,
 		})
 	}
-	b, err := e.admin.Controller()
+	b, err := c.admin.Controller()
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}

@@ -24,13 +24,26 @@ type ClusterAdmin interface {
 // every broker's log dirs: reserve.ClusterSource over the admin API.
 // DescribeLogDirs v4 (Kafka 3.3+) gives each log dir's total bytes; the
 // Sarama config's Version must be at least V3_3_0_0 for it.
+// Like every adapter it takes the connection at each call
+// (ErrNotConnected without one).
 type ClusterReader struct {
-	admin clusterAPI
+	api func() (clusterAPI, error)
 }
 
-// NewClusterReader returns a reader over admin.
+// ClusterReader returns a reader over the link.
+func (l *Link) ClusterReader() *ClusterReader {
+	return &ClusterReader{api: func() (clusterAPI, error) {
+		c, err := l.conn()
+		if err != nil {
+			return nil, err
+		}
+		return saramaAPI{c.admin}, nil
+	}}
+}
+
+// NewClusterReader returns a reader over an admin the caller owns (tests).
 func NewClusterReader(admin ClusterAdmin) *ClusterReader {
-	return &ClusterReader{admin: saramaAPI{admin}}
+	return &ClusterReader{api: func() (clusterAPI, error) { return saramaAPI{admin}, nil }}
 }
 
 // clusterAPI is ClusterAdmin with DescribeCluster reduced to broker ids
@@ -64,7 +77,11 @@ var _ reserve.ClusterSource = (*ClusterReader)(nil)
 // the read, so a decision never rests on a partial view.
 func (r *ClusterReader) ReadCluster(ctx context.Context) (reserve.ClusterInfo, error) {
 	var info reserve.ClusterInfo
-	ids, err := r.admin.brokerIDs()
+	api, err := r.api()
+	if err != nil {
+		return info, err
+	}
+	ids, err := api.brokerIDs()
 	if err != nil {
 		return info, fmt.Errorf("describe cluster: %w", err)
 	}
@@ -76,7 +93,7 @@ func (r *ClusterReader) ReadCluster(ctx context.Context) (reserve.ClusterInfo, e
 		return info, err
 	}
 
-	metas, err := r.admin.DescribeTopics(nil)
+	metas, err := api.DescribeTopics(nil)
 	if err != nil {
 		return info, fmt.Errorf("describe topics: %w", err)
 	}
@@ -98,9 +115,18 @@ func (r *ClusterReader) ReadCluster(ctx context.Context) (reserve.ClusterInfo, e
 		return info, err
 	}
 
-	results, err := r.admin.DescribeConfigs(resources, sarama.DescribeConfigsOptions{})
-	if err != nil {
-		return info, fmt.Errorf("describe configs: %w", err)
+	// Batched: one request per describeBatch resources, so a large cluster
+	// never sends one huge DescribeConfigs.
+	var results []*sarama.ConfigResourceResult
+	for start := 0; start < len(resources); start += describeBatch {
+		if err := ctx.Err(); err != nil {
+			return info, err
+		}
+		rs, err := api.DescribeConfigs(resources[start:min(start+describeBatch, len(resources))], sarama.DescribeConfigsOptions{})
+		if err != nil {
+			return info, fmt.Errorf("describe configs: %w", err)
+		}
+		results = append(results, rs...)
 	}
 	topicConfigs := map[string]map[string]string{}
 	for _, res := range results {
@@ -132,7 +158,7 @@ func (r *ClusterReader) ReadCluster(ctx context.Context) (reserve.ClusterInfo, e
 		return info, err
 	}
 
-	dirs, err := r.admin.DescribeLogDirs(ids)
+	dirs, err := api.DescribeLogDirs(ids)
 	if err != nil {
 		return info, fmt.Errorf("describe log dirs: %w", err)
 	}

@@ -2,6 +2,8 @@ package kafkaadmin
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,8 +50,49 @@ func good() *fakeAdmin {
 	}
 }
 
+func reader(api clusterAPI) *ClusterReader {
+	return &ClusterReader{api: func() (clusterAPI, error) { return api, nil }}
+}
+
+// batchingAdmin answers DescribeConfigs for exactly the resources asked
+// and records each request's size.
+type batchingAdmin struct {
+	*fakeAdmin
+	sizes []int
+}
+
+func (b *batchingAdmin) DescribeConfigs(rs []*sarama.ConfigResource, _ sarama.DescribeConfigsOptions) ([]*sarama.ConfigResourceResult, error) {
+	b.sizes = append(b.sizes, len(rs))
+	out := make([]*sarama.ConfigResourceResult, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, &sarama.ConfigResourceResult{Type: r.Type, Name: r.Name})
+	}
+	return out, nil
+}
+
+// Topic configs are read in batches of describeBatch resources: a large
+// cluster never gets one DescribeConfigs naming every topic.
+func TestReadClusterBatchesConfigs(t *testing.T) {
+	f := &batchingAdmin{fakeAdmin: good()}
+	f.topics = nil
+	for i := range 450 {
+		f.topics = append(f.topics, &sarama.TopicMetadata{Name: fmt.Sprintf("t%03d", i)})
+	}
+	info, err := reader(f).ReadCluster(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Topics) != 450 {
+		t.Fatalf("%d topics", len(info.Topics))
+	}
+	// 450 topics and one broker resource.
+	if want := []int{describeBatch, describeBatch, 51}; !slices.Equal(f.sizes, want) {
+		t.Fatalf("DescribeConfigs request sizes %v, want %v", f.sizes, want)
+	}
+}
+
 func TestReadCluster(t *testing.T) {
-	info, err := (&ClusterReader{admin: good()}).ReadCluster(t.Context())
+	info, err := reader(good()).ReadCluster(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +133,7 @@ func TestReadClusterItemErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := good()
 			tt.spoil(f)
-			_, err := (&ClusterReader{admin: f}).ReadCluster(t.Context())
+			_, err := reader(f).ReadCluster(t.Context())
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}

@@ -17,17 +17,25 @@ import (
 const describeBatch = 200
 
 // ConfigFetcher reads topic configs and broker defaults through Sarama's
-// DescribeConfigs. It implements agent.ConfigFetcher.
+// DescribeConfigs. It implements agent.ConfigFetcher. Like every adapter
+// it takes the connection at each call (ErrNotConnected without one).
 type ConfigFetcher struct {
-	client   sarama.Client
-	brokerID int32 // broker whose defaults apply; -1: any broker
+	src connSource
+	// brokerID is the broker whose defaults apply; -1: any broker.
+	brokerID func() int32
 }
 
-// NewConfigFetcher returns a fetcher using client. brokerID names the
-// broker whose log.* defaults are read (the one the agent guards); -1 lets
-// it pick any.
+// ConfigFetcher returns a fetcher over the link. brokerID tells the broker
+// whose log.* defaults are read (the one the agent guards, known after
+// the first scan); -1 lets it pick any.
+func (l *Link) ConfigFetcher(brokerID func() int32) *ConfigFetcher {
+	return &ConfigFetcher{src: l, brokerID: brokerID}
+}
+
+// NewConfigFetcher returns a fetcher over a client the caller owns
+// (tests).
 func NewConfigFetcher(client sarama.Client, brokerID int32) *ConfigFetcher {
-	return &ConfigFetcher{client: client, brokerID: brokerID}
+	return &ConfigFetcher{src: fixed{&conn{client: client}}, brokerID: func() int32 { return brokerID }}
 }
 
 // FetchConfigs implements agent.ConfigFetcher: the effective retention
@@ -37,20 +45,28 @@ func NewConfigFetcher(client sarama.Client, brokerID int32) *ConfigFetcher {
 // not be read are recorded in the set (Errors, DefaultsErr) and the rest
 // is returned. A topic the cluster does not have gets
 // agent.ErrTopicUnknown. The error summarises the failed lookups (nil when
-// all succeeded, unknown topics aside).
+// all succeeded, unknown topics aside); without a connection it is
+// ErrNotConnected and the set is empty. Fetch times are when each request
+// was sent: the configs are at least that fresh; the set's Time is when
+// the fetch started.
 func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agent.ConfigSet, error) {
+	start := time.Now()
 	cs := agent.ConfigSet{Topics: make(map[string]agent.TopicConfig, len(topics)), Fetched: make(map[string]time.Time, len(topics)),
-		Errors: map[string]error{}}
+		Errors: map[string]error{}, Time: start}
 	if err := ctx.Err(); err != nil {
 		return cs, err
 	}
+	c, err := f.src.conn()
+	if err != nil {
+		return agent.ConfigSet{}, err
+	}
 	failed := &lookupErrors{}
 	base := agent.DefaultTopicConfig()
-	if d, err := f.brokerDefaults(ctx); err != nil {
+	if d, err := f.brokerDefaults(ctx, c.client); err != nil {
 		cs.Defaults, cs.DefaultsErr = base, err
 		failed.add("broker defaults", err)
 	} else {
-		cs.Defaults, cs.DefaultsFetched = d, time.Now()
+		cs.Defaults, cs.DefaultsFetched = d, start
 		base = d
 	}
 	for start := 0; start < len(topics); start += describeBatch {
@@ -63,12 +79,12 @@ func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agen
 			req.Resources = append(req.Resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: t})
 		}
 		var resp *sarama.DescribeConfigsResponse
-		b := f.client.LeastLoadedBroker()
+		at := time.Now()
+		b := c.client.LeastLoadedBroker()
 		err := errors.New("no broker available")
 		if b != nil {
-			resp, err = describe(b, f.client.Config(), req)
+			resp, err = describe(b, c.client.Config(), req)
 		}
-		at := time.Now()
 		if err != nil {
 			for _, t := range batch {
 				cs.Errors[t] = fmt.Errorf("describe topic configs: %w", err)
@@ -105,7 +121,6 @@ func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agen
 			}
 		}
 	}
-	cs.Time = time.Now()
 	return cs, failed.err()
 }
 
@@ -133,10 +148,8 @@ func (l *lookupErrors) err() error {
 }
 
 func describe(b *sarama.Broker, conf *sarama.Config, req *sarama.DescribeConfigsRequest) (*sarama.DescribeConfigsResponse, error) {
-	if ok, _ := b.Connected(); !ok {
-		if err := b.Open(conf); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
-			return nil, err
-		}
+	if err := openBroker(b, conf); err != nil {
+		return nil, err
 	}
 	return b.DescribeConfigs(req)
 }
@@ -151,24 +164,24 @@ func entries(cs []*sarama.ConfigEntry) map[string]string {
 
 // brokerDefaults reads the broker's log.* settings: the defaults of topics
 // without an override.
-func (f *ConfigFetcher) brokerDefaults(ctx context.Context) (agent.TopicConfig, error) {
+func (f *ConfigFetcher) brokerDefaults(ctx context.Context, client sarama.Client) (agent.TopicConfig, error) {
 	if err := ctx.Err(); err != nil {
 		return agent.TopicConfig{}, err
 	}
 	var b *sarama.Broker
-	if f.brokerID >= 0 {
+	if id := f.brokerID(); id >= 0 {
 		var err error
-		if b, err = f.client.Broker(f.brokerID); err != nil {
-			return agent.TopicConfig{}, fmt.Errorf("broker %d: %w", f.brokerID, err)
+		if b, err = client.Broker(id); err != nil {
+			return agent.TopicConfig{}, fmt.Errorf("broker %d: %w", id, err)
 		}
-	} else if bs := f.client.Brokers(); len(bs) > 0 {
+	} else if bs := client.Brokers(); len(bs) > 0 {
 		b = bs[0]
 	}
 	if b == nil {
 		return agent.TopicConfig{}, errors.New("describe broker configs: no broker available")
 	}
 	req := &sarama.DescribeConfigsRequest{Version: 1, Resources: []*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: strconv.Itoa(int(b.ID()))}}}
-	resp, err := describe(b, f.client.Config(), req)
+	resp, err := describe(b, client.Config(), req)
 	if err != nil {
 		return agent.TopicConfig{}, fmt.Errorf("describe broker configs: %w", err)
 	}

@@ -8,7 +8,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +33,8 @@ type SASLConfig struct {
 	Mechanism string `yaml:"mechanism"`
 	Username  string `yaml:"username"`
 	Password  string `yaml:"password"`
-	// PasswordFile is read at start (a mounted Secret); it wins over Password.
+	// PasswordFile is read when connecting (a mounted Secret). Give one of
+	// Password and PasswordFile.
 	PasswordFile string `yaml:"passwordFile"`
 }
 
@@ -47,42 +50,68 @@ type TLSConfig struct {
 // Enabled reports whether a cluster is configured at all.
 func (c Config) Enabled() bool { return len(c.BootstrapServers) > 0 }
 
-// Validate checks the configuration; errors name the field.
-func (c *Config) Validate() error {
+// Defaults of the connection.
+const (
+	DefaultTimeout  = 10 * time.Second
+	DefaultClientID = "kafka-disk-guard"
+)
+
+// WithDefaults returns c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	return c
+}
+
+// Validate checks the values (after defaults); errors name the YAML path
+// under kafka: and the allowed values. Files are read when connecting.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
 	for i, s := range c.BootstrapServers {
-		if s == "" || !strings.Contains(s, ":") {
+		host, port, err := net.SplitHostPort(s)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
 			return fmt.Errorf("kafka.bootstrapServers[%d]: %q is not host:port", i, s)
 		}
 	}
-	switch strings.ToUpper(c.SASL.Mechanism) {
+	sasl := c.SASL
+	switch strings.ToUpper(sasl.Mechanism) {
 	case "":
+		switch {
+		case sasl.Username != "":
+			return errors.New("kafka.sasl.username: set without kafka.sasl.mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+		case sasl.Password != "" || sasl.PasswordFile != "":
+			return errors.New("kafka.sasl.password: set without kafka.sasl.mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+		}
 	case sarama.SASLTypePlaintext, sarama.SASLTypeSCRAMSHA256, sarama.SASLTypeSCRAMSHA512:
-		if c.SASL.Username == "" {
+		if sasl.Username == "" {
 			return errors.New("kafka.sasl.username: required with a SASL mechanism")
 		}
-		if c.SASL.Password == "" && c.SASL.PasswordFile == "" {
-			return errors.New("kafka.sasl.password: required (or kafka.sasl.passwordFile) with a SASL mechanism")
+		switch {
+		case sasl.Password == "" && sasl.PasswordFile == "":
+			return errors.New("kafka.sasl.passwordFile: required (or kafka.sasl.password, or the environment variable KDG_SASL_PASSWORD) with a SASL mechanism")
+		case sasl.Password != "" && sasl.PasswordFile != "":
+			return errors.New("kafka.sasl.passwordFile: set together with kafka.sasl.password; give one")
 		}
 	default:
-		return fmt.Errorf("kafka.sasl.mechanism: %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASL.Mechanism)
+		return fmt.Errorf("kafka.sasl.mechanism: %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", sasl.Mechanism)
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return errors.New("kafka.tls.certFile: certFile and keyFile go together")
+	t := c.TLS
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return errors.New("kafka.tls.certFile: kafka.tls.certFile and kafka.tls.keyFile go together")
 	}
 	if c.Timeout < 0 {
-		return fmt.Errorf("kafka.timeout: must not be negative, got %s", c.Timeout)
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 10 * time.Second
-	}
-	if c.ClientID == "" {
-		c.ClientID = "kafka-disk-guard"
+		return fmt.Errorf("kafka.timeout: %s is negative; want a duration > 0 (default %s)", c.Timeout, DefaultTimeout)
 	}
 	return nil
 }
 
 // SaramaConfig builds the Sarama configuration, reading secret files.
 func (c Config) SaramaConfig() (*sarama.Config, error) {
+	c = c.WithDefaults()
 	sc := sarama.NewConfig()
 	// Kafka 3.3 or newer: DescribeLogDirs v4 reports each log dir's total
 	// and usable bytes (KIP-827), which admission needs.
@@ -136,23 +165,4 @@ func (c Config) SaramaConfig() (*sarama.Config, error) {
 		sc.Net.TLS.Config = tc
 	}
 	return sc, nil
-}
-
-// Connect opens a client and a cluster admin on it. Close the admin (it
-// closes the client too).
-func Connect(c Config) (sarama.Client, sarama.ClusterAdmin, error) {
-	sc, err := c.SaramaConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	client, err := sarama.NewClient(c.BootstrapServers, sc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w", strings.Join(c.BootstrapServers, ","), err)
-	}
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		client.Close()
-		return nil, nil, fmt.Errorf("admin client: %w", err)
-	}
-	return client, admin, nil
 }

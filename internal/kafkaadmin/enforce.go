@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/IBM/sarama"
 
@@ -12,59 +11,59 @@ import (
 )
 
 // Enforce is the enforcer's admin API on Sarama (it implements
-// enforcer.Admin). Every RPC's per-item error codes are checked: a nil
-// RPC error is not success.
+// enforcer.Admin). It holds no Sarama handle: every method takes the
+// connection from its Link at the call, and answers ErrNotConnected
+// without one, so a method added later is covered as well. Every RPC's
+// per-item error codes are checked: a nil RPC error is not success.
 type Enforce struct {
-	client         sarama.Client
-	admin          sarama.ClusterAdmin
+	src            connSource
 	ownershipTopic string
-	mu             sync.Mutex // guards producer
-	producer       sarama.SyncProducer
+	// owned is the Link NewEnforce made; Close closes it.
+	owned *Link
 }
 
 var _ enforcer.Admin = (*Enforce)(nil)
 
-// NewEnforce connects to the cluster. cfg should authenticate as a super
-// user (the ACL calls and DeleteRecords need it); ownershipTopic is the
-// compacted topic holding each agent's protection record.
-func NewEnforce(addrs []string, cfg *sarama.Config, ownershipTopic string) (*Enforce, error) {
-	c := *cfg
-	c.Producer.Return.Successes = true
-	c.Producer.Return.Errors = true
-	c.Producer.RequiredAcks = sarama.WaitForAll
-	c.Producer.Idempotent = false
-	c.Metadata.AllowAutoTopicCreation = false
-	client, err := sarama.NewClient(addrs, &c)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %v: %w", addrs, err)
-	}
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("admin client: %w", err)
-	}
-	return &Enforce{client: client, admin: admin, ownershipTopic: ownershipTopic}, nil
+// Enforce returns the enforcer's admin API over the link; ownershipTopic
+// is the compacted topic holding each agent's protection record.
+func (l *Link) Enforce(ownershipTopic string) *Enforce {
+	return &Enforce{src: l, ownershipTopic: ownershipTopic}
 }
 
-// Close releases the connections.
-func (e *Enforce) Close() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var errs []error
-	if e.producer != nil {
-		errs = append(errs, e.producer.Close())
+// NewEnforce connects to the cluster at once with a Sarama configuration
+// of the caller's (tests); Close releases the connection. cfg should
+// authenticate as a super user (the ACL calls and DeleteRecords need it).
+func NewEnforce(addrs []string, cfg *sarama.Config, ownershipTopic string) (*Enforce, error) {
+	l := &Link{attempted: make(chan struct{}), up: make(chan struct{}),
+		dial: func(Config) (*conn, error) { return dialSarama(addrs, cfg) }}
+	if err := l.Connect(); err != nil {
+		return nil, err
 	}
-	errs = append(errs, e.admin.Close()) // closes the client too
-	return errors.Join(errs...)
+	e := l.Enforce(ownershipTopic)
+	e.owned = l
+	return e, nil
+}
+
+// Close releases the connection NewEnforce opened. For an Enforce from
+// Link.Enforce it does nothing: the Link owns the connection.
+func (e *Enforce) Close() error {
+	if e.owned == nil {
+		return nil
+	}
+	return e.owned.Close()
 }
 
 // Offsets asks each partition's leader for the log start offset and the
 // high watermark (ListOffsets earliest and latest, read_uncommitted).
 func (e *Enforce) Offsets(ctx context.Context, parts []enforcer.TopicPartition) (map[enforcer.TopicPartition]enforcer.Offsets, error) {
+	c, err := e.src.conn()
+	if err != nil {
+		return nil, err
+	}
 	byLeader := map[*sarama.Broker][]enforcer.TopicPartition{}
 	var errs []error
 	for _, tp := range parts {
-		b, err := e.client.Leader(tp.Topic, tp.Partition)
+		b, err := c.client.Leader(tp.Topic, tp.Partition)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("leader of %s-%d: %w", tp.Topic, tp.Partition, err))
 			continue
@@ -78,7 +77,7 @@ func (e *Enforce) Offsets(ctx context.Context, parts []enforcer.TopicPartition) 
 		}
 		var res [2]*sarama.OffsetResponse
 		for i, at := range []int64{sarama.OffsetOldest, sarama.OffsetNewest} {
-			req := sarama.NewOffsetRequest(e.client.Config().Version)
+			req := sarama.NewOffsetRequest(c.client.Config().Version)
 			for _, tp := range tps {
 				req.AddBlock(tp.Topic, tp.Partition, at, 1)
 			}
@@ -118,10 +117,14 @@ func kerr(k sarama.KError) error {
 // DeleteRecords sends DeleteRecords to each partition's leader and returns
 // every partition's own result.
 func (e *Enforce) DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64) (map[int32]error, error) {
+	c, err := e.src.conn()
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[int32]error, len(offsets))
 	byLeader := map[*sarama.Broker]map[int32]int64{}
 	for p, off := range offsets {
-		b, err := e.client.Leader(topic, p)
+		b, err := c.client.Leader(topic, p)
 		if err != nil {
 			out[p] = fmt.Errorf("leader: %w", err)
 			continue
@@ -131,7 +134,7 @@ func (e *Enforce) DeleteRecords(ctx context.Context, topic string, offsets map[i
 		}
 		byLeader[b][p] = off
 	}
-	timeout := e.client.Config().Admin.Timeout
+	timeout := c.client.Config().Admin.Timeout
 	for b, offs := range byLeader {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -141,7 +144,7 @@ func (e *Enforce) DeleteRecords(ctx context.Context, topic string, offsets map[i
 			Topics:  map[string]*sarama.DeleteRecordsRequestTopic{topic: {PartitionOffsets: offs}},
 			Timeout: timeout,
 		}
-		if e.client.Config().Version.IsAtLeast(sarama.V2_6_0_0) {
+		if c.client.Config().Version.IsAtLeast(sarama.V2_6_0_0) {
 			req.Version = 2
 		}
 		rsp, err := b.DeleteRecords(req)

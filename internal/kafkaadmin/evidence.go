@@ -13,8 +13,9 @@ import (
 // Evidence reads what the guard must know about the cluster before a
 // destructive action (spec R7): the connected cluster's id and the log
 // dirs a node reports (R7.1, here), and the rights of the guard's
-// principal (Rights, rights.go). It works over any sarama.Client, which
-// stays the caller's to close. Every per-item error code is checked.
+// principal (Rights, rights.go). It works over the Link (Link.Evidence),
+// or over a sarama.Client that stays the caller's to close (NewEvidence).
+// Every per-item error code is checked.
 //
 // Consumers declare what they use, e.g.
 //
@@ -26,12 +27,20 @@ type Evidence struct {
 	api brokerAPI
 }
 
-// NewEvidence returns the evidence reader over client.
-func NewEvidence(client sarama.Client) *Evidence { return &Evidence{api: clientAPI{client}} }
+// Evidence returns the evidence reader over the link (ErrNotConnected
+// without a connection).
+func (l *Link) Evidence() *Evidence { return &Evidence{api: clientAPI{l}} }
+
+// NewEvidence returns the evidence reader over a client the caller owns.
+func NewEvidence(client sarama.Client) *Evidence {
+	return &Evidence{api: clientAPI{fixed{&conn{client: client}}}}
+}
 
 // brokerAPI is the requests Evidence sends, each to one broker: a seam so
 // the unit tests answer with plain response values.
 type brokerAPI interface {
+	// ready fails when there is no connection (ErrNotConnected).
+	ready() error
 	version() sarama.KafkaVersion
 	// describeCluster asks any broker.
 	describeCluster(req *sarama.DescribeClusterRequest) (*sarama.DescribeClusterResponse, error)
@@ -45,25 +54,36 @@ type brokerAPI interface {
 	createTopics(req *sarama.CreateTopicsRequest) (*sarama.CreateTopicsResponse, error)
 }
 
-// clientAPI sends each request over a sarama.Client's connections.
-type clientAPI struct{ client sarama.Client }
+// clientAPI sends each request over the connection of the moment.
+type clientAPI struct{ src connSource }
 
-func (c clientAPI) version() sarama.KafkaVersion { return c.client.Config().Version }
+func (c clientAPI) ready() error {
+	_, err := c.src.conn()
+	return err
+}
+
+// version is the protocol version the client speaks (0 without a
+// connection: every request then fails with ErrNotConnected).
+func (c clientAPI) version() sarama.KafkaVersion {
+	cn, err := c.src.conn()
+	if err != nil {
+		return sarama.KafkaVersion{}
+	}
+	return cn.client.Config().Version
+}
 
 // any returns a connected broker of the cluster.
 func (c clientAPI) any() (*sarama.Broker, error) {
-	b := c.client.LeastLoadedBroker()
+	cn, err := c.src.conn()
+	if err != nil {
+		return nil, err
+	}
+	b := cn.client.LeastLoadedBroker()
 	if b == nil {
 		return nil, errors.New("no broker available")
 	}
-	return open(b, c.client.Config())
-}
-
-func open(b *sarama.Broker, conf *sarama.Config) (*sarama.Broker, error) {
-	if ok, _ := b.Connected(); !ok {
-		if err := b.Open(conf); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
-			return nil, fmt.Errorf("connect to broker %d: %w", b.ID(), err)
-		}
+	if err := openBroker(b, cn.client.Config()); err != nil {
+		return nil, fmt.Errorf("connect to broker %d: %w", b.ID(), err)
 	}
 	return b, nil
 }
@@ -85,17 +105,21 @@ func (c clientAPI) metadata(req *sarama.MetadataRequest) (*sarama.MetadataRespon
 }
 
 func (c clientAPI) describeLogDirs(node int32, req *sarama.DescribeLogDirsRequest) (*sarama.DescribeLogDirsResponse, error) {
-	b, err := c.client.Broker(node)
+	cn, err := c.src.conn()
 	if err != nil {
-		if rerr := c.client.RefreshMetadata(); rerr == nil {
-			b, err = c.client.Broker(node)
+		return nil, err
+	}
+	b, err := cn.client.Broker(node)
+	if err != nil {
+		if rerr := cn.client.RefreshMetadata(); rerr == nil {
+			b, err = cn.client.Broker(node)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("broker %d: %w", node, err)
 		}
 	}
-	if b, err = open(b, c.client.Config()); err != nil {
-		return nil, err
+	if err := openBroker(b, cn.client.Config()); err != nil {
+		return nil, fmt.Errorf("connect to broker %d: %w", node, err)
 	}
 	return b.DescribeLogDirs(req)
 }
@@ -133,14 +157,18 @@ func (c clientAPI) alterClientQuotas(req *sarama.AlterClientQuotasRequest) (*sar
 }
 
 func (c clientAPI) createTopics(req *sarama.CreateTopicsRequest) (*sarama.CreateTopicsResponse, error) {
-	b, err := c.client.Controller()
+	cn, err := c.src.conn()
+	if err != nil {
+		return nil, err
+	}
+	b, err := cn.client.Controller()
 	if err != nil {
 		if b, err = c.any(); err != nil {
 			return nil, err
 		}
 	}
-	if b, err = open(b, c.client.Config()); err != nil {
-		return nil, err
+	if err := openBroker(b, cn.client.Config()); err != nil {
+		return nil, fmt.Errorf("connect to broker %d: %w", b.ID(), err)
 	}
 	return b.CreateTopics(req)
 }
@@ -165,6 +193,9 @@ func (e *Evidence) describeCluster(ops bool) (*sarama.DescribeClusterResponse, e
 // cluster.id every broker's meta.properties names.
 func (e *Evidence) ClusterID(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := e.api.ready(); err != nil {
 		return "", err
 	}
 	if e.api.version().IsAtLeast(sarama.V2_8_0_0) {
@@ -195,6 +226,9 @@ func (e *Evidence) ClusterID(ctx context.Context) (string, error) {
 // dir can be confirmed by.
 func (e *Evidence) BrokerLogDirs(ctx context.Context, node int32) ([]agent.BrokerLogDir, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.api.ready(); err != nil {
 		return nil, err
 	}
 	req := &sarama.DescribeLogDirsRequest{}

@@ -2,6 +2,7 @@ package kafkaadmin
 
 import (
 	"errors"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -33,6 +34,8 @@ type fakeBrokers struct {
 	createReqs []*sarama.CreateTopicsRequest
 	mdReqs     []*sarama.MetadataRequest
 }
+
+func (f *fakeBrokers) ready() error { return nil }
 
 func (f *fakeBrokers) version() sarama.KafkaVersion { return f.ver }
 
@@ -267,5 +270,19 @@ func TestRights(t *testing.T) {
 	f.clusterErr = errors.New("connection refused")
 	if _, err := (&Evidence{api: f}).Rights(t.Context(), q); err == nil {
 		t.Error("unreachable cluster: no error")
+	}
+}
+
+// Over a Link that is not connected every call says so.
+func TestEvidenceNotConnected(t *testing.T) {
+	e := NewLink(Config{BootstrapServers: []string{"127.0.0.1:1"}}, slog.New(slog.DiscardHandler), LinkOptions{}).Evidence()
+	if _, err := e.ClusterID(t.Context()); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("ClusterID: %v", err)
+	}
+	if _, err := e.BrokerLogDirs(t.Context(), 1); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("BrokerLogDirs: %v", err)
+	}
+	if _, err := e.Rights(t.Context(), RightsQuery{Features: rights.Features(), Topics: []string{"a"}, OwnershipTopic: "own"}); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("Rights: %v", err)
 	}
 }

@@ -15,10 +15,14 @@ var defaultClient = []sarama.QuotaEntityComponent{{EntityType: sarama.QuotaEntit
 // DefaultProducerQuota returns the default client-id entity's
 // producer_byte_rate, 0 when none is set.
 func (e *Enforce) DefaultProducerQuota(ctx context.Context) (int64, error) {
+	c, err := e.src.conn()
+	if err != nil {
+		return 0, err
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	entries, err := e.admin.DescribeClientQuotas([]sarama.QuotaFilterComponent{
+	entries, err := c.admin.DescribeClientQuotas([]sarama.QuotaFilterComponent{
 		{EntityType: sarama.QuotaEntityClientID, MatchType: sarama.QuotaMatchDefault},
 	}, true)
 	if err != nil {
@@ -35,13 +39,17 @@ func (e *Enforce) DefaultProducerQuota(ctx context.Context) (int64, error) {
 // SetDefaultProducerQuota sets producer_byte_rate on the default client-id
 // entity.
 func (e *Enforce) SetDefaultProducerQuota(ctx context.Context, rate int64) error {
+	c, err := e.src.conn()
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if rate <= 0 {
 		return errors.New("set default producer quota: rate must be positive")
 	}
-	if err := e.admin.AlterClientQuotas(defaultClient, sarama.ClientQuotasOp{Key: producerByteRate, Value: float64(rate)}, false); err != nil {
+	if err := c.admin.AlterClientQuotas(defaultClient, sarama.ClientQuotasOp{Key: producerByteRate, Value: float64(rate)}, false); err != nil {
 		return fmt.Errorf("alter client quotas: %w", err)
 	}
 	return nil
@@ -50,10 +58,14 @@ func (e *Enforce) SetDefaultProducerQuota(ctx context.Context, rate int64) error
 // RemoveDefaultProducerQuota removes producer_byte_rate from the default
 // client-id entity.
 func (e *Enforce) RemoveDefaultProducerQuota(ctx context.Context) error {
+	c, err := e.src.conn()
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := e.admin.AlterClientQuotas(defaultClient, sarama.ClientQuotasOp{Key: producerByteRate, Remove: true}, false); err != nil {
+	if err := c.admin.AlterClientQuotas(defaultClient, sarama.ClientQuotasOp{Key: producerByteRate, Remove: true}, false); err != nil {
 		return fmt.Errorf("alter client quotas: %w", err)
 	}
 	return nil

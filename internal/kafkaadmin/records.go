@@ -26,10 +26,14 @@ func ownershipKey(id int32) string { return ownershipKeyPrefix + strconv.Itoa(in
 // LoadOwnership reads every broker's latest record. A missing topic means
 // no agent ever protected anything.
 func (e *Enforce) LoadOwnership(ctx context.Context) (map[int32]enforcer.Ownership, error) {
+	c, err := e.src.conn()
+	if err != nil {
+		return nil, err
+	}
 	out := map[int32]enforcer.Ownership{}
 	// DescribeTopics answers a missing topic with a per-topic error at
 	// once (a metadata refresh would retry).
-	md, err := e.admin.DescribeTopics([]string{e.ownershipTopic})
+	md, err := c.admin.DescribeTopics([]string{e.ownershipTopic})
 	if err != nil {
 		return nil, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, err)
 	}
@@ -39,18 +43,18 @@ func (e *Enforce) LoadOwnership(ctx context.Context) (map[int32]enforcer.Ownersh
 	if !errors.Is(md[0].Err, sarama.ErrNoError) {
 		return nil, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
 	}
-	lo, err := e.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetOldest)
+	lo, err := c.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetOldest)
 	if err != nil {
 		return nil, fmt.Errorf("oldest offset of %s: %w", e.ownershipTopic, err)
 	}
-	hw, err := e.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetNewest)
+	hw, err := c.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetNewest)
 	if err != nil {
 		return nil, fmt.Errorf("newest offset of %s: %w", e.ownershipTopic, err)
 	}
 	if hw <= lo {
 		return out, nil
 	}
-	leader, err := e.client.Leader(e.ownershipTopic, 0)
+	leader, err := c.client.Leader(e.ownershipTopic, 0)
 	if err != nil {
 		return nil, fmt.Errorf("leader of %s: %w", e.ownershipTopic, err)
 	}
@@ -127,22 +131,26 @@ func applyRecord(out map[int32]enforcer.Ownership, key, value []byte) error {
 // StoreOwnership writes this broker's record (acks=all), creating the
 // topic on first use.
 func (e *Enforce) StoreOwnership(ctx context.Context, o enforcer.Ownership) error {
+	c, err := e.src.conn()
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := e.ensureOwnershipTopic(); err != nil {
+	if err := e.ensureOwnershipTopic(c); err != nil {
 		return err
 	}
 	value, err := json.Marshal(o)
 	if err != nil {
 		return fmt.Errorf("encode ownership record: %w", err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.ensureProducer(); err != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ensureProducer(); err != nil {
 		return err
 	}
-	_, _, err = e.producer.SendMessage(&sarama.ProducerMessage{
+	_, _, err = c.producer.SendMessage(&sarama.ProducerMessage{
 		Topic: e.ownershipTopic, Partition: 0,
 		Key: sarama.StringEncoder(ownershipKey(o.BrokerID)), Value: sarama.ByteEncoder(value),
 	})
@@ -155,31 +163,35 @@ func (e *Enforce) StoreOwnership(ctx context.Context, o enforcer.Ownership) erro
 // Prepare creates the ownership topic when missing and the producer that
 // writes to it, so the first protection waits for neither.
 func (e *Enforce) Prepare(ctx context.Context) error {
+	c, err := e.src.conn()
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := e.ensureOwnershipTopic(); err != nil {
+	if err := e.ensureOwnershipTopic(c); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.ensureProducer()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ensureProducer()
 }
 
-func (e *Enforce) ensureProducer() error {
-	if e.producer != nil {
+func (c *conn) ensureProducer() error {
+	if c.producer != nil {
 		return nil
 	}
-	p, err := sarama.NewSyncProducerFromClient(e.client)
+	p, err := sarama.NewSyncProducerFromClient(c.client)
 	if err != nil {
 		return fmt.Errorf("producer: %w", err)
 	}
-	e.producer = p
+	c.producer = p
 	return nil
 }
 
-func (e *Enforce) ensureOwnershipTopic() error {
-	topics, err := e.client.Topics()
+func (e *Enforce) ensureOwnershipTopic(c *conn) error {
+	topics, err := c.client.Topics()
 	if err == nil {
 		for _, t := range topics {
 			if t == e.ownershipTopic {
@@ -187,9 +199,9 @@ func (e *Enforce) ensureOwnershipTopic() error {
 			}
 		}
 	}
-	rf := int16(min(3, len(e.client.Brokers())))
+	rf := int16(min(3, len(c.client.Brokers())))
 	compact, minISR := "compact", strconv.Itoa(int(max(1, rf-1)))
-	err = e.admin.CreateTopic(e.ownershipTopic, &sarama.TopicDetail{
+	err = c.admin.CreateTopic(e.ownershipTopic, &sarama.TopicDetail{
 		NumPartitions: 1, ReplicationFactor: max(rf, 1),
 		ConfigEntries: map[string]*string{"cleanup.policy": &compact, "min.insync.replicas": &minISR},
 	}, false)
@@ -199,8 +211,8 @@ func (e *Enforce) ensureOwnershipTopic() error {
 	// Wait for the new partition's leader so the first write finds it.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := e.client.RefreshMetadata(e.ownershipTopic); err == nil {
-			if _, err := e.client.Leader(e.ownershipTopic, 0); err == nil {
+		if err := c.client.RefreshMetadata(e.ownershipTopic); err == nil {
+			if _, err := c.client.Leader(e.ownershipTopic, 0); err == nil {
 				return nil
 			}
 		}

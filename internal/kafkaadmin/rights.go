@@ -114,6 +114,9 @@ func (e *Evidence) Rights(ctx context.Context, q RightsQuery) (rights.Report, er
 	if err := ctx.Err(); err != nil {
 		return rights.Report{}, err
 	}
+	if err := e.api.ready(); err != nil {
+		return rights.Report{}, err
+	}
 	var err error
 	h.Cluster, h.ClusterErr, err = e.clusterOps(clusterOps)
 	if err != nil {

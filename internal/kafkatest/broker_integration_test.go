@@ -74,7 +74,7 @@ func TestRealBrokerRollsSegmentsAndServesClients(t *testing.T) {
 	}
 
 	// Sarama reads all 200 back, in order.
-	got := shared.Consume(t, topic, 0, sarama.OffsetOldest, 200, 30*time.Second)
+	got := shared.Consume(t, Fetch{Topic: topic, Offset: sarama.OffsetOldest, Records: 200, Timeout: 30 * time.Second})
 	if !bytes.HasPrefix(got[0], []byte("a")) || !bytes.HasPrefix(got[100], []byte("kcat-000-")) || !bytes.HasPrefix(got[199], []byte("kcat-099-")) {
 		t.Fatalf("records out of order: first %.10q, 101st %.10q, last %.10q", got[0], got[100], got[199])
 	}

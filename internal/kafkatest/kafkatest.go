@@ -273,10 +273,20 @@ func (b *Broker) Produce(t testing.TB, topic string, partition int32, n, valueSi
 	return last
 }
 
-// Consume reads records from offset until n have arrived or the deadline
-// passes, and returns their values.
-func (b *Broker) Consume(t testing.TB, topic string, partition int32, offset int64, n int, timeout time.Duration) [][]byte {
+// Fetch is what Consume reads.
+type Fetch struct {
+	Topic     string
+	Partition int32
+	Offset    int64 // the first offset, or sarama.OffsetOldest
+	Records   int   // how many records to wait for
+	Timeout   time.Duration
+}
+
+// Consume reads records from f.Offset until f.Records have arrived or
+// f.Timeout passes (which fails the test), and returns their values.
+func (b *Broker) Consume(t testing.TB, f Fetch) [][]byte {
 	t.Helper()
+	topic, partition, offset, n, timeout := f.Topic, f.Partition, f.Offset, f.Records, f.Timeout
 	c, err := sarama.NewConsumer([]string{b.Addr}, b.ClientConfig())
 	if err != nil {
 		t.Fatalf("consumer: %v", err)

@@ -16,6 +16,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
@@ -82,6 +83,8 @@ func newTyped(gvk schema.GroupVersionKind) (any, error) {
 		return &monitoringv1.PodMonitor{}, nil
 	case monitoringv1.SchemeGroupVersion.WithKind("PrometheusRule"):
 		return &monitoringv1.PrometheusRule{}, nil
+	case networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):
+		return &networkingv1.NetworkPolicy{}, nil
 	}
 	return nil, fmt.Errorf("unsupported kind %s", gvk)
 }

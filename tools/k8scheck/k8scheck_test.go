@@ -167,3 +167,38 @@ func TestConfigExampleHasTheChartsShape(t *testing.T) {
 		t.Fatalf("unexpected example config: %+v", cfg)
 	}
 }
+
+const goodNetworkPolicy = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: kdg
+  namespace: kafka
+spec:
+  podSelector:
+    matchLabels: {app: kdg}
+  policyTypes: [Ingress]
+  ingress:
+    - ports: [{port: http-metrics, protocol: TCP}]
+`
+
+// A NetworkPolicy must select the agents and open ports they have.
+func TestNetworkPolicy(t *testing.T) {
+	base := goodConfigMap + "---\n" + goodDaemonSet + "---\n"
+	if p := check(t, base+goodNetworkPolicy); len(p) != 0 {
+		t.Fatalf("problems in a valid policy: %v", p)
+	}
+	for _, tt := range []struct{ name, policy, want string }{
+		{"selects nothing", strings.Replace(goodNetworkPolicy, "matchLabels: {app: kdg}", "matchLabels: {app: other}", 1), "selects no rendered pod"},
+		{"unknown port", strings.Replace(goodNetworkPolicy, "port: http-metrics", "port: metrics", 1), `ingress port "metrics" is no container port`},
+		{"unknown field", strings.Replace(goodNetworkPolicy, "policyTypes", "policyType", 1), "unknown field"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, p := range check(t, base+tt.policy) {
+				if strings.Contains(p, tt.want) {
+					return
+				}
+			}
+			t.Fatalf("want a problem containing %q", tt.want)
+		})
+	}
+}

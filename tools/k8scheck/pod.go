@@ -213,8 +213,17 @@ type agentConfig struct {
 			Strategy string `yaml:"strategy"`
 		} `yaml:"protection"`
 	} `yaml:"enforcer"`
+	Admission struct {
+		Enabled             bool    `yaml:"enabled"`
+		LimitPercent        float64 `yaml:"limitPercent"`
+		RefreshInterval     string  `yaml:"refreshInterval"`
+		MaxModelAge         string  `yaml:"maxModelAge"`
+		MaxConcurrentChecks int     `yaml:"maxConcurrentChecks"`
+	} `yaml:"admission"`
 	Web struct {
-		ListenAddress string `yaml:"listenAddress"`
+		ListenAddress      string `yaml:"listenAddress"`
+		ConfigFile         string `yaml:"configFile"`
+		ProbeListenAddress string `yaml:"probeListenAddress"`
 	} `yaml:"web"`
 	Metrics struct {
 		PerPartition bool `yaml:"perPartition"`

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -122,6 +123,28 @@ func Validate(objs []Object) []error {
 				for _, s := range matched {
 					if !serviceHasPort(s, ep.Port) {
 						add(o, "endpoint port %q not on service %s", ep.Port, s.Name)
+					}
+				}
+			}
+		case *networkingv1.NetworkPolicy:
+			sel, err := metav1.LabelSelectorAsSelector(&t.Spec.PodSelector)
+			if err != nil || sel.Empty() {
+				add(o, "bad or empty podSelector: %v", err)
+				continue
+			}
+			var selected []podSource
+			for _, p := range pods {
+				if p.labels != nil && sel.Matches(labels.Set(p.labels)) {
+					selected = append(selected, p)
+				}
+			}
+			if len(selected) == 0 {
+				add(o, "podSelector %s selects no rendered pod", sel)
+			}
+			for _, r := range t.Spec.Ingress {
+				for _, p := range r.Ports {
+					if p.Port != nil && p.Port.Type == intstr.String && !anyContainerHasPort(selected, p.Port.StrVal) {
+						add(o, "ingress port %q is no container port of the selected pods", p.Port.StrVal)
 					}
 				}
 			}

@@ -78,6 +78,20 @@ app.kubernetes.io/part-of: kafka-disk-guard
 {{- if eq .Values.mode "sidecar" -}}kdg-metrics{{- else -}}http-metrics{{- end -}}
 {{- end -}}
 
+{{/* The probes' port: the probe listener's (plain HTTP, no credentials)
+     when the web config may require TLS or basic auth, else the web port. */}}
+{{- define "kdg.probePortName" -}}
+{{- if .Values.web.configSecret -}}
+{{- if eq .Values.mode "sidecar" -}}kdg-probes{{- else -}}probes{{- end -}}
+{{- else -}}
+{{- include "kdg.portName" . -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kdg.probeScheme" -}}
+{{- if .Values.web.configSecret -}}HTTP{{- else -}}{{ .Values.web.scheme }}{{- end -}}
+{{- end -}}
+
 {{/* Log dir globs of the kubeletPods presets. */}}
 {{- define "kdg.kubeletPodsGlobs" -}}
 {{- $k := .Values.dataLayout.kubeletPods -}}
@@ -128,7 +142,12 @@ app.kubernetes.io/part-of: kafka-disk-guard
 {{- $_ := set $cfg "kafka" $kafka -}}
 {{- end -}}
 {{- $_ := set $cfg "enforcer" (dict "enabled" .Values.enforcer.enabled "profile" .Values.enforcer.profile "protection" (dict "strategy" .Values.enforcer.protection.strategy)) -}}
-{{- $_ := set $cfg "web" (dict "listenAddress" (printf ":%d" (int .Values.web.port))) -}}
+{{- $web := dict "listenAddress" (printf ":%d" (int .Values.web.port)) -}}
+{{- if .Values.web.configSecret -}}
+{{- $_ := set $web "probeListenAddress" (printf ":%d" (int .Values.web.probePort)) -}}
+{{- end -}}
+{{- $_ := set $cfg "web" $web -}}
+{{- $_ := set $cfg "admission" (dict "enabled" .Values.admission.enabled "limitPercent" .Values.admission.limitPercent) -}}
 {{- $_ := set $cfg "metrics" (dict "perPartition" .Values.config.metrics.perPartition) -}}
 {{- toYaml $cfg -}}
 {{- end -}}
@@ -157,17 +176,22 @@ ports:
   - name: {{ include "kdg.portName" $ }}
     containerPort: {{ $.Values.web.port }}
     protocol: TCP
+  {{- if $.Values.web.configSecret }}
+  - name: {{ include "kdg.probePortName" $ }}
+    containerPort: {{ $.Values.web.probePort }}
+    protocol: TCP
+  {{- end }}
 livenessProbe:
   httpGet:
     path: /healthz
-    port: {{ include "kdg.portName" $ }}
-    scheme: {{ $.Values.web.scheme }}
+    port: {{ include "kdg.probePortName" $ }}
+    scheme: {{ include "kdg.probeScheme" $ }}
   {{- toYaml $.Values.livenessProbe | nindent 2 }}
 readinessProbe:
   httpGet:
     path: /readyz
-    port: {{ include "kdg.portName" $ }}
-    scheme: {{ $.Values.web.scheme }}
+    port: {{ include "kdg.probePortName" $ }}
+    scheme: {{ include "kdg.probeScheme" $ }}
   {{- toYaml $.Values.readinessProbe | nindent 2 }}
 resources:
   {{- toYaml $.Values.resources | nindent 2 }}

@@ -1,16 +1,32 @@
 package io.kafkadiskguard.policy;
 
+import java.io.FileInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
 import java.time.Duration;
+import java.util.Base64;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.PolicyViolationException;
@@ -23,34 +39,66 @@ import org.slf4j.LoggerFactory;
  * reserved space still fits under the cluster's limit, and refuses it with
  * POLICY_VIOLATION when it does not.
  *
- * <p>Settings (broker or controller properties; the URL may also come from
- * the environment variable KAFKA_DISK_GUARD_URL):
- * <ul>
- *   <li>{@code kafka.disk.guard.url}: the guard's check endpoint, e.g.
- *       {@code http://kafka-disk-guard:9308/api/v1/reserve/check} (required)</li>
- *   <li>{@code kafka.disk.guard.timeout.ms}: time allowed for one answer
- *       (default 2000). The controller waits on this call, so keep it short.</li>
- *   <li>{@code kafka.disk.guard.on.unreachable}: {@code allow} (default) or
- *       {@code refuse}: what to do when the guard cannot answer.</li>
- * </ul>
+ * <p>It runs on the KRaft controller's single event thread, once per topic
+ * of a CreateTopics request. So it never waits long: each answer gets at
+ * most {@code timeout.ms}; all waiting together at most
+ * {@code wait.budget.ms} within any {@code wait.window.ms}; and after
+ * {@code breaker.failures} failures in a row it stops asking for
+ * {@code breaker.open.ms}. A topic the guard does not answer for is decided
+ * by {@code on.unreachable}; the plugin reports how many on its next
+ * request (headers Kafka-Disk-Guard-Fallbacks-Allow/-Refuse), and the guard
+ * counts them (kafka_disk_guard_admission_plugin_fallbacks_total).
+ *
+ * <p>Settings (broker or controller properties, prefix kafka.disk.guard.;
+ * the URL may also come from the environment variable KDG_ADMISSION_URL):
+ * url (required), timeout.ms (1000), wait.budget.ms (2500),
+ * wait.window.ms (10000), breaker.failures (3), breaker.open.ms (30000),
+ * on.unreachable (allow or refuse), basic.auth.username and
+ * basic.auth.password (the guard's web config users), ssl.ca.file (PEM CA
+ * for an https URL, instead of the JVM's trust store). See
+ * docs/admission.md.
  *
  * <p>Kafka's internal topics (__consumer_offsets, __transaction_state,
- * __share_group_state) are always admitted without asking.
+ * __share_group_state, __cluster_metadata: the guard's list, see
+ * {@link InternalTopics}) are always admitted without asking.
  */
 public class ReservedSpacePolicy implements CreateTopicPolicy {
-    public static final String URL_CONFIG = "kafka.disk.guard.url";
-    public static final String TIMEOUT_CONFIG = "kafka.disk.guard.timeout.ms";
-    public static final String ON_UNREACHABLE_CONFIG = "kafka.disk.guard.on.unreachable";
-    public static final String URL_ENV = "KAFKA_DISK_GUARD_URL";
+    static final String PREFIX = "kafka.disk.guard.";
+    public static final String URL_CONFIG = PREFIX + "url";
+    public static final String TIMEOUT_CONFIG = PREFIX + "timeout.ms";
+    public static final String BUDGET_CONFIG = PREFIX + "wait.budget.ms";
+    public static final String WINDOW_CONFIG = PREFIX + "wait.window.ms";
+    public static final String BREAKER_FAILURES_CONFIG = PREFIX + "breaker.failures";
+    public static final String BREAKER_OPEN_CONFIG = PREFIX + "breaker.open.ms";
+    public static final String ON_UNREACHABLE_CONFIG = PREFIX + "on.unreachable";
+    public static final String USERNAME_CONFIG = PREFIX + "basic.auth.username";
+    public static final String PASSWORD_CONFIG = PREFIX + "basic.auth.password";
+    public static final String CA_FILE_CONFIG = PREFIX + "ssl.ca.file";
+    public static final String URL_ENV = "KDG_ADMISSION_URL";
+
+    static final String FALLBACKS_ALLOW = "Kafka-Disk-Guard-Fallbacks-Allow";
+    static final String FALLBACKS_REFUSE = "Kafka-Disk-Guard-Fallbacks-Refuse";
+    static final String RECORDED_ALLOW = "Kafka-Disk-Guard-Fallbacks-Recorded-Allow";
+    static final String RECORDED_REFUSE = "Kafka-Disk-Guard-Fallbacks-Recorded-Refuse";
+
+    /** Below this much budget left, the guard is not asked at all. */
+    private static final long MIN_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
 
     private static final Logger log = LoggerFactory.getLogger(ReservedSpacePolicy.class);
-    private static final Set<String> INTERNAL_TOPICS =
-        Set.of("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata");
+    private static final Set<String> INTERNAL_TOPICS = InternalTopics.load();
 
     private URI url;
-    private Duration timeout = Duration.ofMillis(2000);
+    private long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(1000);
+    private long budgetMs = 2500;
+    private long windowMs = 10000;
     private boolean refuseWhenUnreachable;
+    private String authorization;
     private HttpClient client;
+    private WaitBudget budget;
+    private CircuitBreaker breaker;
+    /** Fallback decisions the guard has not recorded yet. */
+    private final AtomicLong unreportedAllow = new AtomicLong();
+    private final AtomicLong unreportedRefuse = new AtomicLong();
 
     @Override
     public void configure(Map<String, ?> configs) {
@@ -67,18 +115,15 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
         if (!"http".equals(url.getScheme()) && !"https".equals(url.getScheme())) {
             throw new ConfigException(URL_CONFIG, us, "want an http or https URL");
         }
-        Object t = configs.get(TIMEOUT_CONFIG);
-        if (t != null) {
-            try {
-                long ms = Long.parseLong(t.toString().trim());
-                if (ms <= 0) {
-                    throw new NumberFormatException("not positive");
-                }
-                timeout = Duration.ofMillis(ms);
-            } catch (NumberFormatException e) {
-                throw new ConfigException(TIMEOUT_CONFIG, t, "want a positive number of milliseconds");
-            }
+        long timeoutMs = positive(configs, TIMEOUT_CONFIG, 1000);
+        timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        budgetMs = positive(configs, BUDGET_CONFIG, 2500);
+        windowMs = positive(configs, WINDOW_CONFIG, 10000);
+        if (budgetMs > windowMs) {
+            throw new ConfigException(BUDGET_CONFIG, budgetMs, "must not exceed " + WINDOW_CONFIG + " (" + windowMs + ")");
         }
+        long failures = positive(configs, BREAKER_FAILURES_CONFIG, 3);
+        long openMs = positive(configs, BREAKER_OPEN_CONFIG, 30000);
         Object o = configs.get(ON_UNREACHABLE_CONFIG);
         String os = o == null ? "allow" : o.toString().trim();
         switch (os) {
@@ -86,35 +131,129 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
             case "refuse": refuseWhenUnreachable = true; break;
             default: throw new ConfigException(ON_UNREACHABLE_CONFIG, o, "want allow or refuse");
         }
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(timeout).build();
-        log.info("kafka-disk-guard reserved-space policy asks {} (timeout {} ms, on unreachable: {})",
-            url, timeout.toMillis(), os);
+        String user = string(configs, USERNAME_CONFIG);
+        String pass = string(configs, PASSWORD_CONFIG);
+        if ((user == null) != (pass == null)) {
+            throw new ConfigException(user == null ? USERNAME_CONFIG : PASSWORD_CONFIG, null,
+                USERNAME_CONFIG + " and " + PASSWORD_CONFIG + " go together");
+        }
+        if (user != null) {
+            authorization = "Basic " + Base64.getEncoder().encodeToString((user + ":" + pass).getBytes(StandardCharsets.UTF_8));
+        }
+        HttpClient.Builder b = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofNanos(timeoutNanos));
+        String ca = string(configs, CA_FILE_CONFIG);
+        if (ca != null) {
+            if (!"https".equals(url.getScheme())) {
+                throw new ConfigException(CA_FILE_CONFIG, ca, "needs an https " + URL_CONFIG);
+            }
+            b.sslContext(sslContext(ca));
+        }
+        client = b.build();
+        budget = new WaitBudget(TimeUnit.MILLISECONDS.toNanos(budgetMs), TimeUnit.MILLISECONDS.toNanos(windowMs));
+        breaker = new CircuitBreaker((int) Math.min(failures, Integer.MAX_VALUE), TimeUnit.MILLISECONDS.toNanos(openMs));
+        log.info("kafka-disk-guard reserved-space policy asks {} (timeout {} ms, waiting at most {} ms per {} ms, "
+            + "breaker after {} failures for {} ms, on unreachable: {}, basic auth: {}, CA file: {})",
+            url, timeoutMs, budgetMs, windowMs, failures, openMs, os, user != null ? "yes" : "no", ca != null ? ca : "none");
+    }
+
+    private static String string(Map<String, ?> configs, String key) {
+        Object v = configs.get(key);
+        if (v == null) {
+            return null;
+        }
+        String s = v instanceof org.apache.kafka.common.config.types.Password
+            ? ((org.apache.kafka.common.config.types.Password) v).value() : v.toString();
+        return s.isEmpty() ? null : s;
+    }
+
+    private static long positive(Map<String, ?> configs, String key, long def) {
+        Object t = configs.get(key);
+        if (t == null) {
+            return def;
+        }
+        try {
+            long v = Long.parseLong(t.toString().trim());
+            if (v <= 0) {
+                throw new NumberFormatException("not positive");
+            }
+            return v;
+        } catch (NumberFormatException e) {
+            throw new ConfigException(key, t, "want a positive integer");
+        }
+    }
+
+    private static SSLContext sslContext(String caFile) {
+        try (InputStream in = new FileInputStream(caFile)) {
+            Collection<? extends Certificate> certs = CertificateFactory.getInstance("X.509").generateCertificates(in);
+            if (certs.isEmpty()) {
+                throw new ConfigException(CA_FILE_CONFIG, caFile, "no certificate in the file");
+            }
+            KeyStore ks = KeyStore.getInstance(KeyStore.getDefaultType());
+            ks.load(null, null);
+            int i = 0;
+            for (Certificate c : certs) {
+                ks.setCertificateEntry("ca-" + i++, c);
+            }
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(ks);
+            SSLContext ctx = SSLContext.getInstance("TLS");
+            ctx.init(null, tmf.getTrustManagers(), null);
+            return ctx;
+        } catch (IOException | GeneralSecurityException e) {
+            throw new ConfigException(CA_FILE_CONFIG, caFile, "cannot read a PEM CA: " + e.getMessage());
+        }
     }
 
     @Override
     public void validate(RequestMetadata md) throws PolicyViolationException {
         if (INTERNAL_TOPICS.contains(md.topic())) {
+            log.info("kafka-disk-guard admits Kafka's internal topic {} without asking", md.topic());
             return;
         }
-        String body = requestJson(md);
+        long now = System.nanoTime();
+        if (!breaker.allows(now)) {
+            fallback(md.topic(), "not asked: the guard failed " + "repeatedly; next try in "
+                + TimeUnit.NANOSECONDS.toMillis(breaker.retryInNanos(now)) + " ms");
+            return;
+        }
+        long wait = Math.min(timeoutNanos, budget.remainingNanos(now));
+        if (wait < MIN_WAIT_NANOS) {
+            fallback(md.topic(), "not asked: the controller already waited " + budgetMs + " ms for the guard within "
+                + windowMs + " ms (" + BUDGET_CONFIG + ")");
+            return;
+        }
+        HttpRequest.Builder rb = HttpRequest.newBuilder(url)
+            .timeout(Duration.ofNanos(wait))
+            .header("Content-Type", "application/json")
+            .header(FALLBACKS_ALLOW, Long.toString(unreportedAllow.get()))
+            .header(FALLBACKS_REFUSE, Long.toString(unreportedRefuse.get()))
+            .POST(HttpRequest.BodyPublishers.ofString(requestJson(md), StandardCharsets.UTF_8));
+        if (authorization != null) {
+            rb.header("Authorization", authorization);
+        }
         HttpResponse<String> res;
+        CompletableFuture<HttpResponse<String>> f = client.sendAsync(rb.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
         try {
-            HttpRequest req = HttpRequest.newBuilder(url)
-                .timeout(timeout)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8))
-                .build();
-            res = client.send(req, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-        } catch (IOException e) {
-            unreachable(md.topic(), e.toString());
+            res = f.get(wait, TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            failed(md.topic(), "no answer within " + TimeUnit.NANOSECONDS.toMillis(wait) + " ms");
+            return;
+        } catch (ExecutionException e) {
+            failed(md.topic(), String.valueOf(e.getCause()));
             return;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            unreachable(md.topic(), "interrupted");
+            failed(md.topic(), "interrupted");
             return;
+        } finally {
+            budget.record(now, System.nanoTime());
         }
+        recorded(res, RECORDED_ALLOW, unreportedAllow);
+        recorded(res, RECORDED_REFUSE, unreportedRefuse);
         if (res.statusCode() != 200) {
-            unreachable(md.topic(), "HTTP " + res.statusCode() + ": " + errorText(res.body()));
+            failed(md.topic(), "HTTP " + res.statusCode() + ": " + errorText(res.body()));
             return;
         }
         Object allowed;
@@ -128,13 +267,14 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
             allowed = m.get("allowed");
             reason = m.get("reason");
         } catch (IllegalArgumentException e) {
-            unreachable(md.topic(), "unreadable answer: " + e.getMessage());
+            failed(md.topic(), "unreadable answer: " + e.getMessage());
             return;
         }
         if (!(allowed instanceof Boolean)) {
-            unreachable(md.topic(), "answer without \"allowed\"");
+            failed(md.topic(), "answer without \"allowed\"");
             return;
         }
+        breaker.success();
         if (!(Boolean) allowed) {
             String msg = reason instanceof String ? (String) reason : "reserved storage limit reached";
             log.info("kafka-disk-guard refused topic {}: {}", md.topic(), msg);
@@ -142,13 +282,37 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
         }
     }
 
-    private void unreachable(String topic, String why) {
+    /** Subtracts what the guard says it recorded of our fallback report. */
+    private static void recorded(HttpResponse<String> res, String header, AtomicLong unreported) {
+        res.headers().firstValue(header).ifPresent(v -> {
+            try {
+                long n = Long.parseLong(v.trim());
+                if (n > 0) {
+                    unreported.updateAndGet(x -> Math.max(0, x - n));
+                }
+            } catch (NumberFormatException e) {
+                // not a count: keep ours
+            }
+        });
+    }
+
+    private void failed(String topic, String why) {
+        if (breaker.failure(System.nanoTime())) {
+            why += "; " + breaker.failures() + " failures in a row: circuit open for "
+                + TimeUnit.NANOSECONDS.toMillis(breaker.retryInNanos(System.nanoTime())) + " ms";
+        }
+        fallback(topic, why);
+    }
+
+    private void fallback(String topic, String why) {
         if (refuseWhenUnreachable) {
+            unreportedRefuse.incrementAndGet();
             log.warn("kafka-disk-guard at {} gave no answer for topic {} ({}); refusing ({}=refuse)",
                 url, topic, why, ON_UNREACHABLE_CONFIG);
             throw new PolicyViolationException("kafka-disk-guard could not check the reserved storage limit for topic "
                 + topic + " (" + why + "); refused because " + ON_UNREACHABLE_CONFIG + "=refuse");
         }
+        unreportedAllow.incrementAndGet();
         log.warn("kafka-disk-guard at {} gave no answer for topic {} ({}); allowing ({}=allow)",
             url, topic, why, ON_UNREACHABLE_CONFIG);
     }
