@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,8 +17,15 @@ import (
 
 // ConfigFetcher reads topic configs from the cluster. The Kafka admin
 // adapter (internal/kafkaadmin) implements it; agent imports no Kafka
-// client. FetchConfigs returns the effective config of each topic named
-// (topics that do not exist are left out) and the broker defaults.
+// client.
+//
+// FetchConfigs returns, per topic named, either its effective config (in
+// Topics, with its Fetched time) or why its lookup failed (in Errors;
+// ErrTopicUnknown when the cluster does not have it), and the broker
+// defaults (or DefaultsErr). One failing lookup does not void the others.
+// The error summarises the failed lookups but unknown topics (nil when
+// they all succeeded); the set is valid whatever the error, except when
+// ctx ended.
 type ConfigFetcher interface {
 	FetchConfigs(ctx context.Context, topics []string) (ConfigSet, error)
 }
@@ -187,10 +197,14 @@ func ParseConfigFile(data []byte, defaults TopicConfig) (ConfigSet, error) {
 
 // ConfigRefresherConfig configures a ConfigRefresher.
 type ConfigRefresherConfig struct {
-	// Interval between fetches (default 1 minute).
+	// Interval between fetches of every topic's config (default 1 minute).
 	Interval time.Duration
 	// MaxBackoff caps the retry delay after failures (default Interval).
 	MaxBackoff time.Duration
+	// Debounce: how long Notify calls gather before the configs of topics
+	// without one are fetched (default 100ms): a new topic's partition
+	// directories appear one by one.
+	Debounce time.Duration
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -201,6 +215,9 @@ func (c ConfigRefresherConfig) WithDefaults() ConfigRefresherConfig {
 	if c.MaxBackoff == 0 {
 		c.MaxBackoff = c.Interval
 	}
+	if c.Debounce == 0 {
+		c.Debounce = 100 * time.Millisecond
+	}
 	return c
 }
 
@@ -210,28 +227,41 @@ func (c ConfigRefresherConfig) Validate() error {
 	if c.Interval < 0 {
 		return fmt.Errorf("interval %s: want > 0", c.Interval)
 	}
+	if c.Debounce < 0 {
+		return fmt.Errorf("debounce %s: want > 0", c.Debounce)
+	}
 	return nil
 }
 
-// ConfigRefresher keeps topic configs fresh from the cluster. On failure
-// it keeps serving the last configs it had (spec R6) and retries with
-// capped exponential backoff.
+// ConfigRefresher keeps topic configs fresh from the cluster (spec R7.2):
+// every topic's every Interval, and a topic seen on disk without a config
+// of its own as soon as Notify says the topics changed (after Debounce).
+// Results are per topic: a failed lookup keeps that topic's previous
+// config, with its old fetch time, and records the error; the others are
+// updated. Failed lookups are retried with capped exponential backoff.
+// Current never blocks: the configs are published through an atomic
+// pointer, and a published ConfigSet is never modified.
 type ConfigRefresher struct {
 	cfg     ConfigRefresherConfig
 	logger  *slog.Logger
 	fetcher ConfigFetcher
 	topics  func() []string
+	now     func() time.Time
 	current atomic.Pointer[ConfigSet]
+	wake    chan struct{}
+	mu      sync.Mutex // one fetch-and-merge at a time
 }
 
-// NewConfigRefresher returns a refresher serving initial until its first
-// successful fetch. topics tells which topics to fetch (those on disk).
+// NewConfigRefresher returns a refresher serving initial (offline configs:
+// a file's, or Kafka's defaults) until its first fetch. topics tells which
+// topics to fetch: the live topics on disk.
 func NewConfigRefresher(cfg ConfigRefresherConfig, logger *slog.Logger, fetcher ConfigFetcher, topics func() []string, initial ConfigSet) (*ConfigRefresher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config refresher: %w", err)
 	}
 	cfg = cfg.WithDefaults()
-	r := &ConfigRefresher{cfg: cfg, logger: logger.With("component", "configs"), fetcher: fetcher, topics: topics}
+	r := &ConfigRefresher{cfg: cfg, logger: logger.With("component", "configs"), fetcher: fetcher, topics: topics,
+		now: time.Now, wake: make(chan struct{}, 1)}
 	r.current.Store(&initial)
 	return r, nil
 }
@@ -239,19 +269,196 @@ func NewConfigRefresher(cfg ConfigRefresherConfig, logger *slog.Logger, fetcher 
 // Current returns the configs in use.
 func (r *ConfigRefresher) Current() ConfigSet { return *r.current.Load() }
 
-// Refresh fetches once.
+// Notify tells the refresher that the topics on disk may have changed:
+// those without a config of their own are fetched after Debounce. It
+// never blocks; calls coalesce.
+func (r *ConfigRefresher) Notify() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Refresh fetches every topic's config once and merges the results. It
+// returns the fetcher's error: the failed lookups, while the others were
+// applied.
 func (r *ConfigRefresher) Refresh(ctx context.Context) error {
-	cs, err := r.fetcher.FetchConfigs(ctx, r.topics())
+	return r.fetch(ctx, r.topics(), true)
+}
+
+// missing lists the topics on disk without a config from the cluster,
+// and those whose last lookup failed.
+func (r *ConfigRefresher) missing() []string {
+	cur := r.current.Load()
+	var out []string
+	for _, t := range r.topics() {
+		if _, ok := cur.Fetched[t]; !ok || cur.Errors[t] != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// fetch looks topics up and publishes the merged configs. all: topics is
+// every topic on disk, so cluster configs of other topics are dropped.
+func (r *ConfigRefresher) fetch(ctx context.Context, topics []string, all bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got, err := r.fetcher.FetchConfigs(ctx, topics)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	next := mergeConfigs(*r.current.Load(), got, err, topics, all, r.now())
+	r.current.Store(&next)
 	if err != nil {
 		return fmt.Errorf("fetch topic configs: %w", err)
 	}
-	r.current.Store(&cs)
 	return nil
 }
 
-// Run fetches now and then every Interval until ctx ends.
+// mergeConfigs applies a fetch of topics (its result got and error
+// fetchErr) to prev. A topic looked up successfully takes its new config
+// and fetch time; a failed one keeps its previous config and fetch time
+// and records the error (its own, else fetchErr). With all, cluster
+// configs of topics not looked up (no longer on disk) are dropped.
+// Defaults are taken when the fetch read them (DefaultsFetched set). The
+// result shares no map with prev.
+func mergeConfigs(prev, got ConfigSet, fetchErr error, topics []string, all bool, now time.Time) ConfigSet {
+	next := ConfigSet{
+		Topics:          maps.Clone(prev.Topics),
+		Defaults:        prev.Defaults,
+		Time:            prev.Time, // now, once a lookup succeeded
+		Fetched:         maps.Clone(prev.Fetched),
+		Errors:          maps.Clone(prev.Errors),
+		DefaultsFetched: prev.DefaultsFetched,
+		DefaultsErr:     got.DefaultsErr,
+	}
+	if next.Topics == nil {
+		next.Topics = map[string]TopicConfig{}
+	}
+	if next.Fetched == nil {
+		next.Fetched = map[string]time.Time{}
+	}
+	if next.Errors == nil {
+		next.Errors = map[string]error{}
+	}
+	if !got.DefaultsFetched.IsZero() {
+		next.Defaults, next.DefaultsFetched = got.Defaults, got.DefaultsFetched
+		next.Time = now
+	} else if next.DefaultsErr == nil {
+		next.DefaultsErr = fetchErr
+	}
+	asked := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		asked[t] = true
+		if tc, ok := got.Topics[t]; ok {
+			at := got.Fetched[t]
+			if at.IsZero() {
+				at = now
+			}
+			next.Topics[t], next.Fetched[t] = tc, at
+			delete(next.Errors, t)
+			next.Time = now
+			continue
+		}
+		err := got.Errors[t]
+		if err == nil {
+			err = fetchErr
+		}
+		if err == nil {
+			err = errors.New("no answer for the topic")
+		}
+		next.Errors[t] = err
+	}
+	if all {
+		for t := range next.Fetched {
+			if !asked[t] {
+				delete(next.Fetched, t)
+				delete(next.Topics, t) // a cluster config; a file's has no Fetched
+			}
+		}
+		for t := range next.Errors {
+			if !asked[t] {
+				delete(next.Errors, t)
+			}
+		}
+	}
+	return next
+}
+
+// Run fetches every topic's config now and every Interval, and the
+// configs of topics without one Debounce after a Notify, until ctx ends.
+// Failed lookups are retried with capped exponential backoff, each kind
+// on its own timer: a new topic never waits for a backoff.
 func (r *ConfigRefresher) Run(ctx context.Context) error {
-	return r.cfg.loop(ctx, r.logger, refreshLogs{failed: "topic configs refresh failed", recovered: "topic configs refresh recovered"}, r.Refresh)
+	full := time.NewTimer(0)
+	defer full.Stop()
+	soon := time.NewTimer(time.Hour) // the next fetch of topics without a config
+	soon.Stop()
+	defer soon.Stop()
+	var soonAt time.Time // zero: none scheduled
+	schedule := func(d time.Duration) {
+		if at := r.now().Add(d); soonAt.IsZero() || at.Before(soonAt) {
+			soon.Reset(d)
+			soonAt = at
+		}
+	}
+	failures, retries := 0, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake:
+			schedule(r.cfg.Debounce)
+			continue
+		case <-soon.C:
+			soonAt = time.Time{}
+			missing := r.missing()
+			if len(missing) == 0 {
+				retries = 0
+				continue
+			}
+			start := r.now()
+			err := r.fetch(ctx, missing, false)
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.logger.Debug("configs of topics without one fetched", "topics", len(missing), "duration", r.now().Sub(start).String(), "err", err)
+			if err == nil {
+				retries = 0
+				continue
+			}
+			retries++
+			schedule(r.cfg.backoff(retries))
+			continue
+		case <-full.C:
+		}
+		err := r.Refresh(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			failures++
+			if failures == 1 || failures%10 == 0 {
+				cur := r.Current()
+				r.logger.Warn("topic configs refresh failed", "err", err, "failures", failures,
+					"topics_failed", len(cur.Errors), "topics", len(cur.Topics))
+			}
+			full.Reset(r.cfg.backoff(failures))
+			continue
+		}
+		if failures > 0 {
+			r.logger.Info("topic configs refresh recovered", "failures", failures)
+		}
+		failures = 0
+		full.Reset(r.cfg.Interval)
+	}
+}
+
+// backoff is the wait before the next try after failures in a row:
+// Interval/4, /2, ... up to MaxBackoff.
+func (c ConfigRefresherConfig) backoff(failures int) time.Duration {
+	return min(c.Interval/8<<min(failures, 10), c.MaxBackoff)
 }
 
 // refreshLogs are a refresh loop's log messages.
@@ -280,7 +487,7 @@ func (c ConfigRefresherConfig) loop(ctx context.Context, logger *slog.Logger, ms
 			if failures == 1 || failures%10 == 0 {
 				logger.Warn(msgs.failed, "err", err, "failures", failures)
 			}
-			delay = min(c.Interval/8<<min(failures, 10), c.MaxBackoff)
+			delay = c.backoff(failures)
 			continue
 		}
 		if failures > 0 {

@@ -141,9 +141,11 @@ type Agent struct {
 	// seams for tests
 	newWatcher func() (fileWatcher, error)
 	usage      func(path string, capacity uint64, dirBytes int64) (Usage, error)
+	fsStat     func(path string) (Filesystem, error)
 
-	snap    atomic.Pointer[Snapshot]
-	updated chan struct{}
+	snap      atomic.Pointer[Snapshot]
+	updated   chan struct{}
+	topicsSig chan struct{}
 }
 
 // New returns an Agent; Run starts it.
@@ -165,7 +167,9 @@ func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, er
 		now:        time.Now,
 		newWatcher: newFSWatcher,
 		usage:      DiskUsage,
+		fsStat:     ReadFilesystem,
 		updated:    make(chan struct{}, 1),
+		topicsSig:  make(chan struct{}, 1),
 	}, nil
 }
 
@@ -177,6 +181,12 @@ func (a *Agent) Snapshot() *Snapshot { return a.snap.Load() }
 // channel has room for one, and a reader that wakes up reads Snapshot for
 // the latest state.
 func (a *Agent) Updated() <-chan struct{} { return a.updated }
+
+// TopicsChanged signals that a snapshot was published whose set of
+// partition directories may differ from the previous one's (a topic or
+// partition appeared or went, or a full scan ran). It coalesces like
+// Updated; a ConfigRefresher's Notify is its reader.
+func (a *Agent) TopicsChanged() <-chan struct{} { return a.topicsSig }
 
 // Run watches and scans until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
@@ -211,6 +221,7 @@ type dirState struct {
 	rootDisk, rootPending int64
 	cp                    Checkpoints
 	usage                 Usage
+	fs                    Filesystem
 	missing               bool
 	watched               bool // the root has an inotify watch
 	parts                 map[string]*partState
@@ -300,7 +311,8 @@ func (l *loop) run(ctx context.Context) error {
 		case <-growth.C:
 			l.flush(true)
 		case <-usage.C:
-			if l.refreshUsage() {
+			// New topic configs reach the snapshot within a usage interval.
+			if l.refreshUsage() || l.configsChanged() {
 				l.publish()
 			}
 		case <-reclass.C:
@@ -724,6 +736,12 @@ func (l *loop) refreshUsage() bool {
 			d.usage = u
 			changed = true
 		}
+		// The filesystem itself (device, statfs), also with a configured
+		// capacity: Filesystems() accounts for its used bytes.
+		if fs, err := l.a.fsStat(d.path); err == nil && fs != d.fs {
+			d.fs = fs
+			changed = true
+		}
 	}
 	return changed
 }
@@ -736,6 +754,10 @@ func (d *dirState) diskBytes() int64 {
 	return n
 }
 
+// configsChanged reports whether the topic configs changed since the last
+// publish.
+func (l *loop) configsChanged() bool { return !l.a.configs.Current().Time.Equal(l.configsAt) }
+
 // publish assembles and stores a new immutable snapshot.
 func (l *loop) publish() {
 	a := l.a
@@ -747,7 +769,9 @@ func (l *loop) publish() {
 			l.reclassifyDir(d)
 		}
 	}
-	s := &Snapshot{Time: a.now(), Configs: cs.Topics, Defaults: cs.Defaults, ConfigsTime: cs.Time}
+	s := &Snapshot{Time: a.now(), Configs: cs.Topics, Defaults: cs.Defaults, ConfigsTime: cs.Time,
+		ConfigFetched: cs.Fetched, ConfigErrors: cs.Errors}
+	structural := false
 	for _, d := range l.dirs {
 		ld := d.base
 		ld.Path = d.path
@@ -755,8 +779,10 @@ func (l *loop) publish() {
 			ld.Err = nil
 		}
 		ld.Usage = d.usage
+		ld.Filesystem = d.fs
 		ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk, d.rootPending
 		if d.order == nil {
+			structural = true
 			d.order = make([]string, 0, len(d.parts))
 			for name := range d.parts {
 				d.order = append(d.order, name)
@@ -803,5 +829,11 @@ func (l *loop) publish() {
 	select {
 	case a.updated <- struct{}{}:
 	default:
+	}
+	if structural {
+		select {
+		case a.topicsSig <- struct{}{}:
+		default:
+		}
 	}
 }

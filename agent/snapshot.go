@@ -13,7 +13,8 @@ import (
 type ConfigSet struct {
 	Topics   map[string]TopicConfig
 	Defaults TopicConfig
-	// Time is when the configs were fetched or loaded.
+	// Time is when the configs were loaded, or last fetched with at least
+	// one lookup succeeding. Readers notice new configs by it.
 	Time time.Time
 	// Remote holds the remote tier's offsets of tiered partitions, as
 	// their leaders reported them (see TieredRefresher); RemoteTime is
@@ -21,6 +22,19 @@ type ConfigSet struct {
 	// unknown upload boundary: nothing in it is eligible (spec R1.7).
 	Remote     map[TopicPartition]RemoteOffsets
 	RemoteTime time.Time
+	// Fetched is when each topic's entry in Topics was read from the
+	// cluster. An entry without a Fetched time came from an offline file.
+	// Provenance of one topic: Info.
+	Fetched map[string]time.Time
+	// Errors holds the topics whose last lookup failed, with why (ErrTopicUnknown
+	// for a topic the cluster does not have). Their entry in Topics, if
+	// any, is from an earlier lookup, with that lookup's Fetched time.
+	Errors map[string]error
+	// DefaultsFetched is when Defaults were read from the cluster (the
+	// broker's log.* configs); zero for built-in or file defaults.
+	// DefaultsErr is the last failure to read them.
+	DefaultsFetched time.Time
+	DefaultsErr     error
 }
 
 // For returns the config of topic. A topic without an entry gets the
@@ -57,12 +71,14 @@ func (c ConfigSet) Classify(p Partition, now time.Time) Partition {
 // classification did not change (see Classify). health is copied.
 func BuildSnapshot(now time.Time, dirs []LogDir, configs ConfigSet, health Health) Snapshot {
 	snap := Snapshot{
-		Time:        now,
-		LogDirs:     make([]LogDir, len(dirs)),
-		Configs:     maps.Clone(configs.Topics),
-		Defaults:    configs.Defaults,
-		ConfigsTime: configs.Time,
-		Health:      health,
+		Time:          now,
+		LogDirs:       make([]LogDir, len(dirs)),
+		Configs:       maps.Clone(configs.Topics),
+		Defaults:      configs.Defaults,
+		ConfigsTime:   configs.Time,
+		ConfigFetched: maps.Clone(configs.Fetched),
+		ConfigErrors:  maps.Clone(configs.Errors),
+		Health:        health,
 	}
 	if snap.Configs == nil {
 		snap.Configs = map[string]TopicConfig{}

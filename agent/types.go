@@ -14,10 +14,16 @@
 //   - DiskUsage(path, capacity, dirBytes) fills LogDir.Usage (spec R2.1).
 //   - Topic configs: a ConfigSet from LoadConfigFile/ParseConfigFile
 //     (offline) or a ConfigRefresher around a ConfigFetcher (online; the
-//     Sarama adapter is internal/kafkaadmin).
+//     Sarama adapter is internal/kafkaadmin), per topic with its fetch
+//     time and last error (ConfigSet.Info); Agent.TopicsChanged feeds
+//     ConfigRefresher.Notify so new topics are looked up at once.
 //   - Classify(partition, config, now) is Kafka's retention decision for
 //     one partition (spec R1.2, R1.3, R1.6); BuildSnapshot(now, dirs,
 //     configs, health) classifies every partition and returns the Snapshot.
+//   - Evidence for destructive actions (spec R7): Snapshot.ConfigInfo and
+//     ConfigStatus (config provenance), Snapshot.Filesystems (what fills
+//     each filesystem, NonKafkaBytes), CheckIdentity and GuardedNode (log
+//     dirs against the connected cluster and node).
 package agent
 
 import (
@@ -335,6 +341,9 @@ type LogDir struct {
 	// Partitions sorted by topic, then partition, then kind.
 	Partitions []Partition
 	Usage      Usage
+	// Filesystem holds the log dir: device, size, used (statfs). Filesystems()
+	// groups log dirs by it.
+	Filesystem Filesystem
 	// PendingDeleteBytes: *.deleted files and *-delete directories.
 	PendingDeleteBytes int64
 	// OtherBytes: checkpoints, meta.properties and anything unrecognised at
@@ -358,7 +367,11 @@ type Snapshot struct {
 	Defaults TopicConfig
 	// ConfigsTime is when Configs were last fetched or loaded.
 	ConfigsTime time.Time
-	Health      Health
+	// ConfigFetched and ConfigErrors are the provenance of Configs
+	// (ConfigSet.Fetched, ConfigSet.Errors); TopicConfig reads them.
+	ConfigFetched map[string]time.Time
+	ConfigErrors  map[string]error
+	Health        Health
 }
 
 // ErrorKind classifies scan errors (spec R6).

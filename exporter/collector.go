@@ -14,6 +14,8 @@ import (
 type descs struct {
 	// Disk usage (spec R2).
 	capacity, used, available, usageRatio, logDirPending, logDirError *prometheus.Desc
+	// What fills a log dir's filesystem besides live partitions (spec R7.3).
+	nonKafka *prometheus.Desc
 	// Segments (spec R1).
 	segments, segmentBytes, expiredRetained, oldestEligibleAge, appended *prometheus.Desc
 	// Tiered partitions (spec R1.7).
@@ -22,6 +24,8 @@ type descs struct {
 	reserved, reservedPercent *prometheus.Desc
 	// Agent health.
 	lastScan, scanDuration, scanErrors, rescans, rereads, watchMode, polledDirs, configsAge, buildInfo *prometheus.Desc
+	// Topic config provenance per log dir (spec R7.2).
+	configMaxAge, configsWithout *prometheus.Desc
 }
 
 func newDescs(perPartition bool) descs {
@@ -49,6 +53,9 @@ func newDescs(perPartition bool) descs {
 			"Bytes in .deleted files and -delete directories of the log dir.", logDir, nil),
 		logDirError: prometheus.NewDesc(name("log_dir_error"),
 			"1 when the last scan could not read the log dir, else 0.", logDir, nil),
+		nonKafka: prometheus.NewDesc(name("log_dir_non_kafka_bytes"),
+			"Used bytes of the log dir's filesystem that live partitions do not explain, by kind; once per filesystem, on its first log dir.",
+			[]string{"log_dir", "kind"}, nil),
 
 		segments: prometheus.NewDesc(name("segments"),
 			"Segments by retention state (open, closed, eligible).", with(topic, "state"), nil),
@@ -91,6 +98,10 @@ func newDescs(perPartition bool) descs {
 			"Directories watched by polling because inotify watches ran out.", nil, nil),
 		configsAge: prometheus.NewDesc(name("topic_configs_age_seconds"),
 			"Age of the topic configs in use.", nil, nil),
+		configMaxAge: prometheus.NewDesc(name("topic_config_max_age_seconds"),
+			"Age of the oldest topic config fetched from the cluster among the log dir's live topics.", logDir, nil),
+		configsWithout: prometheus.NewDesc(name("topics_without_fetched_config"),
+			"Live topics of the log dir whose config in use is not a successful lookup in the cluster, by reason.", []string{"log_dir", "reason"}, nil),
 		buildInfo: prometheus.NewDesc(name("build_info"),
 			"A metric with a constant '1' value labeled by version, revision and goversion of kafka-disk-guard.",
 			[]string{"version", "revision", "goversion"}, nil),
@@ -99,11 +110,12 @@ func newDescs(perPartition bool) descs {
 
 func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{
-		d.capacity, d.used, d.available, d.usageRatio, d.logDirPending, d.logDirError,
+		d.capacity, d.used, d.available, d.usageRatio, d.logDirPending, d.logDirError, d.nonKafka,
 		d.segments, d.segmentBytes, d.expiredRetained, d.oldestEligibleAge, d.appended,
 		d.tieredSegments, d.tieredBytes, d.tieredEligibleLocally, d.tieredUnreadable,
 		d.reserved, d.reservedPercent,
 		d.lastScan, d.scanDuration, d.scanErrors, d.rescans, d.rereads, d.watchMode, d.polledDirs, d.configsAge, d.buildInfo,
+		d.configMaxAge, d.configsWithout,
 	}
 }
 
@@ -147,6 +159,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectUsage(ch, v)
 	c.collectTopics(ch, v, now)
 	c.collectReserved(ch, v)
+	c.collectEvidence(ch, v, now)
 	c.collectHealth(ch, snap, now)
 }
 

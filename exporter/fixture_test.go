@@ -146,6 +146,10 @@ func fixtureSnapshot() *agent.Snapshot {
 				Usage: agent.Usage{CapacityBytes: 100 * uint64(gib), UsedBytes: 62 * uint64(gib),
 					AvailableBytes: 38 * uint64(gib), Basis: agent.CapacityFilesystem},
 				PendingDeleteBytes: 364 * mib, OtherBytes: 8192, DiskBytes: 5 * gib,
+				// Its filesystem: 62 GiB used, of which the live partitions
+				// explain a few GiB.
+				Filesystem: agent.Filesystem{Known: true, Device: 2049, TotalBytes: 105 * uint64(gib),
+					UsedBytes: 62 * uint64(gib), AvailableBytes: 38 * uint64(gib)},
 			},
 			{
 				Path: "/var/lib/kafka/data-1", BrokerID: 1, ClusterID: "c1",
@@ -160,6 +164,12 @@ func fixtureSnapshot() *agent.Snapshot {
 		},
 		Defaults:    agent.DefaultTopicConfig(),
 		ConfigsTime: now.Add(-90 * time.Second),
+		// orders and clicks fetched from the cluster, the offsets topic's
+		// lookup failed since, user.events-v2 from a file; audit and stale
+		// have no config of their own.
+		ConfigFetched: map[string]time.Time{"orders": now.Add(-90 * time.Second), "clicks": now.Add(-30 * time.Second),
+			"__consumer_offsets": now.Add(-10 * time.Minute)},
+		ConfigErrors: map[string]error{"__consumer_offsets": errors.New("describe configs: timeout")},
 		Health: agent.Health{
 			LastFullScan:         now.Add(-30 * time.Second),
 			LastFullScanDuration: 1500 * time.Millisecond,

@@ -34,6 +34,9 @@ type view struct {
 	topics   []dirTopics
 	reserved map[reservedKey]float64
 	brokers  map[string]*brokerAgg
+	// Filesystems and config provenance, as the snapshot derives them.
+	filesystems []agent.FilesystemBytes
+	configs     []agent.LogDirConfigs
 }
 
 // buildView aggregates a snapshot by log dir and topic (and partition when
@@ -44,6 +47,9 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 		logDirs:  snap.LogDirs,
 		reserved: make(map[reservedKey]float64),
 		brokers:  make(map[string]*brokerAgg),
+
+		filesystems: snap.Filesystems(),
+		configs:     snap.ConfigStatus(),
 	}
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]

@@ -29,6 +29,37 @@
 #
 # The jar cache lives in KDG_CACHE (default ~/.cache/kafka-disk-guard) and
 # survives between runs; only Maven Central is used, through mvn.
+#
+# Cluster mode: NODES KRaft nodes (default 3), each a combined
+# broker+controller JVM, with a static controller quorum
+# (controller.quorum.voters) on loopback.
+#
+#   scripts/kafka.sh cluster-up [options]    format and start every node, wait until each sees all brokers
+#   scripts/kafka.sh cluster-down   --dir DIR   stop every node (and unmount the tmpfs)
+#   scripts/kafka.sh cluster-status --dir DIR   exit 0 when every node runs and sees all brokers
+#   scripts/kafka.sh node-stop  --dir DIR --node N   stop one node (its data stays)
+#   scripts/kafka.sh node-start --dir DIR --node N   start it again and wait until it answers
+#
+# Options for cluster-up (node N = 1..NODES):
+#   --dir DIR                    KDG_KAFKA_CLUSTER_DIR  work dir; node N lives in DIR/node-N [/tmp/kdg-kafka-cluster]
+#   --port N                     KDG_KAFKA_CLUSTER_PORT base port [19192]; node N uses
+#                                PORT+4(N-1): PLAINTEXT, +1 SASL, +2 controller, +3 inter-broker
+#   --nodes N                    number of nodes [3]
+#   --allow-everyone BOOL        allow.everyone.if.no.acl.found on every node [true]
+#   --node-tmpfs N=SIZE          put node N's log dir on a tmpfs of SIZE (repeatable; needs root)
+#   --node-prop N:KEY=VALUE      extra server.properties line for node N (repeatable)
+#   --prop KEY=VALUE             extra server.properties line for every node (repeatable)
+#   --retention-check-ms N, --file-delete-delay-ms N   as for up
+#   KDG_KAFKA_CLUSTER_JVM_OPTS   JVM flags per node [-Xms128m -Xmx384m -XX:TieredStopAtLevel=1]
+#                                (C1 only: about half the CPU to start, slower at full load)
+#
+# Every node: the same listeners as the single broker (PLAINTEXT anonymous,
+# SASL_PLAINTEXT/PLAIN with guard, admin and the non-super user
+# limited/limited-secret), StandardAuthorizer, and inter-broker and
+# controller traffic on SASL_PLAINTEXT as User:broker, a super user, so
+# ordinary clients stay subject to ACLs whatever allow.everyone says. The
+# log dir is DIR/node-N/data (meta.properties, partitions); the metadata
+# log is in DIR/node-N/meta, so a full data tmpfs leaves the quorum alone.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -203,6 +234,211 @@ down() {
   if mountpoint -q "$DIR/data" 2>/dev/null; then umount "$DIR/data" 2>/dev/null || umount -l "$DIR/data" || true; fi
 }
 
+# ---- cluster mode -------------------------------------------------------
+
+CDIR=${KDG_KAFKA_CLUSTER_DIR:-/tmp/kdg-kafka-cluster}
+CPORT=${KDG_KAFKA_CLUSTER_PORT:-19192}
+NODES=3
+NODE=
+ALLOW_EVERYONE=true
+NODE_TMPFS=()
+NODE_PROPS=()
+CLUSTER_PROPS=()
+
+parse_cluster() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --dir) CDIR=$2; shift 2 ;;
+      --port) CPORT=$2; shift 2 ;;
+      --nodes) NODES=$2; shift 2 ;;
+      --node) NODE=$2; shift 2 ;;
+      --allow-everyone) ALLOW_EVERYONE=$2; shift 2 ;;
+      --node-tmpfs) NODE_TMPFS+=("$2"); shift 2 ;;
+      --node-prop) NODE_PROPS+=("$2"); shift 2 ;;
+      --prop) CLUSTER_PROPS+=("$2"); shift 2 ;;
+      --retention-check-ms) RETENTION_CHECK_MS=$2; shift 2 ;;
+      --file-delete-delay-ms) FILE_DELETE_DELAY_MS=$2; shift 2 ;;
+      *) die "unknown option $1" ;;
+    esac
+  done
+  case "$ALLOW_EVERYONE" in true|false) ;; *) die "--allow-everyone: want true or false, got $ALLOW_EVERYONE" ;; esac
+  [[ "$NODES" =~ ^[1-9][0-9]*$ ]] || die "--nodes: want a positive number, got $NODES"
+}
+
+# cluster.env in the work dir remembers the layout for the other commands.
+load_cluster() {
+  [ -f "$CDIR/cluster.env" ] || die "no cluster in $CDIR (cluster.env missing)"
+  # shellcheck disable=SC1091
+  . "$CDIR/cluster.env"
+}
+
+node_dir() { echo "$CDIR/node-$1"; }
+node_port() { echo $((CPORT + 4 * ($1 - 1))); }
+node_running() { local d; d=$(node_dir "$1"); [ -f "$d/broker.pid" ] && kill -0 "$(cat "$d/broker.pid")" 2>/dev/null; }
+
+# node_answers N: node N returns metadata listing every broker of the cluster.
+node_answers() {
+  local port; port=$(node_port "$1")
+  if command -v kcat >/dev/null 2>&1; then
+    kcat -b "127.0.0.1:$port" -L -m 2 2>/dev/null | grep -q "^ $NODES brokers:"
+  else
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+  fi
+}
+
+node_launch() {
+  local n=$1 d java; d=$(node_dir "$n"); java=$(java_bin)
+  local cp="$LIBS/*${KDG_KAFKA_CLASSPATH:+:$KDG_KAFKA_CLASSPATH}"
+  # shellcheck disable=SC2086
+  nohup "$java" ${KDG_KAFKA_CLUSTER_JVM_OPTS:--Xms128m -Xmx384m -XX:TieredStopAtLevel=1} -XX:+UseG1GC -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$d/logs" \
+    -cp "$cp" kafka.Kafka "$d/server.properties" >> "$d/logs/stdout.log" 2>&1 < /dev/null &
+  echo $! > "$d/broker.pid"
+}
+
+# wait_nodes N...: wait until each node answers; fail with its log otherwise.
+wait_nodes() {
+  local deadline=$((SECONDS + ${KDG_KAFKA_START_TIMEOUT:-120})) n pending
+  while :; do
+    pending=()
+    for n in "$@"; do
+      node_running "$n" || { tail -n 40 "$(node_dir "$n")/logs/server.log" >&2 2>/dev/null || true; die "node $n exited during start (logs in $(node_dir "$n")/logs)"; }
+      node_answers "$n" || pending+=("$n")
+    done
+    [ ${#pending[@]} -eq 0 ] && return 0
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 40 "$(node_dir "${pending[0]}")/logs/server.log" >&2 2>/dev/null || true
+      die "nodes ${pending[*]} did not see all $NODES brokers in time"
+    fi
+    sleep 0.3
+  done
+}
+
+node_stop() {
+  local n=$1 d pid; d=$(node_dir "$n")
+  [ -f "$d/broker.pid" ] || return 0
+  pid=$(cat "$d/broker.pid")
+  kill -TERM "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + ${2:-30}))
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+  kill -KILL "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  rm -f "$d/broker.pid"
+}
+
+cluster_up() {
+  fetch
+  if [ -f "$CDIR/cluster.env" ]; then
+    ( load_cluster; for n in $(seq 1 "$NODES"); do ! node_running "$n" || exit 1; done ) || die "a cluster already runs from $CDIR"
+  fi
+  local java; java=$(java_bin)
+  local n d size tmpfs p voters=""
+  for n in $(seq 1 "$NODES"); do voters+="${voters:+,}$n@127.0.0.1:$(( $(node_port "$n") + 2 ))"; done
+  mkdir -p "$CDIR"
+  # A cluster id is 16 random bytes, URL-safe base64 without padding.
+  local id; id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+  local rf=$(( NODES < 3 ? NODES : 3 ))
+  for n in $(seq 1 "$NODES"); do
+    d=$(node_dir "$n")
+    if mountpoint -q "$d/data" 2>/dev/null; then umount "$d/data" || die "cannot unmount old tmpfs at $d/data"; fi
+    rm -rf "$d"; mkdir -p "$d/data" "$d/meta" "$d/logs"
+    tmpfs=""
+    for size in "${NODE_TMPFS[@]+"${NODE_TMPFS[@]}"}"; do [ "${size%%=*}" = "$n" ] && tmpfs=${size#*=}; done
+    if [ -n "$tmpfs" ]; then
+      mount -t tmpfs -o "size=$tmpfs,mode=0755" "kdg-kafka-node-$n" "$d/data" || die "cannot mount a tmpfs of $tmpfs at $d/data (needs root)"
+    fi
+    local port; port=$(node_port "$n")
+    local sasl=$((port + 1)) ctrl=$((port + 2)) internal=$((port + 3))
+    local broker_jaas='org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret";'
+    cat > "$d/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=$n
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl,CONTROLLER://127.0.0.1:$ctrl,INTERNAL://127.0.0.1:$internal
+advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl,INTERNAL://127.0.0.1:$internal
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT
+inter.broker.listener.name=INTERNAL
+controller.listener.names=CONTROLLER
+sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.inter.broker.protocol=PLAIN
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_guard="guard-secret" user_admin="admin-secret" user_limited="limited-secret";
+listener.name.internal.plain.sasl.jaas.config=$broker_jaas
+listener.name.controller.plain.sasl.jaas.config=$broker_jaas
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:guard;User:admin;User:broker
+allow.everyone.if.no.acl.found=$ALLOW_EVERYONE
+log.dirs=$d/data
+metadata.log.dir=$d/meta
+num.partitions=1
+offsets.topic.replication.factor=$rf
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+log.retention.check.interval.ms=$RETENTION_CHECK_MS
+log.segment.delete.delay.ms=$FILE_DELETE_DELAY_MS
+log.initial.task.delay.ms=0
+PROPS
+    for p in "${CLUSTER_PROPS[@]+"${CLUSTER_PROPS[@]}"}"; do echo "$p" >> "$d/server.properties"; done
+    for p in "${NODE_PROPS[@]+"${NODE_PROPS[@]}"}"; do [ "${p%%:*}" = "$n" ] && echo "${p#*:}" >> "$d/server.properties"; done
+  done
+  cat > "$CDIR/cluster.env" <<ENV
+NODES=$NODES
+CPORT=$CPORT
+CLUSTER_ID=$id
+ENV
+  local cp="$LIBS/*${KDG_KAFKA_CLASSPATH:+:$KDG_KAFKA_CLASSPATH}" pids=()
+  for n in $(seq 1 "$NODES"); do
+    d=$(node_dir "$n")
+    "$java" -cp "$cp" -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$d/logs" \
+      kafka.tools.StorageTool format -t "$id" -c "$d/server.properties" > "$d/logs/format.log" 2>&1 &
+    pids+=($!)
+  done
+  for n in $(seq 1 "$NODES"); do
+    wait "${pids[$((n - 1))]}" || { cat "$(node_dir "$n")/logs/format.log" >&2; cluster_down; die "storage format of node $n failed"; }
+  done
+  for n in $(seq 1 "$NODES"); do node_launch "$n"; done
+  wait_nodes $(seq 1 "$NODES") || { cluster_down; exit 1; }
+  echo "kafka.sh: Apache Kafka $KAFKA_VERSION cluster $id up: $NODES nodes, PLAINTEXT 127.0.0.1:$CPORT (+4 per node), log dirs $CDIR/node-N/data" >&2
+}
+
+cluster_down() {
+  [ -f "$CDIR/cluster.env" ] || return 0
+  load_cluster
+  local n d
+  # Stop every node at once. A node's controlled shutdown waits for a
+  # quorum that is going away too: after 3 s it is killed (cluster-up
+  # formats a new cluster, nothing of this one is kept).
+  for n in $(seq 1 "$NODES"); do node_stop "$n" 3 & done
+  wait
+  for n in $(seq 1 "$NODES"); do
+    d=$(node_dir "$n")
+    if mountpoint -q "$d/data" 2>/dev/null; then umount "$d/data" 2>/dev/null || umount -l "$d/data" || true; fi
+  done
+}
+
+cluster_status() {
+  load_cluster
+  local n
+  for n in $(seq 1 "$NODES"); do node_running "$n" && node_answers "$n" || return 1; done
+}
+
+node_cmd() {
+  load_cluster
+  [[ "$NODE" =~ ^[0-9]+$ ]] && [ "$NODE" -ge 1 ] && [ "$NODE" -le "$NODES" ] || die "--node: want 1..$NODES, got '$NODE'"
+  case "$1" in
+    stop) node_stop "$NODE" ;;
+    start)
+      node_running "$NODE" && die "node $NODE already runs"
+      fetch
+      node_launch "$NODE"
+      wait_nodes "$NODE" ;;
+  esac
+}
+
 cmd=${1:-}; [ $# -gt 0 ] && shift
 case "$cmd" in
   fetch) fetch; build_rsm; echo "$LIBS" ;;
@@ -211,5 +447,10 @@ case "$cmd" in
   down) parse "$@"; down ;;
   status) parse "$@"; running && answers ;;
   version) echo "$KAFKA_VERSION" ;;
-  *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  cluster-up) parse_cluster "$@"; cluster_up ;;
+  cluster-down) parse_cluster "$@"; cluster_down ;;
+  cluster-status) parse_cluster "$@"; cluster_status ;;
+  node-stop) parse_cluster "$@"; node_cmd stop ;;
+  node-start) parse_cluster "$@"; node_cmd start ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac

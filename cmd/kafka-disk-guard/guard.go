@@ -330,6 +330,8 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		}
 		g.Go(afterUp(refresh.Run))
 		g.Go(afterUp(tiered.Run))
+		// A new topic's configs are fetched at once (spec R7.2).
+		g.Go(func() error { return followTopics(ctx, a.TopicsChanged(), refresh) })
 		if model != nil {
 			g.Go(afterUp(model.Run))
 		}
@@ -358,6 +360,19 @@ func snapshotTieredPartitions(a *agent.Agent) []agent.TopicPartition {
 		return nil
 	}
 	return a.Snapshot().TieredPartitions()
+}
+
+// followTopics tells the config refresher whenever the agent's partition
+// directories changed, until ctx ends.
+func followTopics(ctx context.Context, changed <-chan struct{}, r *agent.ConfigRefresher) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			r.Notify()
+		}
+	}
 }
 
 // staticConfigs are the offline topic configs.

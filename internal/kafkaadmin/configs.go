@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,54 +38,113 @@ func NewConfigFetcher(client sarama.Client, brokerID int32) *ConfigFetcher {
 	return &ConfigFetcher{src: fixed{&conn{client: client}}, brokerID: func() int32 { return brokerID }}
 }
 
-// FetchConfigs returns the effective retention configs of topics (those
-// the broker does not know are left out) and the broker's defaults.
-// The set's Time is when the fetch started: the configs are at least that
-// fresh.
+// FetchConfigs implements agent.ConfigFetcher: the effective retention
+// configs of topics, each with its fetch time, and the broker's defaults.
+// Each lookup stands alone: a topic the broker refuses or fails to
+// describe, a batch whose request failed, or broker defaults that could
+// not be read are recorded in the set (Errors, DefaultsErr) and the rest
+// is returned. A topic the cluster does not have gets
+// agent.ErrTopicUnknown. The error summarises the failed lookups (nil when
+// all succeeded, unknown topics aside); without a connection it is
+// ErrNotConnected and the set is empty. Fetch times are when each request
+// was sent: the configs are at least that fresh; the set's Time is when
+// the fetch started.
 func (f *ConfigFetcher) FetchConfigs(ctx context.Context, topics []string) (agent.ConfigSet, error) {
 	start := time.Now()
+	cs := agent.ConfigSet{Topics: make(map[string]agent.TopicConfig, len(topics)), Fetched: make(map[string]time.Time, len(topics)),
+		Errors: map[string]error{}, Time: start}
+	if err := ctx.Err(); err != nil {
+		return cs, err
+	}
 	c, err := f.src.conn()
 	if err != nil {
 		return agent.ConfigSet{}, err
 	}
-	defaults, err := f.brokerDefaults(ctx, c.client)
-	if err != nil {
-		return agent.ConfigSet{}, err
+	failed := &lookupErrors{}
+	base := agent.DefaultTopicConfig()
+	if d, err := f.brokerDefaults(ctx, c.client); err != nil {
+		cs.Defaults, cs.DefaultsErr = base, err
+		failed.add("broker defaults", err)
+	} else {
+		cs.Defaults, cs.DefaultsFetched = d, start
+		base = d
 	}
-	cs := agent.ConfigSet{Defaults: defaults, Topics: make(map[string]agent.TopicConfig, len(topics)), Time: start}
 	for start := 0; start < len(topics); start += describeBatch {
 		if err := ctx.Err(); err != nil {
-			return agent.ConfigSet{}, err
+			return cs, err
 		}
 		batch := topics[start:min(start+describeBatch, len(topics))]
 		req := &sarama.DescribeConfigsRequest{Version: 1}
 		for _, t := range batch {
 			req.Resources = append(req.Resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: t})
 		}
+		var resp *sarama.DescribeConfigsResponse
+		at := time.Now()
 		b := c.client.LeastLoadedBroker()
-		if b == nil {
-			return agent.ConfigSet{}, errors.New("describe topic configs: no broker available")
+		err := errors.New("no broker available")
+		if b != nil {
+			resp, err = describe(b, c.client.Config(), req)
 		}
-		resp, err := describe(b, c.client.Config(), req)
 		if err != nil {
-			return agent.ConfigSet{}, fmt.Errorf("describe topic configs: %w", err)
+			for _, t := range batch {
+				cs.Errors[t] = fmt.Errorf("describe topic configs: %w", err)
+				failed.add(t, cs.Errors[t])
+			}
+			continue
 		}
 		for _, r := range resp.Resources {
+			if r.Type != sarama.TopicResource || !slices.Contains(batch, r.Name) {
+				continue
+			}
 			switch kerr := sarama.KError(r.ErrorCode); kerr {
 			case sarama.ErrNoError:
 			case sarama.ErrUnknownTopicOrPartition:
-				continue // deleted since it was seen on disk
+				cs.Errors[r.Name] = agent.ErrTopicUnknown // deleted since it was seen on disk
+				continue
 			default:
-				return agent.ConfigSet{}, fmt.Errorf("describe configs of topic %s: %w: %s", r.Name, kerr, r.ErrorMsg)
+				cs.Errors[r.Name] = fmt.Errorf("describe configs of topic %s: %w%s", r.Name, kerr, msg(&r.ErrorMsg))
+				failed.add(r.Name, cs.Errors[r.Name])
+				continue
 			}
-			tc, err := agent.ApplyTopicConfigs(defaults, entries(r.Configs))
+			tc, err := agent.ApplyTopicConfigs(base, entries(r.Configs))
 			if err != nil {
-				return agent.ConfigSet{}, fmt.Errorf("topic %s: %w", r.Name, err)
+				cs.Errors[r.Name] = fmt.Errorf("topic %s: %w", r.Name, err)
+				failed.add(r.Name, cs.Errors[r.Name])
+				continue
 			}
-			cs.Topics[r.Name] = tc
+			cs.Topics[r.Name], cs.Fetched[r.Name] = tc, at
+		}
+		for _, t := range batch {
+			if _, ok := cs.Topics[t]; !ok && cs.Errors[t] == nil {
+				cs.Errors[t] = errors.New("describe configs: no answer for the topic")
+				failed.add(t, cs.Errors[t])
+			}
 		}
 	}
-	return cs, nil
+	return cs, failed.err()
+}
+
+// lookupErrors summarises failed lookups: how many, and the first.
+type lookupErrors struct {
+	n     int
+	first error
+}
+
+func (l *lookupErrors) add(what string, err error) {
+	if l.n == 0 {
+		l.first = fmt.Errorf("%s: %w", what, err)
+	}
+	l.n++
+}
+
+func (l *lookupErrors) err() error {
+	switch l.n {
+	case 0:
+		return nil
+	case 1:
+		return l.first
+	}
+	return fmt.Errorf("%d config lookups failed, the first: %w", l.n, l.first)
 }
 
 func describe(b *sarama.Broker, conf *sarama.Config, req *sarama.DescribeConfigsRequest) (*sarama.DescribeConfigsResponse, error) {

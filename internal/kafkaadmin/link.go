@@ -184,6 +184,8 @@ func (l *Link) set(c *conn) {
 	if old != nil {
 		old.close()
 	}
+	// A connection is an attempt too: Attempted is closed whenever Up is.
+	l.onceAtt.Do(func() { close(l.attempted) })
 	l.onceUp.Do(func() { close(l.up) })
 }
 

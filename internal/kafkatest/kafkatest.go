@@ -62,8 +62,10 @@ type Broker struct {
 	RemoteDir string
 	Addr      string // PLAINTEXT listener: anonymous clients
 	SASLAddr  string // SASL_PLAINTEXT listener: the guard (super user)
+	NodeID    int32  // node.id: 1 for a single broker, 1..n in a Cluster
 	script    string
 	opts      Options
+	cluster   *Cluster // set for a node of a Cluster
 }
 
 // RepoRoot finds the repository root (the directory holding go.mod) from
@@ -105,6 +107,7 @@ func Start(opts Options) (*Broker, error) {
 		LogDir:   filepath.Join(dir, "data"),
 		Addr:     fmt.Sprintf("127.0.0.1:%d", port),
 		SASLAddr: fmt.Sprintf("127.0.0.1:%d", port+1),
+		NodeID:   1,
 		script:   filepath.Join(root, "scripts", "kafka.sh"),
 		opts:     opts,
 	}
@@ -136,8 +139,12 @@ func Start(opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// Stop stops the broker and removes its directory.
+// Stop stops the broker and removes its directory. A node of a Cluster is
+// only stopped (see StopNode): its data stays for Start.
 func (b *Broker) Stop() error {
+	if b.cluster != nil {
+		return b.StopNode()
+	}
 	out, err := exec.Command(b.script, "down", "--dir", b.Dir).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("stop broker: %w\n%s", err, out)
@@ -222,7 +229,11 @@ func (b *Broker) CreateTopic(t testing.TB, name string, partitions int32, config
 		entries[k] = &v
 	}
 	a := b.Admin(t)
-	err := a.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries}, false)
+	detail := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries}
+	if b.cluster != nil {
+		detail = onNode(detail, b.NodeID) // in a cluster: every replica on this node
+	}
+	err := a.CreateTopic(name, detail, false)
 	if err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
 	}

@@ -1,0 +1,339 @@
+// Package rights says which Kafka ACL operations each feature of the guard
+// needs, and turns what the cluster says the guard's principal may do into
+// a report of exactly what is missing, per feature (spec R7, issue 11).
+//
+// It is pure: internal/kafkaadmin gathers the facts (Held) from the
+// cluster; the enforcer, the start-up check and `check-config --online`
+// read the Report. Needs is the one table of rights: docs that list the
+// guard's rights list these.
+package rights
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Resource is a Kafka ACL resource type, as kafka-acls names it.
+type Resource string
+
+// Resource types the guard needs rights on.
+const (
+	Cluster Resource = "Cluster"
+	Topic   Resource = "Topic"
+)
+
+// Operation is a Kafka ACL operation, spelled as Kafka's AclOperation enum.
+type Operation string
+
+// Operations the guard needs.
+const (
+	Read            Operation = "READ"
+	Write           Operation = "WRITE"
+	Create          Operation = "CREATE"
+	Delete          Operation = "DELETE"
+	Alter           Operation = "ALTER"
+	Describe        Operation = "DESCRIBE"
+	DescribeConfigs Operation = "DESCRIBE_CONFIGS"
+	AlterConfigs    Operation = "ALTER_CONFIGS"
+)
+
+// Feature is a part of the guard that talks to Kafka. Which are enabled
+// follows from the configuration.
+type Feature string
+
+// Features.
+const (
+	// Observe: topic configs and broker configs (retention defaults,
+	// log.cleaner.enable), the identity of the log dirs (R7.1). Always on
+	// with a cluster configured.
+	Observe Feature = "observe"
+	// DeleteRecords: DeleteRecords for the scheduled, periodic and purge bands.
+	DeleteRecords Feature = "delete_records"
+	// ProtectACL: write protection with DENY WRITE ACLs, recorded in the
+	// ownership topic.
+	ProtectACL Feature = "protect_acl"
+	// ProtectQuota: write protection with the default producer quota,
+	// recorded in the ownership topic.
+	ProtectQuota Feature = "protect_quota"
+	// Tiered: lowering a tiered topic's local retention instead of
+	// moving its log start offset (R7.4).
+	Tiered Feature = "tiered"
+	// Admission: reserved-space checks read every topic and broker.
+	Admission Feature = "admission"
+)
+
+// Features lists every feature in a fixed order.
+func Features() []Feature {
+	return []Feature{Observe, DeleteRecords, ProtectACL, ProtectQuota, Tiered, Admission}
+}
+
+// Scope says which resource of its type a right is needed on.
+type Scope string
+
+// Scopes.
+const (
+	ScopeCluster   Scope = "cluster"   // the cluster resource (kafka-cluster)
+	ScopeTopics    Scope = "topics"    // every topic the guard acts on
+	ScopeOwnership Scope = "ownership" // the ownership topic
+)
+
+// Need is one right a feature needs.
+type Need struct {
+	Feature   Feature
+	Scope     Scope
+	Operation Operation
+	// Calls are the requests the right permits, for messages.
+	Calls string
+}
+
+// Resource is the ACL resource type of the need.
+func (n Need) Resource() Resource {
+	if n.Scope == ScopeCluster {
+		return Cluster
+	}
+	return Topic
+}
+
+// String names the need: "Topic:DELETE (DeleteRecords)".
+func (n Need) String() string {
+	what := string(n.Resource())
+	if n.Scope == ScopeOwnership {
+		what = "Topic(ownership)"
+	}
+	return fmt.Sprintf("%s:%s (%s)", what, n.Operation, n.Calls)
+}
+
+// Needs returns the rights the features need, in a fixed order (features
+// in the order given, each feature's needs in table order). Creating the
+// ownership topic is a need only while the topic does not exist: Evaluate
+// drops it once it does.
+func Needs(features ...Feature) []Need {
+	var out []Need
+	for _, f := range features {
+		for _, n := range table() {
+			if n.Feature == f {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func table() []Need {
+	ownership := func(f Feature) []Need {
+		return []Need{
+			{f, ScopeOwnership, Create, "CreateTopics of the ownership topic, until it exists; Cluster:CREATE also grants it"},
+			{f, ScopeOwnership, Describe, "Metadata, ListOffsets of the ownership topic"},
+			{f, ScopeOwnership, Read, "Fetch of the ownership records"},
+			{f, ScopeOwnership, Write, "Produce of this agent's ownership record"},
+		}
+	}
+	t := []Need{
+		{Observe, ScopeCluster, Describe, "DescribeLogDirs: the broker confirms its log dirs (R7.1)"},
+		{Observe, ScopeCluster, DescribeConfigs, "DescribeConfigs of brokers: retention defaults, log.cleaner.enable"},
+		{Observe, ScopeTopics, Describe, "Metadata of the topics on disk"},
+		{Observe, ScopeTopics, DescribeConfigs, "DescribeConfigs of the topics on disk (R7.2)"},
+		{DeleteRecords, ScopeTopics, Describe, "ListOffsets: log start offset and high watermark"},
+		{DeleteRecords, ScopeTopics, Delete, "DeleteRecords"},
+		{ProtectACL, ScopeCluster, Describe, "DescribeAcls"},
+		{ProtectACL, ScopeCluster, Alter, "CreateAcls, DeleteAcls"},
+	}
+	t = append(t, ownership(ProtectACL)...)
+	t = append(t,
+		Need{ProtectQuota, ScopeCluster, DescribeConfigs, "DescribeClientQuotas"},
+		Need{ProtectQuota, ScopeCluster, AlterConfigs, "AlterClientQuotas"},
+	)
+	t = append(t, ownership(ProtectQuota)...)
+	t = append(t,
+		Need{Tiered, ScopeTopics, DescribeConfigs, "DescribeConfigs of tiered topics"},
+		Need{Tiered, ScopeTopics, AlterConfigs, "IncrementalAlterConfigs of local.retention.* (R7.4)"},
+		Need{Admission, ScopeCluster, Describe, "DescribeLogDirs of every broker: storage and replica sizes"},
+		Need{Admission, ScopeCluster, DescribeConfigs, "DescribeConfigs of a broker: segment and retention defaults"},
+		Need{Admission, ScopeTopics, Describe, "Metadata of every topic: replica placement"},
+		Need{Admission, ScopeTopics, DescribeConfigs, "DescribeConfigs of every topic"},
+	)
+	return t
+}
+
+// Ops are operations found held (true) or refused (false); an operation
+// not in the map was not determined.
+type Ops map[Operation]bool
+
+// Held is what the cluster says the guard's principal may do, as
+// internal/kafkaadmin found it.
+type Held struct {
+	// Cluster operations on the cluster resource.
+	Cluster Ops
+	// ClusterErr says why cluster operations were not determined.
+	ClusterErr string
+	// Topics: per topic checked, its operations. A topic the principal
+	// may not describe has Err set and no operations.
+	Topics map[string]TopicHeld
+	// OwnershipTopic is the ownership topic's name; Ownership what the
+	// principal may do on it.
+	OwnershipTopic string
+	Ownership      TopicHeld
+	// NoAuthorizer: the brokers run without an authorizer (DescribeAcls
+	// answers SECURITY_DISABLED). Everything is allowed, and ACLs cannot
+	// refuse writes.
+	NoAuthorizer bool
+}
+
+// TopicHeld is what the principal may do on one topic.
+type TopicHeld struct {
+	// Exists is false for a topic the cluster does not have (the ownership
+	// topic before its creation).
+	Exists bool
+	Ops    Ops
+	// Err says why the operations were not determined ("" when they were).
+	Err string
+}
+
+// Gap is a need the principal does not meet.
+type Gap struct {
+	Need
+	// Topics lacking the right, sorted; empty for cluster and ownership
+	// needs.
+	Topics []string
+	// Unknown is set when the right could not be determined (Why says
+	// why): the guard treats it as missing.
+	Unknown bool
+	Why     string
+}
+
+// String describes the gap for a log line or check-config.
+func (g Gap) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: ", g.Feature)
+	if g.Unknown {
+		b.WriteString("cannot tell whether the principal holds ")
+	} else {
+		b.WriteString("missing ")
+	}
+	if g.Operation == "" {
+		b.WriteString(g.Calls)
+	} else {
+		b.WriteString(g.Need.String())
+	}
+	if len(g.Topics) > 0 {
+		const show = 5
+		shown := g.Topics[:min(len(g.Topics), show)]
+		fmt.Fprintf(&b, " on %d topic(s): %s", len(g.Topics), strings.Join(shown, ", "))
+		if len(g.Topics) > show {
+			b.WriteString(", ...")
+		}
+	}
+	if g.Why != "" {
+		fmt.Fprintf(&b, " (%s)", g.Why)
+	}
+	return b.String()
+}
+
+// Report says which needs of the checked features the principal does not
+// meet.
+type Report struct {
+	Features []Feature
+	// Checked is how many topics the topic needs were checked on.
+	Checked int
+	Gaps    []Gap
+}
+
+// OK reports whether every need of every checked feature is met.
+func (r Report) OK() bool { return len(r.Gaps) == 0 }
+
+// FeatureOK reports whether feature was checked and has no gap.
+func (r Report) FeatureOK(f Feature) bool {
+	return slices.Contains(r.Features, f) && len(r.Missing(f)) == 0
+}
+
+// Missing returns the gaps of one feature.
+func (r Report) Missing(f Feature) []Gap {
+	var out []Gap
+	for _, g := range r.Gaps {
+		if g.Feature == f {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// String is one line per gap, or "all rights present".
+func (r Report) String() string {
+	if r.OK() {
+		return "all rights present"
+	}
+	lines := make([]string, len(r.Gaps))
+	for i, g := range r.Gaps {
+		lines[i] = g.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Evaluate compares what the principal holds with what features need.
+// Undetermined rights are gaps marked Unknown. Creating the ownership
+// topic is needed only while it does not exist, and Cluster:CREATE
+// grants it too.
+func Evaluate(h Held, features ...Feature) Report {
+	r := Report{Features: slices.Clone(features), Checked: len(h.Topics)}
+	topics := make([]string, 0, len(h.Topics))
+	for t := range h.Topics {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	if h.NoAuthorizer && slices.Contains(features, ProtectACL) {
+		r.Gaps = append(r.Gaps, Gap{Need: Need{Feature: ProtectACL, Scope: ScopeCluster, Calls: "an authorizer on the brokers (authorizer.class.name)"},
+			Why: "DescribeAcls answers SECURITY_DISABLED: ACLs cannot refuse writes; use the quota strategy"})
+	}
+	for _, n := range Needs(features...) {
+		switch n.Scope {
+		case ScopeCluster:
+			held, known := h.Cluster[n.Operation]
+			switch {
+			case !known:
+				r.Gaps = append(r.Gaps, Gap{Need: n, Unknown: true, Why: h.ClusterErr})
+			case !held:
+				r.Gaps = append(r.Gaps, Gap{Need: n})
+			}
+		case ScopeTopics:
+			var missing, unknown []string
+			why := ""
+			for _, t := range topics {
+				th := h.Topics[t]
+				held, known := th.Ops[n.Operation]
+				switch {
+				case !known:
+					unknown = append(unknown, t)
+					if why == "" {
+						why = th.Err
+					}
+				case !held:
+					missing = append(missing, t)
+				}
+			}
+			if len(missing) > 0 {
+				r.Gaps = append(r.Gaps, Gap{Need: n, Topics: missing})
+			}
+			if len(unknown) > 0 {
+				r.Gaps = append(r.Gaps, Gap{Need: n, Topics: unknown, Unknown: true, Why: why})
+			}
+		case ScopeOwnership:
+			o := h.Ownership
+			if n.Operation == Create && (o.Exists || h.Cluster[Create]) {
+				continue
+			}
+			held, known := o.Ops[n.Operation]
+			switch {
+			case !known:
+				why := o.Err
+				if why == "" {
+					why = "not determined"
+				}
+				r.Gaps = append(r.Gaps, Gap{Need: n, Unknown: true, Why: h.OwnershipTopic + ": " + why})
+			case !held:
+				r.Gaps = append(r.Gaps, Gap{Need: n, Why: h.OwnershipTopic})
+			}
+		}
+	}
+	return r
+}
