@@ -156,6 +156,16 @@ func table() []Need {
 	return t
 }
 
+// Query says what a rights check covers: the features enabled, the
+// topics the guard acts on (those with partitions in its log dirs) and
+// the ownership topic's name. The features' needs are checked;
+// internal/kafkaadmin adds Observe, implied by a configured cluster.
+type Query struct {
+	Features       []Feature
+	Topics         []string
+	OwnershipTopic string
+}
+
 // Ops are operations found held (true) or refused (false); an operation
 // not in the map was not determined.
 type Ops map[Operation]bool

@@ -22,6 +22,7 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
+	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
 // ReservePath is where the agent answers admission questions (spec R5.4).
@@ -197,6 +198,9 @@ type serveHooks struct {
 	offline *agent.ConfigSet
 	// extra parts run beside the guard's own, with the same lifetime.
 	extra []func(ctx context.Context, a *agent.Agent, addr string) error
+	// clock, when set, is the wall clock of the agent and the enforcer
+	// (tests that move it, spec R7.5).
+	clock enforcer.MonotonicClock
 }
 
 // firstAttemptWait bounds how long the enforcer waits for the Kafka
@@ -230,8 +234,11 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	// offline: configs from the file, an enforcer that plans only.
 	var (
 		a        *agent.Agent
+		enf      *enforcer.Enforcer
 		link     *kafkaadmin.Link
 		admin    enforcer.Admin
+		evidence enforcer.Evidence
+		features []rights.Feature        // the rights of the parts besides the enforcer
 		configs  agent.TopicConfigSource = staticConfigs{offline}
 		refresh  *agent.ConfigRefresher
 		tiered   *agent.TieredRefresher
@@ -242,8 +249,9 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	if cfg.Kafka.Enabled() {
 		link = kafkaadmin.NewLink(cfg.Kafka, logger, kafkaadmin.LinkOptions{})
 		admin = link.Enforce(cfg.Enforcer.OwnershipTopic)
+		evidence = link.Evidence()
 		refresh, err = agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
-			link.ConfigFetcher(func() int32 { return snapshotBrokerID(a) }), func() []string { return snapshotTopics(a) }, offline)
+			link.ConfigFetcher(func() int32 { return guardedBrokerID(enf, a) }), func() []string { return snapshotTopics(a) }, offline)
 		if err != nil {
 			return err
 		}
@@ -256,6 +264,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		}
 		configs = withRemote{refresh, tiered}
 		if cfg.Admission.IsEnabled() {
+			features = append(features, rights.Admission)
 			if model, err = reserve.NewModel(cfg.Admission, logger, reg, link.ClusterReader(), nil); err != nil {
 				return err
 			}
@@ -271,13 +280,20 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	if a, err = agent.New(cfg.Config, logger, configs); err != nil {
 		return err
 	}
+	clock := enforcer.SystemClock()
+	if hooks.clock != nil {
+		clock = hooks.clock
+		a.UseClock(clock.Now)
+	}
 	if _, err := exporter.New(exporter.Config{PerPartition: cfg.Metrics.PerPartition, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
 		Version: ver, Revision: rev}, logger, reg, a); err != nil {
 		return err
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
-	// the plan, and every action fails as not connected.
-	enf, err := enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: admin, Clock: systemClock{}})
+	// the plan (no evidence: identity and rights are not checked), and
+	// every action fails as not connected.
+	enf, err = enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: admin, Clock: clock,
+		Evidence: evidence, Features: features})
 	if err != nil {
 		return err
 	}
@@ -407,18 +423,20 @@ func routeList(routes map[string]http.Handler) []string {
 	return out
 }
 
-// snapshotBrokerID is the broker id from meta.properties (spec R1.5), -1
+// guardedBrokerID is the broker whose defaults the topic configs are read
+// with: the node the enforcer's identity check found (spec R7.1), else,
+// until it is known, the first log dir's meta.properties (R1.5); -1
 // before the first scan.
-func snapshotBrokerID(a *agent.Agent) int32 {
+func guardedBrokerID(enf *enforcer.Enforcer, a *agent.Agent) int32 {
+	if enf != nil {
+		if id := enf.BrokerID(); id >= 0 {
+			return id
+		}
+	}
 	if a == nil || a.Snapshot() == nil {
 		return -1
 	}
-	for _, ld := range a.Snapshot().LogDirs {
-		if ld.BrokerID >= 0 {
-			return ld.BrokerID
-		}
-	}
-	return -1
+	return a.Snapshot().BrokerID()
 }
 
 // snapshotTopics lists the live topics the agent has seen.
@@ -443,7 +461,3 @@ func snapshotTopics(a *agent.Agent) []string {
 	sort.Strings(out)
 	return out
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
