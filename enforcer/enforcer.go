@@ -250,7 +250,7 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 
 	o, phases, readErr := e.observe(ctx)
 	if o.Snapshot == nil {
-		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil)
+		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil, nil)
 		result = ReconcileBlocked
 		return nil
 	}
@@ -322,17 +322,23 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 			e.m.ev.setHeldTopics(g)
 		}
 	}
+	var topics []string // held topics, for the log line
 	for _, h := range plan.HeldTopics {
 		add(h.Reasons)
+		if !slices.Contains(topics, h.Topic) {
+			topics = append(topics, h.Topic)
+		}
 	}
 	if o.Stale {
 		add([]BlockReason{BlockSnapshotStale})
 	}
-	e.setBlocked(reasons, dirs)
+	e.setBlocked(reasons, dirs, topics)
 	return len(reasons) > 0
 }
 
-func (e *Enforcer) setBlocked(reasons []BlockReason, dirs []string) {
+// setBlocked sets enforcer_blocked and logs each change of the reasons,
+// naming the log dirs and (up to ten) topics held back.
+func (e *Enforcer) setBlocked(reasons []BlockReason, dirs, topics []string) {
 	slices.Sort(reasons)
 	for _, r := range blockReasons() {
 		v := 0.0
@@ -345,7 +351,11 @@ func (e *Enforcer) setBlocked(reasons []BlockReason, dirs []string) {
 		return
 	}
 	if len(reasons) > 0 {
-		e.logger.Warn("destructive actions held back", "reasons", reasons, "log_dirs", dirs)
+		slices.Sort(topics)
+		if len(topics) > 10 {
+			topics = append(topics[:10], fmt.Sprintf("... %d more", len(topics)-10))
+		}
+		e.logger.Warn("destructive actions held back", "reasons", reasons, "log_dirs", dirs, "topics", topics)
 	} else {
 		e.logger.Info("destructive actions allowed again")
 	}

@@ -240,7 +240,8 @@ func adminConfig(c *kafkatest.Cluster) *sarama.Config {
 }
 
 // produce writes n records of size bytes to one partition as admin, in
-// batches of 16, stamped ts (CreateTime).
+// batches of at most 8 KiB (a batch must fit the topics' small segments)
+// or one record, stamped ts (CreateTime).
 func produce(t *testing.T, c *kafkatest.Cluster, topic string, partition int32, n, size int, ts time.Time) {
 	t.Helper()
 	p, err := sarama.NewSyncProducer(c.SASLAddrs(), adminConfig(c))
@@ -249,12 +250,17 @@ func produce(t *testing.T, c *kafkatest.Cluster, topic string, partition int32, 
 	}
 	defer p.Close()
 	value := bytes.Repeat([]byte("k"), size)
+	batch := max(1, 8192/size)
 	for sent := 0; sent < n; {
 		var msgs []*sarama.ProducerMessage
-		for ; len(msgs) < 16 && sent < n; sent++ {
+		for ; len(msgs) < batch && sent < n; sent++ {
 			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: partition, Value: sarama.ByteEncoder(value), Timestamp: ts})
 		}
 		if err := p.SendMessages(msgs); err != nil {
+			var pe sarama.ProducerErrors
+			if errors.As(err, &pe) && len(pe) > 0 {
+				err = pe[0].Err
+			}
 			t.Fatalf("produce to %s-%d: %v", topic, partition, err)
 		}
 	}
