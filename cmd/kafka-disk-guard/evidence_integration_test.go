@@ -372,7 +372,7 @@ func TestRightsMinimalProtectFewerNeverPurge(t *testing.T) {
 		}
 		found := false
 		for _, l := range logsWith(t, logs, "log dir identity not confirmed") {
-			found = found || strings.Contains(strings.ToLower(fmt.Sprint(l["detail"])), "authorization")
+			found = found || strings.Contains(fmt.Sprint(l["detail"]), "not authorized")
 		}
 		if !found {
 			t.Error("the refused DescribeLogDirs is not named")
