@@ -176,12 +176,14 @@ func TestR7_3NonKafkaFileGetsNoPurge(t *testing.T) {
 
 	addr, logs := runGuardOn(t, c, guardOpts{enforcer: enforcer.Config{Enabled: true}})
 	waitMetricValue(t, addr, "kafka_disk_guard_band", map[string]string{"log_dir": n1.LogDir, "band": "purge"}, is(1))
-	waitMetricValue(t, addr, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "usage_not_kafka"}, is(1))
 	waitPasses(t, addr, 8)
 	for p := int32(0); p < 2; p++ {
 		if got := logStart(t, c, topic, p); got != 0 {
 			t.Fatalf("R7.3/purged for a file that is not Kafka's: %s-%d log start offset %d", topic, p, got)
 		}
+	}
+	if v := metricSum(addr, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "usage_not_kafka"}); v != 1 {
+		t.Errorf("R7.3/blocked{usage_not_kafka} %v", v)
 	}
 	if v := metricSum(addr, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); v != 0 {
 		t.Errorf("R7.3/unexpired bytes deleted: %v", v)
