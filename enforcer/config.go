@@ -222,17 +222,16 @@ func (c EvidenceConfig) WithDefaults() EvidenceConfig {
 	return c
 }
 
-// durations lists the section's fields with their YAML keys and defaults.
-func (c *EvidenceConfig) durations() []struct {
+// durationKey is a duration field with its YAML key and default.
+type durationKey struct {
 	name string
 	d    *time.Duration
 	def  time.Duration
-} {
-	return []struct {
-		name string
-		d    *time.Duration
-		def  time.Duration
-	}{
+}
+
+// durations lists the section's fields with their YAML keys and defaults.
+func (c *EvidenceConfig) durations() []durationKey {
+	return []durationKey{
 		{"identityInterval", &c.IdentityInterval, DefaultIdentityInterval},
 		{"rightsInterval", &c.RightsInterval, DefaultRightsInterval},
 		{"configMaxAge", &c.ConfigMaxAge, DefaultConfigMaxAge},
@@ -255,23 +254,20 @@ func (c EvidenceConfig) Validate() error {
 
 // WithDefaults returns c with every unset field at its default.
 func (c PurgeConfig) WithDefaults() PurgeConfig {
-	if c.MaxPercentPerPass == 0 {
-		c.MaxPercentPerPass = DefaultPurgeMaxPercentPerPass
-	}
-	if c.MaxPercentPerHour == 0 {
-		c.MaxPercentPerHour = DefaultPurgeMaxPercentPerHour
-	}
-	if c.MaxPercentPerDay == 0 {
-		c.MaxPercentPerDay = DefaultPurgeMaxPercentPerDay
+	for _, f := range []struct {
+		v   *float64
+		def float64
+	}{
+		{&c.MaxPercentPerPass, DefaultPurgeMaxPercentPerPass}, {&c.MaxPercentPerHour, DefaultPurgeMaxPercentPerHour},
+		{&c.MaxPercentPerDay, DefaultPurgeMaxPercentPerDay}, {&c.FloorPercent, DefaultPurgeFloorPercent},
+		{&c.OtherBytesPercent, DefaultPurgeOtherBytesPercent},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
 	}
 	if c.FloorSegments == 0 {
 		c.FloorSegments = DefaultPurgeFloorSegments
-	}
-	if c.FloorPercent == 0 {
-		c.FloorPercent = DefaultPurgeFloorPercent
-	}
-	if c.OtherBytesPercent == 0 {
-		c.OtherBytesPercent = DefaultPurgeOtherBytesPercent
 	}
 	return c
 }

@@ -18,6 +18,16 @@ func gatePolicy() Policy {
 		FutureTolerance: cfg.Evidence.FutureTolerance, ProtectFeature: rights.ProtectACL, Purge: cfg.Purge}}
 }
 
+// planned plans a pass and sums a figure of its deletions.
+func planned(p Policy, o Observed, figure func(Deletion) int64) ([]DirGoal, int64) {
+	goals := Desired(p, o)
+	var sum int64
+	for _, d := range PlanActions(o, goals).Deletions {
+		sum += figure(d)
+	}
+	return goals, sum
+}
+
 // sized is a segment of the given disk bytes.
 func sized(base int64, ts int, st agent.State, bytes int64) agent.Segment {
 	s := seg(base, ts, st)
@@ -287,12 +297,7 @@ func TestR7_3PurgeCaps(t *testing.T) {
 	} {
 		t.Run(c.rule, func(t *testing.T) {
 			o := withEvidence(Observed{Snapshot: s, Offsets: brokerOffsets(s), Purged: map[string]Purged{dir: c.purged}})
-			p := Policy{Profile: CloudProfile(), Gates: Gates{Purge: base}}
-			goals := Desired(p, o)
-			var got int64
-			for _, d := range PlanActions(o, goals).Deletions {
-				got += d.UnexpiredBytes
-			}
+			goals, got := planned(Policy{Profile: CloudProfile(), Gates: Gates{Purge: base}}, o, func(d Deletion) int64 { return d.UnexpiredBytes })
 			if got != c.want || !slices.Equal(goals[0].Purge.Reasons, c.reasons) {
 				t.Fatalf("unexpired %d reasons %v, want %d %v", got, goals[0].Purge.Reasons, c.want, c.reasons)
 			}
@@ -383,12 +388,7 @@ func TestR7_3OwnershipOfUsage(t *testing.T) {
 	} {
 		t.Run(c.rule, func(t *testing.T) {
 			s := mk(c.used, c.live)
-			o := withEvidence(Observed{Snapshot: s, Offsets: brokerOffsets(s)})
-			goals := Desired(p, o)
-			var got int64
-			for _, d := range PlanActions(o, goals).Deletions {
-				got += d.Bytes
-			}
+			goals, got := planned(p, withEvidence(Observed{Snapshot: s, Offsets: brokerOffsets(s)}), func(d Deletion) int64 { return d.Bytes })
 			if got != c.purged || !slices.Equal(goals[0].Purge.Reasons, c.reasons) {
 				t.Fatalf("purged %d reasons %v, want %d %v", got, goals[0].Purge.Reasons, c.purged, c.reasons)
 			}

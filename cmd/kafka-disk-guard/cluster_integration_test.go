@@ -310,21 +310,23 @@ func dropTopic(t *testing.T, c *kafkatest.Cluster, topic string) {
 	})
 }
 
-// duBytes is the disk bytes of the files under dir.
+// duBytes is the disk bytes of everything under a log dir, or of one
+// partition directory, as the agent's scan counts them.
 func duBytes(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if fi, err := d.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				n += st.Blocks * 512
+	s, err := agent.NewScanner(agent.ScannerConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		panic(err)
+	}
+	if _, _, _, ok := agent.ParsePartitionDirName(filepath.Base(dir)); ok {
+		ld := s.ScanLogDir(filepath.Dir(dir), nil)
+		for _, p := range ld.Partitions {
+			if p.Dir == filepath.Base(dir) {
+				return p.DiskBytes
 			}
 		}
-		return nil
-	})
-	return n
+		return 0
+	}
+	return s.ScanLogDir(dir, nil).DiskBytes
 }
 
 // statfsRatio is the filesystem's used / total, as df counts.
