@@ -592,11 +592,6 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 			defer ti.Close()
 			ts, nTime, err = lastTimestamp(ti, timeSize, buf)
 			if shrunk(err) {
-				if size, ok := shrunkTo(ti, timeSize); ok {
-					ts, nTime, err = lastTimestamp(ti, size, buf)
-				}
-			}
-			if shrunk(err) {
 				ts, nTime, err = -1, 0, nil // still moving: the next read sees it settled
 			}
 			if err != nil {
@@ -665,15 +660,11 @@ func prevSegment(prev *Partition, base int64) *Segment {
 // roll racing the scan: on roll Kafka trims the index files of the segment
 // that stops being active to their valid entries
 // (LogSegment.onBecomeInactiveSegment), so an index listed at its
-// preallocated size can be shorter when it is read. Not an I/O error.
+// preallocated size can be shorter when it is read. Not an I/O error:
+// validEntries already re-reads an index at its current size, so what is
+// left here is a file still moving; the next read sees it settled.
 func shrunk(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// shrunkTo returns a file's current size when it is smaller than size.
-func shrunkTo(f indexFile, size int64) (int64, bool) {
-	cur, err := f.Seek(0, io.SeekEnd)
-	return cur, err == nil && cur < size
 }
 
 // activeSegment is what readActive needs of the active segment.
@@ -713,11 +704,6 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 					s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index length is not a multiple of 8"))
 				}
 				nOff, err = validEntries(f, indexSize, offsetEntrySize, buf)
-				if shrunk(err) {
-					if size, ok := shrunkTo(f, indexSize); ok {
-						nOff, err = validEntries(f, size, offsetEntrySize, buf)
-					}
-				}
 				if err == nil {
 					pos, err = lastOffsetPosition(f, nOff, buf)
 				}
