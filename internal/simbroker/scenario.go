@@ -38,10 +38,14 @@ type Scenario struct {
 	phase   Phase
 	since   time.Time
 	calmFor time.Duration
+	cycle   int // bursts so far
 }
 
-// slowdown is how far under Peak the burst starts slowing down.
-const slowdown = 0.08
+// slowdown is how far under Peak (plus a margin of a sixth of it) the
+// burst starts slowing down: the rate falls with the headroom left, so
+// every band above 80% lasts a few seconds, and usage meets Peak without
+// overshooting far although the guard's figure lags the writes.
+const slowdown = 0.15
 
 // Rate is the burst topic's extra write rate at now, in bytes per second;
 // refused says whether the topic's producers are refused now.
@@ -49,20 +53,24 @@ func (s *Scenario) Rate(now time.Time, refused bool) float64 {
 	u, ok := s.Usage()
 	switch {
 	case s.phase == "":
-		s.enter(PhaseCalm, now, u, s.FirstCalm)
+		s.enter(PhaseCalm, now, u, s.FirstCalm, "")
 	case s.phase == PhaseCalm && now.Sub(s.since) >= s.calmFor:
-		s.enter(PhaseFill, now, u, 0)
-	case s.phase == PhaseFill && (ok && u >= s.Peak || refused || now.Sub(s.since) >= s.MaxFill):
-		s.enter(PhaseEbb, now, u, 0)
+		s.enter(PhaseFill, now, u, 0, "")
+	case s.phase == PhaseFill && ok && u >= s.Peak:
+		s.enter(PhaseEbb, now, u, 0, StopPeak)
+	case s.phase == PhaseFill && refused:
+		s.enter(PhaseEbb, now, u, 0, StopRefused)
+	case s.phase == PhaseFill && now.Sub(s.since) >= s.MaxFill:
+		s.enter(PhaseEbb, now, u, 0, StopMaxFill)
 	case s.phase == PhaseEbb && ok && u < s.Low:
-		s.enter(PhaseCalm, now, u, s.Calm)
+		s.enter(PhaseCalm, now, u, s.Calm, "")
 	}
 	if s.phase != PhaseFill {
 		return 0
 	}
 	r := min(s.MaxRate, s.StartRate*math.Exp2(now.Sub(s.since).Seconds()/s.Doubling.Seconds()))
 	if ok {
-		r *= min(max((s.Peak+slowdown/4-u)/slowdown, 0.1), 1)
+		r *= min(max((s.Peak+slowdown/6-u)/slowdown, 0.1), 1)
 	}
 	return r * float64(s.Capacity)
 }
@@ -70,14 +78,26 @@ func (s *Scenario) Rate(now time.Time, refused bool) float64 {
 // Phase is the current phase.
 func (s *Scenario) Phase() Phase { return s.phase }
 
-func (s *Scenario) enter(p Phase, now time.Time, usage float64, calm time.Duration) {
+// Why a burst stops (the "stopped" attribute of the ebb phase's record).
+const (
+	StopPeak    = "peak"     // usage reached Peak
+	StopRefused = "refused"  // write protection refused the producers
+	StopMaxFill = "max_fill" // the guard held usage under Peak for MaxFill
+)
+
+func (s *Scenario) enter(p Phase, now time.Time, usage float64, calm time.Duration, stopped string) {
 	s.phase, s.since, s.calmFor = p, now, calm
-	attrs := []any{"phase", p, "topic", s.Topic, "usage_percent", math.Round(1000*usage) / 10}
+	if p == PhaseFill {
+		s.cycle++
+	}
+	attrs := []any{"phase", p, "cycle", s.cycle, "topic", s.Topic, "usage_percent", math.Round(1000*usage) / 10}
 	switch p {
 	case PhaseCalm:
-		attrs = append(attrs, "next_fill_in", calm)
+		attrs = append(attrs, "next_fill_in", calm, "low_percent", math.Round(1000*s.Low)/10)
 	case PhaseFill:
 		attrs = append(attrs, "peak_percent", math.Round(1000*s.Peak)/10)
+	case PhaseEbb:
+		attrs = append(attrs, "stopped", stopped)
 	}
 	s.Logger.Info("scenario phase", attrs...)
 }

@@ -30,28 +30,33 @@ func TestScenarioPhases(t *testing.T) {
 	}{
 		{0, 0.2, false, PhaseCalm, 0},
 		{4 * sec, 0.2, false, PhaseCalm, 0},
-		{5 * sec, 0.2, false, PhaseFill, 10},    // StartRate x capacity
-		{15 * sec, 0.2, false, PhaseFill, 20},   // doubled
-		{25 * sec, 0.2, false, PhaseFill, 40},   // doubled again
-		{45 * sec, 0.2, false, PhaseFill, 80},   // capped at MaxRate
-		{46 * sec, 0.86, false, PhaseFill, 60},  // slowing: (0.92-0.86)/0.08
-		{47 * sec, 0.9, false, PhaseEbb, 0},     // at Peak: stop
-		{60 * sec, 0.95, false, PhaseEbb, 0},    // overshoot: still nothing more
-		{90 * sec, 0.61, false, PhaseEbb, 0},    // retention has not reclaimed enough yet
-		{91 * sec, 0.59, false, PhaseCalm, 0},   // under Low
-		{120 * sec, 0.5, false, PhaseCalm, 0},   // Calm is 30 s
-		{121 * sec, 0.5, false, PhaseFill, 10},  // the next burst
-		{180 * sec, 0.85, false, PhaseFill, -1}, // the guard holds usage down...
-		{181 * sec, 0.85, false, PhaseEbb, 0},   // ...MaxFill ends the burst
-		{200 * sec, 0.5, false, PhaseCalm, 0},   //
-		{230 * sec, 0.5, false, PhaseFill, 10},  // the third burst
-		{231 * sec, 0.88, true, PhaseEbb, 0},    // write protection refuses it: the producer gives up
+		{5 * sec, 0.2, false, PhaseFill, 10},     // StartRate x capacity
+		{15 * sec, 0.2, false, PhaseFill, 20},    // doubled
+		{25 * sec, 0.2, false, PhaseFill, 40},    // doubled again
+		{45 * sec, 0.2, false, PhaseFill, 80},    // capped at MaxRate
+		{46 * sec, 0.8125, false, PhaseFill, 60}, // slowing: (0.9+0.025-0.8125)/0.15 of 80
+		{47 * sec, 0.9, false, PhaseEbb, 0},      // at Peak: stop
+		{60 * sec, 0.95, false, PhaseEbb, 0},     // overshoot: still nothing more
+		{90 * sec, 0.61, false, PhaseEbb, 0},     // retention has not reclaimed enough yet
+		{91 * sec, 0.59, false, PhaseCalm, 0},    // under Low
+		{120 * sec, 0.5, false, PhaseCalm, 0},    // Calm is 30 s
+		{121 * sec, 0.5, false, PhaseFill, 10},   // the next burst
+		{180 * sec, 0.85, false, PhaseFill, -1},  // the guard holds usage down...
+		{181 * sec, 0.85, false, PhaseEbb, 0},    // ...MaxFill ends the burst
+		{200 * sec, 0.5, false, PhaseCalm, 0},    //
+		{230 * sec, 0.5, false, PhaseFill, 10},   // the third burst
+		{231 * sec, 0.88, true, PhaseEbb, 0},     // write protection refuses it: the producer gives up
 	}
 	for _, st := range steps {
 		u = st.usage
 		r := s.Rate(at(st.at), st.refused)
 		if s.Phase() != st.phase || (st.rate >= 0 && math.Abs(r-st.rate) > 1e-6) {
 			t.Errorf("t+%s usage %.2f: phase %s rate %.2f, want %s %.2f", st.at, st.usage, s.Phase(), r, st.phase, st.rate)
+		}
+	}
+	for _, stopped := range []string{StopPeak, StopMaxFill, StopRefused} {
+		if !strings.Contains(logs.String(), "stopped="+stopped) {
+			t.Errorf("no burst stopped by %s:\n%s", stopped, logs.String())
 		}
 	}
 	if n := strings.Count(logs.String(), `msg="scenario phase"`); n != 9 {
