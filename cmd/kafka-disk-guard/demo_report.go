@@ -167,6 +167,8 @@ func deletionLine(a demoAttrs) string {
 	}
 	expired := "expired (" + a.str("reason") + ")"
 	switch {
+	case unexpired == 0 && a.str("reason") == string(enforcer.ActionPurge):
+		expired = "expired" // purged oldest first; it had expired anyway
 	case unexpired >= bytes:
 		expired = "NOT expired"
 	case unexpired > 0:
