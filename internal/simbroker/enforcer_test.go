@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,27 +13,18 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 )
 
-// source publishes the snapshots the test builds.
-type source struct {
-	mu   sync.Mutex
-	snap *agent.Snapshot
-}
+// source is the snapshot the test built last; the test calls Reconcile
+// itself, from its own goroutine.
+type source struct{ snap *agent.Snapshot }
 
-func (s *source) Snapshot() *agent.Snapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.snap
-}
-func (s *source) Updated() <-chan struct{} { return nil }
+func (s *source) Snapshot() *agent.Snapshot { return s.snap }
+func (s *source) Updated() <-chan struct{}  { return nil }
 
 type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
 
-// cycle runs the demo's broker, scenario and an enforcer (cfg) in
-// simulated time until the scenario is calm again after a burst, and
-// returns the enforcer's log and what the broker's admin state was at the
-// peak of protection.
+// cycleResult is what runCycle saw.
 type cycleResult struct {
 	logs        string
 	peak        float64
@@ -44,6 +34,9 @@ type cycleResult struct {
 	firstSegLSO bool // at the end every log start offset is its first segment's base
 }
 
+// runCycle runs the demo's broker, scenario and an enforcer (cfg) in
+// simulated time, the agent's scanner measuring the log dir at each step,
+// until the scenario is calm again after a burst.
 func runCycle(t *testing.T, cfg enforcer.Config) cycleResult {
 	t.Helper()
 	dir := t.TempDir()
@@ -74,10 +67,7 @@ func runCycle(t *testing.T, cfg enforcer.Config) cycleResult {
 		s := scanSnapshot(t, scanner, b, dir, now)
 		u = s.LogDirs[0].Usage.Ratio()
 		res.peak = max(res.peak, u)
-		src.mu.Lock()
-		src.snap = s
-		src.mu.Unlock()
-		clk.now = now
+		src.snap, clk.now = s, now
 		if err := enf.Reconcile(t.Context()); err != nil {
 			t.Fatalf("reconcile at t+%s: %v", now.Sub(t0), err)
 		}
