@@ -348,7 +348,8 @@ func TestR7_3PurgeFeedback(t *testing.T) {
 		t.Errorf("blocked{purge_ineffective} %v after the space came back", v)
 	}
 
-	// Deletions whose bytes leave the filesystem are effective.
+	// Deletions whose bytes leave the filesystem are effective, and an
+	// effective one lifts a hold of the log dir (usage behaves again).
 	s2 := mk(0, 92*mib)
 	f2 := newFakeAdmin(s2)
 	e2, reg2, src2 := evidenceEnforcer(t, cfg, s2, f2, newFakeEvidence(s2), clock)
@@ -356,6 +357,7 @@ func TestR7_3PurgeFeedback(t *testing.T) {
 	if err := e2.Reconcile(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	e2.ev.ineffective = map[string]ineffective{dir: {baseline: 0, bytes: 1}} // an earlier verdict
 	gone = int(f2.lso[TopicPartition{"a", 0}] / 10)
 	for range 7 {
 		clock.tick(time.Second)
@@ -367,7 +369,7 @@ func TestR7_3PurgeFeedback(t *testing.T) {
 	if v := gather(t, reg2, "kafka_disk_guard_purge_checks_total", map[string]string{"result": "effective"}); v != 1 {
 		t.Errorf("purge_checks_total{effective} %v", v)
 	}
-	if v := gather(t, reg2, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "purge_ineffective"}); v != 0 {
-		t.Errorf("blocked{purge_ineffective} %v for effective deletions", v)
+	if v := gather(t, reg2, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "purge_ineffective"}); v != 0 || len(e2.ev.ineffective) != 0 {
+		t.Errorf("blocked{purge_ineffective} %v (holds %v) after effective deletions", v, e2.ev.ineffective)
 	}
 }

@@ -25,14 +25,20 @@ import (
 // marks the log dir purge_ineffective: nothing unexpired is purged there.
 // The hold clears when Outside falls back within half of them for
 // verifyWindow (the space came back: the process holding the files closed
-// them or was restarted), or when the guard restarts.
+// them or was restarted), when a later deletion there (eligible segments
+// still go) is effective, or when the guard restarts. Only log dirs whose
+// usage is their filesystem's are checked (with a configured capacity,
+// usage is the bytes under the log dir and falls with them), and only
+// deletions of at least 1 MiB and 1% of the filesystem: other writers on
+// a shared filesystem move Outside too.
 const (
 	// verifyWindow: how long the figures are watched before a verdict.
 	verifyWindow = 5 * time.Second
 	// verifyTimeout: a check whose segments are not gone by then is
 	// dropped without a verdict.
 	verifyTimeout = 30 * time.Minute
-	// minVerifyBytes: smaller deletions are not checked (noise).
+	// minVerifyBytes: deletions smaller than this, or than 1% of the
+	// filesystem, are not checked (noise of other writers).
 	minVerifyBytes = 1 << 20
 )
 
@@ -87,11 +93,18 @@ func (e *Enforcer) recordDeletions(o Observed, dels []Deletion, failed map[Topic
 		return
 	}
 	fs := filesystemsByDir(o.Snapshot)
+	basis := map[string]agent.CapacityBasis{}
+	for _, ld := range o.Snapshot.LogDirs {
+		basis[ld.Path] = ld.Usage.Basis
+	}
 	for _, dir := range order {
 		c := checks[dir]
 		f, ok := fs[dir]
-		if !ok || c.bytes < minVerifyBytes {
-			continue // the filesystem is not known, or too little to tell
+		if !ok || basis[dir] == agent.CapacityConfigured || c.bytes < max(minVerifyBytes, int64(f.TotalBytes)/100) {
+			// The filesystem is not known; usage is the bytes under the
+			// log dir (it falls with them by construction); or too little
+			// to tell from other writers on the filesystem.
+			continue
 		}
 		c.outside = f.Outside()
 		ev.checks = append(ev.checks, *c)
@@ -177,6 +190,12 @@ func (e *Enforcer) verifyPurges(snap *agent.Snapshot, mono time.Duration) map[st
 		}
 		e.m.ev.purgeChecks.WithLabelValues("effective").Inc()
 		e.logger.Debug("deletions freed their bytes", attrs...)
+		if _, held := ev.ineffective[c.dir]; held {
+			// Usage behaves again: deletions (eligible segments, which the
+			// hold does not stop) free their bytes.
+			delete(ev.ineffective, c.dir)
+			e.logger.Info("deletions free space again: purging allowed again", "log_dir", c.dir)
+		}
 	}
 	ev.checks = kept
 	var out map[string]bool

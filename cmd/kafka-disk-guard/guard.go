@@ -196,6 +196,12 @@ type serveHooks struct {
 	ready func(addr string)
 	// offline, when set, are the topic configs used without a cluster.
 	offline *agent.ConfigSet
+	// admin, when set, is the enforcer's admin API instead of the cluster's
+	// (the demo's simulated broker), with its evidence (spec R7) and its
+	// topic configs as the broker reads them.
+	admin    enforcer.Admin
+	evidence enforcer.Evidence
+	configs  agent.TopicConfigSource
 	// extra parts run beside the guard's own, with the same lifetime.
 	extra []func(ctx context.Context, a *agent.Agent, addr string) error
 	// clock, when set, is the wall clock of the agent and the enforcer
@@ -246,6 +252,9 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		admitter = unavailable("admission needs a kafka cluster (kafka.bootstrapServers)")
 		err      error
 	)
+	if hooks.configs != nil {
+		configs = hooks.configs
+	}
 	if cfg.Kafka.Enabled() {
 		link = kafkaadmin.NewLink(cfg.Kafka, logger, kafkaadmin.LinkOptions{})
 		admin = link.Enforce(cfg.Enforcer.OwnershipTopic)
@@ -291,7 +300,11 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
 	// the plan (no evidence: identity and rights are not checked), and
-	// every action fails as not connected.
+	// every action fails as not connected. The demo gives it its
+	// simulated broker's admin API and evidence instead.
+	if hooks.admin != nil {
+		admin, evidence = hooks.admin, hooks.evidence
+	}
 	enf, err = enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: admin, Clock: clock,
 		Evidence: evidence, Features: features})
 	if err != nil {
