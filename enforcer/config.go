@@ -47,8 +47,9 @@ type Config struct {
 	// StaleAfter: a snapshot older than this blocks destructive actions
 	// (default 2m).
 	StaleAfter time.Duration `yaml:"staleAfter"`
-	// BrokerID overrides the broker id read from meta.properties
-	// (-1 or unset: from the snapshot).
+	// BrokerID is the broker the guard acts for: its log dirs'
+	// meta.properties must name it (spec R7.1). -1 or unset: the one node
+	// of the connected cluster the log dirs name (agent.GuardedNode).
 	BrokerID *int32 `yaml:"brokerId"`
 	// OwnershipTopic is the compacted topic recording which ACLs and quotas
 	// each broker's agent set (default __kafka_disk_guard_protection).
