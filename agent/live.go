@@ -173,6 +173,11 @@ func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, er
 	}, nil
 }
 
+// UseClock makes the agent read the time from now instead of time.Now:
+// snapshot times and every classification (tests that move the wall
+// clock, spec R7.5). Call it before Run.
+func (a *Agent) UseClock(now func() time.Time) { a.now = now }
+
 // Snapshot returns the latest published snapshot, nil before the first
 // full scan.
 func (a *Agent) Snapshot() *Snapshot { return a.snap.Load() }
@@ -774,7 +779,7 @@ func (l *loop) publish() {
 	structural := false
 	for _, d := range l.dirs {
 		ld := d.base
-		ld.Path = d.path
+		ld.Path, ld.Pattern = d.path, d.pattern
 		if !d.missing {
 			ld.Err = nil
 		}

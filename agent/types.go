@@ -335,7 +335,11 @@ func (u Usage) Ratio() float64 {
 
 // LogDir is one broker log directory.
 type LogDir struct {
-	Path      string
+	Path string
+	// Pattern is the logDirs glob the log dir matched; "" for a log dir
+	// configured by its path. A glob's match that belongs to another
+	// broker or cluster is observed only (spec R7.1).
+	Pattern   string
 	BrokerID  int32 // from meta.properties; -1 when unknown
 	ClusterID string
 	// Partitions sorted by topic, then partition, then kind.

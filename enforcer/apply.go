@@ -48,9 +48,11 @@ func (e *Enforcer) apply(ctx context.Context, plan Plan, goals []DirGoal, o Obse
 		dels = dels[:left]
 	}
 	e.windowActions += len(dels)
-	if err := e.applyDeletions(ctx, dels); err != nil {
+	failed, err := e.applyDeletions(ctx, dels)
+	if err != nil {
 		errs = append(errs, err)
 	}
+	e.recordDeletions(o, dels, failed)
 	return errors.Join(errs...)
 }
 
@@ -62,8 +64,9 @@ func (e *Enforcer) protectBandName() string {
 }
 
 // applyDeletions issues one DeleteRecords per topic, checks each
-// partition's result and logs and counts each partition's action.
-func (e *Enforcer) applyDeletions(ctx context.Context, dels []Deletion) error {
+// partition's result and logs and counts each partition's action. It
+// returns the partitions whose deletion failed.
+func (e *Enforcer) applyDeletions(ctx context.Context, dels []Deletion) (map[TopicPartition]bool, error) {
 	byTopic := map[string][]Deletion{}
 	var topics []string
 	for _, d := range dels {
@@ -73,6 +76,7 @@ func (e *Enforcer) applyDeletions(ctx context.Context, dels []Deletion) error {
 		byTopic[d.Topic] = append(byTopic[d.Topic], d)
 	}
 	var errs []error
+	failed := map[TopicPartition]bool{}
 	for _, t := range topics {
 		ds := byTopic[t]
 		results := map[int32]error{}
@@ -99,11 +103,12 @@ func (e *Enforcer) applyDeletions(ctx context.Context, dels []Deletion) error {
 		for _, d := range ds {
 			e.record(d, results[d.Partition])
 			if results[d.Partition] != nil {
+				failed[TopicPartition{d.Topic, d.Partition}] = true
 				errs = append(errs, fmt.Errorf("delete records %s-%d to %d: %w", d.Topic, d.Partition, d.Offset, results[d.Partition]))
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return failed, errors.Join(errs...)
 }
 
 // record logs one deletion and counts it.

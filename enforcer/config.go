@@ -47,12 +47,72 @@ type Config struct {
 	// StaleAfter: a snapshot older than this blocks destructive actions
 	// (default 2m).
 	StaleAfter time.Duration `yaml:"staleAfter"`
-	// BrokerID overrides the broker id read from meta.properties
-	// (-1 or unset: from the snapshot).
+	// BrokerID is the broker the guard acts for: its log dirs'
+	// meta.properties must name it (spec R7.1). -1 or unset: the one node
+	// of the connected cluster the log dirs name (agent.GuardedNode).
 	BrokerID *int32 `yaml:"brokerId"`
 	// OwnershipTopic is the compacted topic recording which ACLs and quotas
 	// each broker's agent set (default __kafka_disk_guard_protection).
 	OwnershipTopic string `yaml:"ownershipTopic"`
+
+	// Evidence: how the evidence for destructive actions is gathered and
+	// judged (spec R7).
+	Evidence EvidenceConfig `yaml:"evidence"`
+	// Purge bounds purges of unexpired data (spec R7.3).
+	Purge PurgeConfig `yaml:"purge"`
+}
+
+// EvidenceConfig is the `enforcer.evidence` section (spec R7.1, R7.2,
+// R7.5).
+type EvidenceConfig struct {
+	// IdentityInterval: how often the connected cluster's id and this
+	// broker's log dirs (DescribeLogDirs) are read again (default 1m). A
+	// new log dir, or one not confirmed, is checked again within an
+	// Interval.
+	IdentityInterval time.Duration `yaml:"identityInterval"`
+	// RightsInterval: how often the principal's rights are checked again
+	// (default 10m); first at start, once connected.
+	RightsInterval time.Duration `yaml:"rightsInterval"`
+	// ConfigMaxAge: a topic's eligibility drives deletion only with its
+	// own configs read from the cluster at most this long ago (default
+	// 10m; the guard sets twice topicConfigs.refreshInterval).
+	ConfigMaxAge time.Duration `yaml:"configMaxAge"`
+	// ClockJumpTolerance: a forward jump of the wall clock between two
+	// passes (against the monotonic clock) larger than this holds back
+	// deletions by retention time (default 1m).
+	ClockJumpTolerance time.Duration `yaml:"clockJumpTolerance"`
+	// ClockJumpHold: how long such a jump holds them back (default 1h).
+	ClockJumpHold time.Duration `yaml:"clockJumpHold"`
+	// FutureTolerance: a partition whose newest data is stamped further
+	// in the future than this has its deletions by retention time held
+	// back (default 1h, Kafka's message.timestamp.after.max.ms).
+	FutureTolerance time.Duration `yaml:"futureTolerance"`
+}
+
+// PurgeConfig is the `enforcer.purge` section: limits on purging data not
+// yet past retention (spec R7.3). Percentages are of the log dir's
+// capacity.
+type PurgeConfig struct {
+	// MaxPercentPerPass: unexpired bytes one pass may purge in a log dir
+	// (default 2).
+	MaxPercentPerPass float64 `yaml:"maxPercentPerPass"`
+	// MaxPercentPerHour, MaxPercentPerDay: unexpired bytes purged in a
+	// log dir over the last hour and the last 24 hours (defaults 5 and
+	// 10). Once spent, purging waits and write protection takes over.
+	MaxPercentPerHour float64 `yaml:"maxPercentPerHour"`
+	MaxPercentPerDay  float64 `yaml:"maxPercentPerDay"`
+	// FloorSegments: a purge never takes a partition's newest this many
+	// closed segments (default 1, at least 1); the open segment is never
+	// deleted anyway.
+	FloorSegments int `yaml:"floorSegments"`
+	// FloorPercent: nor the newest segments holding this share of the
+	// partition's bytes (default 10).
+	FloorPercent float64 `yaml:"floorPercent"`
+	// OtherBytesPercent: used bytes that live Kafka partitions do not
+	// explain (filesystem overhead, the metadata log, other files) up to
+	// this share of the capacity are expected; beyond it they are not
+	// purged for: usage is left above the target by that much (default 5).
+	OtherBytesPercent float64 `yaml:"otherBytesPercent"`
 }
 
 // BandConfig is one band of a custom profile. Percentages are 0-100.
@@ -100,6 +160,20 @@ const (
 	DefaultOwnershipTopic        = "__kafka_disk_guard_protection"
 	DefaultProducerByteRate      = 1024
 	DefaultPurgeFraction         = 0.10
+
+	DefaultIdentityInterval   = time.Minute
+	DefaultRightsInterval     = 10 * time.Minute
+	DefaultConfigMaxAge       = 10 * time.Minute
+	DefaultClockJumpTolerance = time.Minute
+	DefaultClockJumpHold      = time.Hour
+	DefaultFutureTolerance    = time.Hour
+
+	DefaultPurgeMaxPercentPerPass = 2
+	DefaultPurgeMaxPercentPerHour = 5
+	DefaultPurgeMaxPercentPerDay  = 10
+	DefaultPurgeFloorSegments     = 1
+	DefaultPurgeFloorPercent      = 10
+	DefaultPurgeOtherBytesPercent = 5
 )
 
 // WithDefaults returns cfg with every unset field at its default.
@@ -134,7 +208,93 @@ func (c Config) WithDefaults() Config {
 	if c.OwnershipTopic == "" {
 		c.OwnershipTopic = DefaultOwnershipTopic
 	}
+	c.Evidence = c.Evidence.WithDefaults()
+	c.Purge = c.Purge.WithDefaults()
 	return c
+}
+
+// WithDefaults returns c with every unset field at its default.
+func (c EvidenceConfig) WithDefaults() EvidenceConfig {
+	for _, f := range c.durations() {
+		if *f.d == 0 {
+			*f.d = f.def
+		}
+	}
+	return c
+}
+
+// durationKey is a duration field with its YAML key and default.
+type durationKey struct {
+	name string
+	d    *time.Duration
+	def  time.Duration
+}
+
+// durations lists the section's fields with their YAML keys and defaults.
+func (c *EvidenceConfig) durations() []durationKey {
+	return []durationKey{
+		{"identityInterval", &c.IdentityInterval, DefaultIdentityInterval},
+		{"rightsInterval", &c.RightsInterval, DefaultRightsInterval},
+		{"configMaxAge", &c.ConfigMaxAge, DefaultConfigMaxAge},
+		{"clockJumpTolerance", &c.ClockJumpTolerance, DefaultClockJumpTolerance},
+		{"clockJumpHold", &c.ClockJumpHold, DefaultClockJumpHold},
+		{"futureTolerance", &c.FutureTolerance, DefaultFutureTolerance},
+	}
+}
+
+// Validate checks the section (after defaults) and names the field.
+func (c EvidenceConfig) Validate() error {
+	c = c.WithDefaults()
+	for _, f := range c.durations() {
+		if *f.d < 0 {
+			return fmt.Errorf("enforcer.evidence.%s: %s is negative; want a duration > 0 (default %s)", f.name, *f.d, f.def)
+		}
+	}
+	return nil
+}
+
+// WithDefaults returns c with every unset field at its default.
+func (c PurgeConfig) WithDefaults() PurgeConfig {
+	for _, f := range []struct {
+		v   *float64
+		def float64
+	}{
+		{&c.MaxPercentPerPass, DefaultPurgeMaxPercentPerPass}, {&c.MaxPercentPerHour, DefaultPurgeMaxPercentPerHour},
+		{&c.MaxPercentPerDay, DefaultPurgeMaxPercentPerDay}, {&c.FloorPercent, DefaultPurgeFloorPercent},
+		{&c.OtherBytesPercent, DefaultPurgeOtherBytesPercent},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if c.FloorSegments == 0 {
+		c.FloorSegments = DefaultPurgeFloorSegments
+	}
+	return c
+}
+
+// Validate checks the section (after defaults) and names the field.
+func (c PurgeConfig) Validate() error {
+	c = c.WithDefaults()
+	for _, f := range []struct {
+		name string
+		v    float64
+		max  float64
+	}{
+		{"maxPercentPerPass", c.MaxPercentPerPass, 100},
+		{"maxPercentPerHour", c.MaxPercentPerHour, 100},
+		{"maxPercentPerDay", c.MaxPercentPerDay, 100},
+		{"floorPercent", c.FloorPercent, 99},
+		{"otherBytesPercent", c.OtherBytesPercent, 100},
+	} {
+		if f.v < 0 || f.v > f.max {
+			return fmt.Errorf("enforcer.purge.%s: %v is outside (0, %v]", f.name, f.v, f.max)
+		}
+	}
+	if c.FloorSegments < 0 {
+		return fmt.Errorf("enforcer.purge.floorSegments: %d is negative; want at least 1 (default %d)", c.FloorSegments, DefaultPurgeFloorSegments)
+	}
+	return nil
 }
 
 // Validate checks the configuration (after defaults) and names the field
@@ -182,7 +342,10 @@ func (c Config) Validate() error {
 	if c.OwnershipTopic != "" && strings.ContainsAny(c.OwnershipTopic, " /\\") {
 		return fmt.Errorf("enforcer.ownershipTopic: %q is not a valid topic name", c.OwnershipTopic)
 	}
-	return nil
+	if err := c.Evidence.Validate(); err != nil {
+		return err
+	}
+	return c.Purge.Validate()
 }
 
 // parseClock parses "HH:MM".

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
 // TopicPartition names a partition.
@@ -33,9 +34,9 @@ const (
 
 // blockReasons lists every block reason: enforcer_blocked has a series for
 // each, 0 or 1. A new reason is added here and in dirHolds (or as a topic
-// hold).
+// hold); the evidence gates' reasons (spec R7) are in gates.go.
 func blockReasons() []BlockReason {
-	return []BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors}
+	return append([]BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors}, evidenceReasons()...)
 }
 
 // ACL is one ACL binding on a topic. The guard's own are always literal,
@@ -98,6 +99,9 @@ func (o Ownership) empty() bool {
 type Policy struct {
 	Profile          Profile
 	HysteresisPoints float64
+	// Gates are the evidence gates' settings (spec R7); zero values
+	// switch the gates that compare against them off.
+	Gates Gates
 }
 
 // Observed is everything a reconcile pass knows: what observe read, for
@@ -130,6 +134,30 @@ type Observed struct {
 	Stale bool
 	// BrokerUnreachable: the admin API did not answer this pass.
 	BrokerUnreachable bool
+
+	// ---- Evidence gates (spec R7; gates.go). ----
+
+	// Offline: no cluster is configured. Nothing can be performed (every
+	// action fails as not connected), so the identity gate does not apply
+	// and rights are not checked; the plan is a what-if.
+	Offline bool
+
+	// Identity is each log dir's identity check against the connected
+	// cluster and this broker (R7.1), by path. A log dir without an entry
+	// is not confirmed.
+	Identity map[string]agent.LogDirIdentity
+	// Rights is what the guard's principal may do (nil: not known yet).
+	Rights *rights.Report
+	// ClockJump is the forward jump of the wall clock whose hold is still
+	// on (R7.5; 0: none).
+	ClockJump time.Duration
+	// Purged is the unexpired bytes purged per log dir in the trailing
+	// hour and day (R7.3 caps).
+	Purged map[string]Purged
+	// PurgeIneffective lists the log dirs where bytes the guard deleted
+	// left the log dir but the filesystem's used bytes did not fall
+	// (R7.3 feedback).
+	PurgeIneffective map[string]bool
 }
 
 // ProtectionObserved is the cluster's protection state.
@@ -163,9 +191,21 @@ type DirGoal struct {
 	Blocked []BlockReason
 	// HeldTopics: topics whose deletions are held back in this log dir,
 	// with the reasons; the plan skips them and records why
-	// (Plan.HeldTopics), and the pass counts as blocked. Desired sets
-	// none yet: it is where per-topic evidence (spec R7) lands.
+	// (Plan.HeldTopics), and the pass counts as blocked. Set for log dirs
+	// that free space (topicHolds: configs, rights).
 	HeldTopics map[string][]BlockReason
+	// TimeBlocked: deletions of segments eligible by retention time are
+	// held back in the whole log dir for these reasons; TimeHeldTopics
+	// for one topic (the clock gate, spec R7.5). Purges go by age order,
+	// not by expiry, and are not held by them.
+	TimeBlocked    []BlockReason
+	TimeHeldTopics map[string][]BlockReason
+	// Purge limits purging unexpired data (spec R7.3); the zero value
+	// limits nothing.
+	Purge PurgeLimit
+	// Foreign: the log dir was found by a glob and belongs to another
+	// cluster or broker (R7.1): observed only, never acted on, not a hold.
+	Foreign bool
 }
 
 // Desired computes every log dir's goal from the policy and what is
@@ -175,14 +215,22 @@ func Desired(p Policy, o Observed) []DirGoal {
 		return nil
 	}
 	goals := make([]DirGoal, 0, len(o.Snapshot.LogDirs))
+	other := otherBytes(o.Snapshot)
 	for i := range o.Snapshot.LogDirs {
 		ld := &o.Snapshot.LogDirs[i]
 		u := ld.Usage.Ratio()
 		bi := p.Profile.BandAt(u)
-		goals = append(goals, DirGoal{
-			LogDir: ld.Path, Usage: u, Band: p.Profile.Bands[bi],
-			Protect: p.protects(o, ld), Free: p.freeing(o, bi), Blocked: dirHolds(o, ld),
-		})
+		g := DirGoal{LogDir: ld.Path, Usage: u, Band: p.Profile.Bands[bi], Protect: p.protects(o, ld)}
+		if foreign(o, ld) {
+			g.Foreign = true
+			goals = append(goals, g)
+			continue
+		}
+		g.Free, g.Blocked = p.freeing(o, bi), dirHolds(o, ld)
+		if g.Free.Action != "" {
+			p.gate(o, ld, other[ld.Path], &g)
+		}
+		goals = append(goals, g)
 	}
 	return goals
 }
@@ -191,16 +239,23 @@ func Desired(p Policy, o Observed) []DirGoal {
 // above the protect band, or still within its hysteresis (R3.7). A stale
 // snapshot changes nothing (usage unknown), and protection is never lifted
 // on unreadable data (R6).
+//
+// The identity gate (spec R7.1) applies: a log dir of another cluster or
+// broker is never protected, and one whose identity is not confirmed is
+// never newly protected (protection already on is kept, and lifted as
+// usual).
 func (p Policy) protects(o Observed, ld *agent.LogDir) bool {
 	pi := p.Profile.protectIndex()
 	was := o.Protected[ld.Path]
 	u := ld.Usage.Ratio()
 	switch {
+	case foreign(o, ld):
+		return false
 	case o.Stale:
 		return was
 	case pi < 0:
 		return false
-	case u >= p.Profile.Bands[pi].From:
+	case u >= p.Profile.Bands[pi].From && (was || confirmed(o, ld)):
 		return true
 	case was && (unreadable(ld) || u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100):
 		return true
@@ -234,6 +289,9 @@ func dirHolds(o Observed, ld *agent.LogDir) []BlockReason {
 	if unreadable(ld) {
 		holds = append(holds, BlockScanErrors)
 	}
+	if !confirmed(o, ld) {
+		holds = append(holds, BlockIdentityUnconfirmed)
+	}
 	return holds
 }
 
@@ -263,11 +321,12 @@ func (p Policy) freeingPartitions(o Observed) []TopicPartition {
 	var parts []TopicPartition
 	for i := range o.Snapshot.LogDirs {
 		ld := &o.Snapshot.LogDirs[i]
-		if p.freeing(o, p.Profile.BandAt(ld.Usage.Ratio())).Action == "" || len(dirHolds(o, ld)) > 0 {
+		if foreign(o, ld) || p.freeing(o, p.Profile.BandAt(ld.Usage.Ratio())).Action == "" || len(dirHolds(o, ld)) > 0 {
 			continue
 		}
+		held := p.topicHolds(o, ld)
 		for _, pt := range ld.Partitions {
-			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, pt.Topic) {
+			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, pt.Topic) && len(held[pt.Topic]) == 0 {
 				parts = append(parts, TopicPartition{pt.Topic, pt.Partition})
 			}
 		}

@@ -14,11 +14,13 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
 // SnapshotSource publishes the agent's snapshots. Updated returns a
@@ -102,13 +104,29 @@ type Enforcer struct {
 	fractionPass map[TopicPartition]time.Time
 	// bands: each log dir's band at the last pass, to log changes.
 	bands map[string]string
+
+	// Evidence for destructive actions (spec R7; evidence.go).
+	evidence Evidence
+	features []rights.Feature // the rights checked
+	ev       evidenceState
+	guarded  atomic.Int32 // BrokerID()
 }
 
 // Deps are what the enforcer observes and acts through.
 type Deps struct {
 	Snapshots SnapshotSource
 	Admin     Admin
-	Clock     Clock
+	// Clock tells the time; a MonotonicClock (SystemClock) also lets the
+	// clock gate see the wall clock jump (spec R7.5).
+	Clock Clock
+	// Evidence reads what the cluster says before destructive actions
+	// (spec R7.1, rights). Nil only without a cluster (offline): the
+	// enforcer then plans and reports, every action fails as not
+	// connected, and identity and rights are not checked (Observed.Offline).
+	Evidence Evidence
+	// Features are the rights features of the guard's other parts
+	// (admission), checked and reported with the enforcer's own.
+	Features []rights.Feature
 }
 
 // New builds an enforcer. It performs no I/O.
@@ -138,8 +156,10 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		return nil, fmt.Errorf("register enforcer metrics: %w", err)
 	}
 	m.initActionSeries(profile)
+	gates := Gates{ConfigMaxAge: cfg.Evidence.ConfigMaxAge, FutureTolerance: cfg.Evidence.FutureTolerance,
+		ProtectFeature: protectFeature(profile, cfg.Protection.Strategy), Purge: cfg.Purge}
 	e := &Enforcer{
-		cfg: cfg, policy: Policy{Profile: profile, HysteresisPoints: cfg.HysteresisPoints},
+		cfg: cfg, policy: Policy{Profile: profile, HysteresisPoints: cfg.HysteresisPoints, Gates: gates},
 		loc: loc, hour: hour, minute: minute,
 		logger: logger.With("component", "enforcer"), m: m, src: src, admin: admin, clock: clock,
 		dryRun: !cfg.Enabled, brokerF: cfg.BrokerID, brokerID: -1,
@@ -147,6 +167,13 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		bands:         map[string]string{},
 		virtualLSO:    map[TopicPartition]int64{},
 		fractionPass:  map[TopicPartition]time.Time{},
+		evidence:      deps.Evidence,
+		features:      enforcerFeatures(profile, cfg.Protection.Strategy, deps.Features),
+		ev:            evidenceState{node: -1},
+	}
+	e.guarded.Store(-1)
+	if cfg.BrokerID != nil && *cfg.BrokerID >= 0 {
+		e.guarded.Store(*cfg.BrokerID)
 	}
 	if e.dryRun {
 		m.enabled.Set(0)
@@ -227,7 +254,7 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 
 	o, phases, readErr := e.observe(ctx)
 	if o.Snapshot == nil {
-		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil)
+		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil, nil)
 		result = ReconcileBlocked
 		return nil
 	}
@@ -248,22 +275,23 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 }
 
 // scheduledRan: the schedule was due and no log dir that would run it was
-// blocked.
+// blocked (its deletions by retention time included).
 func scheduledRan(goals []DirGoal, o Observed) bool {
 	if !o.ScheduleDue {
 		return false
 	}
 	for _, g := range goals {
-		if g.Free.Action == ActionScheduled && len(g.Blocked) > 0 {
+		if g.Free.Action == ActionScheduled && (len(g.Blocked) > 0 || len(g.TimeBlocked) > 0) {
 			return false
 		}
 	}
 	return true
 }
 
-// report sets the band and blocked gauges and logs band changes and
-// changes in what is held back. It reports whether the pass is blocked: a
-// stale snapshot, or a freeing goal or a topic held back.
+// report sets the band, blocked and held-topics gauges and logs band
+// changes and changes in what is held back. It reports whether the pass
+// is blocked: any reason holds something back (a stale snapshot, a log
+// dir's or a topic's hold, a limit on purges).
 func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool) {
 	for _, g := range goals {
 		for _, b := range e.policy.Profile.Bands {
@@ -293,22 +321,37 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 		}
 	}
 	for _, g := range goals {
+		held := len(reasons)
 		add(g.Blocked)
-		if len(g.Blocked) > 0 {
+		add(g.TimeBlocked)
+		add(g.Purge.Reasons)
+		for _, rs := range g.TimeHeldTopics {
+			add(rs)
+		}
+		if len(reasons) > held || len(g.Blocked) > 0 {
 			dirs = append(dirs, g.LogDir)
 		}
+		if !g.Foreign {
+			e.m.ev.setHeldTopics(g)
+		}
 	}
+	var topics []string // held topics, for the log line
 	for _, h := range plan.HeldTopics {
 		add(h.Reasons)
+		if !slices.Contains(topics, h.Topic) {
+			topics = append(topics, h.Topic)
+		}
 	}
 	if o.Stale {
 		add([]BlockReason{BlockSnapshotStale})
 	}
-	e.setBlocked(reasons, dirs)
-	return o.Stale || len(plan.Held) > 0 || len(plan.HeldTopics) > 0
+	e.setBlocked(reasons, dirs, topics)
+	return len(reasons) > 0
 }
 
-func (e *Enforcer) setBlocked(reasons []BlockReason, dirs []string) {
+// setBlocked sets enforcer_blocked and logs each change of the reasons,
+// naming the log dirs and (up to ten) topics held back.
+func (e *Enforcer) setBlocked(reasons []BlockReason, dirs, topics []string) {
 	slices.Sort(reasons)
 	for _, r := range blockReasons() {
 		v := 0.0
@@ -321,7 +364,11 @@ func (e *Enforcer) setBlocked(reasons []BlockReason, dirs []string) {
 		return
 	}
 	if len(reasons) > 0 {
-		e.logger.Warn("destructive actions held back", "reasons", reasons, "log_dirs", dirs)
+		slices.Sort(topics)
+		if len(topics) > 10 {
+			topics = append(topics[:10], fmt.Sprintf("... %d more", len(topics)-10))
+		}
+		e.logger.Warn("destructive actions held back", "reasons", reasons, "log_dirs", dirs, "topics", topics)
 	} else {
 		e.logger.Info("destructive actions allowed again")
 	}

@@ -60,7 +60,7 @@ func TestR3_1PurgeChronologicalAcrossPartitionsStopsAtTarget(t *testing.T) {
 		t.Fatalf("only %d closed segments", len(segs))
 	}
 
-	g := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src: src, ownTopic: "__kdg_test_purge_order"})
+	g := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond, Purge: purgeMechanics}, src: src, ownTopic: "__kdg_test_purge_order"})
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		u := src.Snapshot().LogDirs[0].Usage
 		if u.Ratio() >= 0.85 || u.CapacityBytes != c {
@@ -132,7 +132,7 @@ func TestR3_2LocalProfileTakesAtMostTenPercentPerPass(t *testing.T) {
 	capacity.set(uint64(float64(used) / 0.95))
 	src.ScanOnce()
 
-	g := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Profile: enforcer.ProfileLocal, Interval: 500 * time.Millisecond}, src: src, ownTopic: "__kdg_test_local"})
+	g := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Profile: enforcer.ProfileLocal, Interval: 500 * time.Millisecond, Purge: purgeMechanics}, src: src, ownTopic: "__kdg_test_local"})
 	kafkatest.Eventually(t, 60*time.Second, func() error {
 		if u := src.Snapshot().LogDirs[0].Usage.Ratio(); u >= 0.83 {
 			return fmt.Errorf("usage %.4f", u)
@@ -184,7 +184,14 @@ func TestR3_1ScheduledDeletionHonoursTheWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{now: time.Date(2026, 11, 29, 3, 58, 0, 0, madrid)}
+	// The test's days start at the next 04:00 in Madrid: the records just
+	// written are never stamped in the clock's future (spec R7.5).
+	now := time.Now().In(madrid)
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, madrid).AddDate(0, 0, 1)
+	at := func(days, hour, minute, second int) time.Time {
+		return time.Date(day.Year(), day.Month(), day.Day()+days, hour, minute, second, 0, madrid)
+	}
+	clock := &fakeClock{now: at(0, 3, 58, 0)}
 	src := &scantest.Source{LogDir: shared.LogDir, Topics: map[string]bool{topic: true}, Now: clock.Now,
 		Capacity: func() uint64 { return 1 << 40 }, Classify: classifyAllClosed(topic)}
 	g := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 100 * time.Millisecond,
@@ -194,7 +201,7 @@ func TestR3_1ScheduledDeletionHonoursTheWindow(t *testing.T) {
 	if got := offsets(t, g.admin, topic, 1)[0].LogStart; got != 0 {
 		t.Fatalf("log start offset %d before the window, want 0", got)
 	}
-	clock.Set(time.Date(2026, 11, 29, 4, 0, 5, 0, madrid))
+	clock.Set(at(0, 4, 0, 5))
 	openBase := func() int64 {
 		ps := src.Snapshot().LogDirs[0].Partitions
 		return ps[0].Segments[len(ps[0].Segments)-1].BaseOffset
@@ -209,13 +216,13 @@ func TestR3_1ScheduledDeletionHonoursTheWindow(t *testing.T) {
 
 	// New eligible segments after the window wait for the next day.
 	produceRounds(t, shared, topic, load{partitions: 1, rounds: 1, records: 60, size: 1000})
-	clock.Set(time.Date(2026, 11, 29, 4, 30, 0, 0, madrid))
+	clock.Set(at(0, 4, 30, 0))
 	src.ScanOnce()
 	g.waitReconciles(t, 5)
 	if got := offsets(t, g.admin, topic, 1)[0].LogStart; got != firstOpen {
 		t.Fatalf("log start offset moved to %d at 04:30: the window had passed", got)
 	}
-	clock.Set(time.Date(2026, 11, 30, 4, 0, 0, 0, madrid))
+	clock.Set(at(1, 4, 0, 0))
 	second := openBase()
 	kafkatest.Eventually(t, 20*time.Second, func() error {
 		if got := offsets(t, g.admin, topic, 1)[0].LogStart; got != second {
@@ -242,7 +249,7 @@ func TestR4_4DryRunPerformsNothingAndReportsTheSamePlan(t *testing.T) {
 	capacity.set(uint64(float64(usedBytes(mk())) / 0.95)) // protect band
 
 	const own = "__kdg_test_dry"
-	dry := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Interval: 200 * time.Millisecond}, src: mk(), ownTopic: own})
+	dry := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Interval: 200 * time.Millisecond, Purge: purgeMechanics}, src: mk(), ownTopic: own})
 	dry.waitReconciles(t, 5)
 	dry.stop()
 	if got := offsets(t, dry.admin, topic, 2); got[0].LogStart != 0 || got[1].LogStart != 0 {
@@ -286,7 +293,7 @@ func TestR4_4DryRunPerformsNothingAndReportsTheSamePlan(t *testing.T) {
 		t.Errorf("dry_run actions counted %v, logged %d (the plan is reported once, not every pass)", v, len(planned))
 	}
 
-	live := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src: mk(), ownTopic: own})
+	live := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond, Purge: purgeMechanics}, src: mk(), ownTopic: own})
 	kafkatest.Eventually(t, 20*time.Second, func() error {
 		if n := len(topicACLs(t, live.admin, topic)); n == 0 {
 			return errors.New("no protection yet")
@@ -302,7 +309,7 @@ func TestR4_4DryRunPerformsNothingAndReportsTheSamePlan(t *testing.T) {
 	t.Logf("plan: %v", planned)
 	// Leave the shared broker clean: lift.
 	capacity.set(1 << 40)
-	lift := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src: mk(), ownTopic: own})
+	lift := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond, Purge: purgeMechanics}, src: mk(), ownTopic: own})
 	kafkatest.Eventually(t, 20*time.Second, func() error {
 		if acls := topicACLs(t, lift.admin, topic); len(acls) != 0 {
 			return fmt.Errorf("still %v", acls)

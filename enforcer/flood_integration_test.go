@@ -60,13 +60,13 @@ func flood(t testing.TB, cycles int, live bool) (floodResult, *kafkatest.Broker)
 	var src source = &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond}
 	if live {
 		a, err := agent.New(agent.Config{LogDirs: []string{b.LogDir}, UsageInterval: 10 * time.Millisecond},
-			slog.New(slog.NewTextHandler(io.Discard, nil)), staticConfigs{Defaults: agent.DefaultTopicConfig(), Time: time.Now()})
+			slog.New(slog.NewTextHandler(io.Discard, nil)), freshConfigs{topic: topic, time: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		src = a
 	}
-	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src: src, ownTopic: enforcer.DefaultOwnershipTopic})
+	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond, Purge: purgeMechanics}, src: src, ownTopic: enforcer.DefaultOwnershipTopic})
 
 	var (
 		mu  sync.Mutex
@@ -301,6 +301,16 @@ func BenchmarkR4_3ProtectionReactionTime(b *testing.B) {
 	b.Logf("reactions %v; max usage %.2f%%; resumed %d", res.reactions, res.maxRatio*100, res.resumed)
 }
 
-type staticConfigs agent.ConfigSet
+// freshConfigs stand for configs read from the cluster: the topic's are
+// Kafka's defaults, looked up at every call (spec R7.2's gate lets them
+// drive deletion).
+type freshConfigs struct {
+	topic string
+	time  time.Time
+}
 
-func (s staticConfigs) Current() agent.ConfigSet { return agent.ConfigSet(s) }
+func (f freshConfigs) Current() agent.ConfigSet {
+	d := agent.DefaultTopicConfig()
+	return agent.ConfigSet{Topics: map[string]agent.TopicConfig{f.topic: d}, Defaults: d, Time: f.time,
+		Fetched: map[string]time.Time{f.topic: time.Now()}}
+}

@@ -114,6 +114,11 @@ type guard struct {
 	stop  func()
 }
 
+// purgeMechanics lifts the purge caps (spec R7.3) for the tests of the
+// bands' mechanics (order, targets, fractions, protect/lift cycles): they
+// purge more in minutes than the conservative default caps allow in a day.
+var purgeMechanics = enforcer.PurgeConfig{MaxPercentPerPass: 100, MaxPercentPerHour: 100, MaxPercentPerDay: 100}
+
 func newAdmin(t testing.TB, b *kafkatest.Broker, ownTopic string) *kafkaadmin.Enforce {
 	t.Helper()
 	a, err := kafkaadmin.NewEnforce([]string{b.SASLAddr}, b.GuardConfig(), ownTopic)
@@ -122,6 +127,17 @@ func newAdmin(t testing.TB, b *kafkatest.Broker, ownTopic string) *kafkaadmin.En
 	}
 	t.Cleanup(func() { a.Close() })
 	return a
+}
+
+// newEvidence reads the broker's evidence (spec R7) as the guard.
+func newEvidence(t testing.TB, b *kafkatest.Broker) *kafkaadmin.Evidence {
+	t.Helper()
+	c, err := sarama.NewClient([]string{b.SASLAddr}, b.GuardConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return kafkaadmin.NewEvidence(c)
 }
 
 // guardSpec is the enforcer a test runs.
@@ -146,7 +162,7 @@ func startGuard(t testing.TB, b *kafkatest.Broker, s guardSpec) *guard {
 		w = io.MultiWriter(g.logs, os.Stderr)
 	}
 	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: g.admin, Clock: clock})
+	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: g.admin, Clock: clock, Evidence: newEvidence(t, b)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,14 +349,20 @@ func childMain() int {
 		logger.Error("admin", "err", err)
 		return 1
 	}
-	src := &scantest.Source{LogDir: getenv("KDG_CHILD_LOG_DIR"), Topics: topics, ScanEvery: 100 * time.Millisecond,
+	client, err := sarama.NewClient([]string{getenv("KDG_CHILD_SASL")}, cfg)
+	if err != nil {
+		logger.Error("client", "err", err)
+		return 1
+	}
+	defer client.Close()
+	src := &scantest.Source{LogDir: getenv("KDG_CHILD_LOG_DIR"), Topics: topics, ScanEvery: 100 * time.Millisecond, Node: int32(id),
 		Capacity: func() uint64 {
 			data, _ := os.ReadFile(capFile)
 			v, _ := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
 			return v
 		}}
 	e, err := enforcer.New(enforcer.Config{Enabled: true, BrokerID: ptr(int32(id)), Interval: 200 * time.Millisecond},
-		logger, prometheus.NewRegistry(), enforcer.Deps{Snapshots: src, Admin: admin, Clock: realClock{}})
+		logger, prometheus.NewRegistry(), enforcer.Deps{Snapshots: src, Admin: admin, Clock: realClock{}, Evidence: nodeAlias{kafkaadmin.NewEvidence(client)}})
 	if err != nil {
 		logger.Error("enforcer", "err", err)
 		return 1
@@ -442,4 +464,15 @@ func classifyAllClosed(topics ...string) func(string, []agent.Segment) {
 			}
 		}
 	}
+}
+
+// nodeAlias answers for any node with the test broker's (node 1's) log
+// dirs: the child agents stand for other brokers on the one test broker
+// (their snapshots name their own node id, scantest.Source.Node), and the
+// identity check (spec R7.1) must confirm them as it would on their own
+// brokers.
+type nodeAlias struct{ *kafkaadmin.Evidence }
+
+func (a nodeAlias) BrokerLogDirs(ctx context.Context, _ int32) ([]agent.BrokerLogDir, error) {
+	return a.Evidence.BrokerLogDirs(ctx, 1)
 }

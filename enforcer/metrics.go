@@ -55,6 +55,8 @@ type metrics struct {
 	reconciles     *prometheus.CounterVec
 	duration       prometheus.Histogram
 	blocked        *prometheus.GaugeVec
+	// ev: the evidence gates' metrics (evidence_metrics.go).
+	ev *evidenceMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -89,6 +91,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, r := range []ReconcileResult{ReconcileOK, ReconcileError, ReconcileBlocked} {
 		m.reconciles.WithLabelValues(string(r))
+	}
+	var err error
+	if m.ev, err = newEvidenceMetrics(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
 
 // observe reads what this pass needs, and no more, and returns it for
 // Desired and PlanActions. What it reads is decided up front from what is
 // already known, with the policy's pure helpers:
 //
-//  1. the latest snapshot (without one, nothing else);
+//  1. the latest snapshot (without one, nothing else), then the evidence
+//     for destructive actions (observeEvidence, spec R7): the clock, the
+//     log dirs' identity and the guarded node, the principal's rights,
+//     the purge history and feedback;
 //  2. the ownership records, when due (ownershipDue): never read yet, or
 //     protection is relevant and the last read is an interval old. Switching
 //     protection on never waits for this read: it uses the cached records;
@@ -37,7 +38,8 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	if snap == nil {
 		return o, nil, nil
 	}
-	e.learnBrokerID(snap)
+	e.observeEvidence(ctx, &o)
+	e.learnBrokerID()
 	o.Protected = dirSet(e.mine().LogDirs)
 	r := reads{o: &o}
 
@@ -121,13 +123,16 @@ func (e *Enforcer) fractionDone(now time.Time) map[TopicPartition]bool {
 	return done
 }
 
-func (e *Enforcer) learnBrokerID(snap *agent.Snapshot) {
+// learnBrokerID sets the broker id this agent's ownership record is kept
+// under: configured, else the guarded node the identity check found
+// (spec R7.1), never a log dir's guess.
+func (e *Enforcer) learnBrokerID() {
 	if e.brokerF != nil && *e.brokerF >= 0 {
 		e.brokerID = *e.brokerF
 		return
 	}
-	if id := snap.BrokerID(); id >= 0 {
-		e.brokerID = id
+	if e.ev.node >= 0 {
+		e.brokerID = e.ev.node
 	}
 }
 

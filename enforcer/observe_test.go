@@ -126,14 +126,15 @@ func TestReconcilePurgeFractionOncePerInterval(t *testing.T) {
 // was held back; a held-back window runs at the next pass that may.
 func TestReconcileScheduleBookkeeping(t *testing.T) {
 	E, O := agent.StateEligible, agent.StateOpen
+	clock := &clockAt{t0}
 	mk := func(scanErr bool) *agent.Snapshot {
 		s := snap(100, 1000, part("a", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)))
+		s.ConfigFetched["a"] = clock.t // configs as fresh as the pass (R7.2)
 		if scanErr {
 			s.LogDirs[0].Err = fmt.Errorf("permission denied")
 		}
 		return s
 	}
-	clock := &clockAt{t0}
 	f := newFakeAdmin(mk(false))
 	e, reg := newTestEnforcer(t, Config{Enabled: true}, mk(false), f, clock)
 	clock.t = t0.Add(17 * time.Hour) // 05:00 the next day: the 04:00 window has come

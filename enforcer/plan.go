@@ -129,6 +129,10 @@ type candidate struct {
 	part *partState
 	seg  agent.Segment
 	end  int64 // base offset of the next segment: the new log start offset
+	// unexpired: the bytes of it that are not past retention (counted
+	// against the purge limits; eligible by time while the clock is in
+	// doubt counts as not past retention).
+	unexpired int64
 }
 
 type partState struct {
@@ -173,6 +177,12 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 		if g.Free.Action == ActionPurgeFraction {
 			limit = lso + int64(math.Floor(g.Free.Fraction*float64(hw-lso)))
 		}
+		// The clock gate (R7.5): deletions by retention time held back.
+		clockHeld := len(g.TimeBlocked) > 0 || len(g.TimeHeldTopics[p.Topic]) > 0
+		floor := len(p.Segments) - 1
+		if g.Purge.Limited {
+			floor = floorIndex(p, g.Purge)
+		}
 		for j := 0; j < len(p.Segments)-1; j++ { // never the open segment
 			s, end := p.Segments[j], p.Segments[j+1].BaseOffset
 			if end <= lso {
@@ -181,10 +191,21 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 			if end > hw || end > limit {
 				break // never past the high watermark; fraction cap
 			}
-			if eligibleOnly && (s.State != agent.StateEligible || s.Reason == agent.ReasonLogStartOffset) {
+			doubt := clockHeld && timeBased(s)
+			if eligibleOnly && (s.State != agent.StateEligible || s.Reason == agent.ReasonLogStartOffset || doubt) {
 				break // Kafka deletes an unbroken run of oldest segments
 			}
-			ps.queue = append(ps.queue, candidate{part: ps, seg: s, end: end})
+			c := candidate{part: ps, seg: s, end: end}
+			switch {
+			case doubt:
+				c.unexpired = s.DiskBytes
+			case s.State != agent.StateEligible:
+				c.unexpired = max(s.DiskBytes-s.ExpiredBytes, 0)
+			}
+			if !eligibleOnly && j >= floor && c.unexpired > 0 {
+				break // a partition's newest data is never purged (R7.3)
+			}
+			ps.queue = append(ps.queue, c)
 		}
 		if len(ps.queue) > 0 {
 			parts = append(parts, ps)
@@ -193,6 +214,14 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 	need := int64(math.MaxInt64)
 	if g.Free.Target > 0 {
 		need = needBytes(ld, g.Free.Target, already)
+	}
+	// Unexpired data is purged (R7.3) while the caps leave room (the
+	// segment that reaches a cap is the last: caps are crossed by at most
+	// one segment) and while usage is above the target plus the bytes
+	// other data explains beyond its allowance.
+	capLeft, ownNeed := int64(math.MaxInt64), int64(math.MaxInt64)
+	if g.Purge.Limited && !eligibleOnly {
+		capLeft, ownNeed = g.Purge.Unexpired, need-g.Purge.OtherExcess
 	}
 	// Oldest first across partitions: a merge of the per-partition queues
 	// by largest timestamp, so each partition loses an unbroken prefix.
@@ -203,11 +232,14 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 	for need > 0 && h.Len() > 0 {
 		ps := heap.Pop(h).(*partState)
 		c := ps.queue[0]
+		if c.unexpired > 0 && (capLeft <= 0 || ownNeed <= 0) {
+			continue // the partition stops here: an unbroken prefix only
+		}
+		capLeft -= c.unexpired
+		ownNeed -= c.seg.DiskBytes
 		ps.queue = ps.queue[1:]
 		ps.chosen = append(ps.chosen, c)
-		if c.seg.State != agent.StateEligible {
-			ps.unexpire += max(c.seg.DiskBytes-c.seg.ExpiredBytes, 0)
-		}
+		ps.unexpire += c.unexpired
 		need -= c.seg.DiskBytes
 		if len(ps.queue) > 0 {
 			heap.Push(h, ps)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -42,14 +43,23 @@ func segRun(n int, offsets int64) []agent.Segment {
 // part builds a live partition; segments given oldest first, the last one
 // open. lso and hw as the checkpoints say.
 func part(topic string, p int32, lso, hw int64, segs ...agent.Segment) agent.Partition {
-	return agent.Partition{Topic: topic, Partition: p, Dir: fmt.Sprintf("%s-%d", topic, p), Kind: agent.KindLive,
+	pt := agent.Partition{Topic: topic, Partition: p, Dir: fmt.Sprintf("%s-%d", topic, p), Kind: agent.KindLive,
 		Segments: segs, LogStartOffset: lso, HighWatermark: hw}
+	for _, s := range segs {
+		pt.DiskBytes += s.DiskBytes
+	}
+	return pt
 }
 
+// clusterID is the cluster the test log dir's meta.properties names.
+const clusterID = "test-cluster"
+
+// snap is a snapshot of one log dir of node 1 of clusterID whose topics'
+// configs were all read from the cluster at t0.
 func snap(used, capacity uint64, parts ...agent.Partition) *agent.Snapshot {
-	return &agent.Snapshot{
+	s := &agent.Snapshot{
 		Time: t0,
-		LogDirs: []agent.LogDir{{Path: dir, BrokerID: 1, Partitions: parts,
+		LogDirs: []agent.LogDir{{Path: dir, BrokerID: 1, ClusterID: clusterID, Partitions: parts,
 			Usage: agent.Usage{CapacityBytes: capacity, UsedBytes: used, AvailableBytes: capacity - used, Basis: agent.CapacityConfigured}}},
 		Configs: map[string]agent.TopicConfig{
 			"compacted": {CleanupPolicy: agent.CleanupPolicy{Compact: true}},
@@ -58,8 +68,36 @@ func snap(used, capacity uint64, parts ...agent.Partition) *agent.Snapshot {
 			"tiered-copy-off": {CleanupPolicy: agent.CleanupPolicy{Delete: true}, RemoteStorage: true, RemoteCopyDisable: true,
 				LocalRetentionMs: -2, LocalRetentionBytes: -2},
 		},
-		Defaults: agent.DefaultTopicConfig(),
+		Defaults:      agent.DefaultTopicConfig(),
+		ConfigFetched: map[string]time.Time{},
 	}
+	for _, p := range parts {
+		if _, ok := s.Configs[p.Topic]; !ok {
+			s.Configs[p.Topic] = agent.DefaultTopicConfig()
+		}
+	}
+	for t := range s.Configs {
+		s.ConfigFetched[t] = t0
+	}
+	return s
+}
+
+// withEvidence completes o with the evidence a pass on a healthy cluster
+// has: every log dir confirmed, every right held.
+func withEvidence(o Observed) Observed {
+	if o.Identity == nil && o.Snapshot != nil {
+		o.Identity = map[string]agent.LogDirIdentity{}
+		for _, ld := range o.Snapshot.LogDirs {
+			o.Identity[ld.Path] = agent.LogDirIdentity{Path: ld.Path, MatchedBy: "path", BrokerPath: ld.Path}
+		}
+	}
+	if o.Rights == nil {
+		o.Rights = &rights.Report{Features: rights.Features()}
+	}
+	if o.Now.IsZero() {
+		o.Now = t0
+	}
+	return o
 }
 
 // brokerOffsets says the broker's offsets equal the checkpoints.
@@ -103,6 +141,7 @@ func planFor(p Profile, o Observed) Plan {
 	if o.Offsets == nil {
 		o.Offsets = brokerOffsets(o.Snapshot)
 	}
+	o = withEvidence(o)
 	return PlanActions(o, Desired(Policy{Profile: p, HysteresisPoints: 5}, o))
 }
 
@@ -331,7 +370,7 @@ func TestDesiredProtection(t *testing.T) {
 			if c.scanErr {
 				s.LogDirs[0].Err = fmt.Errorf("io")
 			}
-			o := Observed{Snapshot: s, Stale: c.stale, Protected: map[string]bool{dir: c.was}}
+			o := withEvidence(Observed{Snapshot: s, Stale: c.stale, Protected: map[string]bool{dir: c.was}})
 			g := Desired(Policy{Profile: c.profile, HysteresisPoints: 5}, o)
 			if g[0].Protect != c.want {
 				t.Fatalf("protect %v, want %v", g[0].Protect, c.want)
@@ -417,7 +456,8 @@ func TestPlanProtectionACL(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			p := PlanActions(c.obs, Desired(Policy{Profile: CloudProfile(), HysteresisPoints: 5}, c.obs)).Protection
+			obs := withEvidence(c.obs)
+			p := PlanActions(obs, Desired(Policy{Profile: CloudProfile(), HysteresisPoints: 5}, obs)).Protection
 			flat := func(tps []TopicProtection) []ACL {
 				var out []ACL
 				for _, tp := range tps {
@@ -473,7 +513,8 @@ func TestPlanProtectionQuota(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			p := PlanActions(c.obs, Desired(Policy{Profile: CloudProfile(), HysteresisPoints: 5}, c.obs)).Protection
+			obs := withEvidence(c.obs)
+			p := PlanActions(obs, Desired(Policy{Profile: CloudProfile(), HysteresisPoints: 5}, obs)).Protection
 			if p.SetQuota != c.set || p.RemoveQuota != c.remove || p.OperatorQuota != c.operator || p.Ownership.ProducerByteRate != c.claim {
 				t.Fatalf("plan set=%d remove=%v operator=%v claim=%d", p.SetQuota, p.RemoveQuota, p.OperatorQuota, p.Ownership.ProducerByteRate)
 			}
@@ -490,8 +531,9 @@ func TestPlanSkipsHeldTopics(t *testing.T) {
 		part("a", 0, 0, 40, seg(0, 1, C), seg(10, 2, C), seg(20, 3, C), seg(30, 4, O)),
 		part("b", 0, 0, 40, seg(0, 5, C), seg(10, 6, C), seg(20, 7, C), seg(30, 8, O)))}
 	o.Offsets = brokerOffsets(o.Snapshot)
+	o = withEvidence(o)
 	goals := Desired(Policy{Profile: CloudProfile(), HysteresisPoints: 5}, o)
-	const why BlockReason = "config_not_fresh"
+	const why = BlockConfigStale
 	goals[0].HeldTopics = map[string][]BlockReason{"a": {why}}
 	p := PlanActions(o, goals)
 	if got, want := dels(p.Deletions), []del{{"b", 0, 20, 2, 200, 200}}; !reflect.DeepEqual(got, want) {

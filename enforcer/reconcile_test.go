@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
 // fakeAdmin is an in-memory cluster: log start offsets, ACLs, quota,
@@ -153,6 +154,55 @@ func (f *fakeAdmin) StoreOwnership(_ context.Context, o Ownership) error {
 	return nil
 }
 
+// fakeEvidence is a cluster that confirms the log dirs of node 1 of
+// clusterID by path and grants every right.
+type fakeEvidence struct {
+	mu     sync.Mutex
+	down   bool
+	dirs   []agent.BrokerLogDir
+	report rights.Report
+	reads  int
+}
+
+func newFakeEvidence(s *agent.Snapshot) *fakeEvidence {
+	f := &fakeEvidence{report: rights.Report{Features: rights.Features()}}
+	for _, ld := range s.LogDirs {
+		f.dirs = append(f.dirs, agent.BrokerLogDir{Path: ld.Path, TotalBytes: -1, UsableBytes: -1})
+	}
+	return f
+}
+
+func (f *fakeEvidence) ClusterID(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	if f.down {
+		return "", errDown
+	}
+	return clusterID, nil
+}
+
+func (f *fakeEvidence) BrokerLogDirs(_ context.Context, node int32) ([]agent.BrokerLogDir, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return nil, errDown
+	}
+	if node != 1 {
+		return nil, nil
+	}
+	return slices.Clone(f.dirs), nil
+}
+
+func (f *fakeEvidence) Rights(context.Context, rights.Query) (rights.Report, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return rights.Report{}, errDown
+	}
+	return f.report, nil
+}
+
 type staticSource struct {
 	mu   sync.Mutex
 	snap *agent.Snapshot
@@ -204,11 +254,19 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 	return true
 }
 
+// lenientPurge lifts the purge caps and the allowance for other bytes
+// (the fixtures' usage is not their partitions' bytes); the floor stays.
+var lenientPurge = PurgeConfig{MaxPercentPerPass: 100, MaxPercentPerHour: 100, MaxPercentPerDay: 100, OtherBytesPercent: 100}
+
 func newTestEnforcer(t *testing.T, cfg Config, s *agent.Snapshot, admin Admin, clock Clock) (*Enforcer, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.BrokerID = new(int32(1))
-	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)}, Admin: admin, Clock: clock})
+	if cfg.Purge == (PurgeConfig{}) {
+		cfg.Purge = lenientPurge
+	}
+	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+		Admin: admin, Clock: clock, Evidence: newFakeEvidence(s)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +391,8 @@ func TestReconcileActionBudget(t *testing.T) {
 	C, O := agent.StateClosed, agent.StateOpen
 	var parts []agent.Partition
 	for i := range 5 {
-		p := part(string(rune('a'+i)), 0, 0, 20, seg(0, i, C), seg(10, 10+i, O))
+		// The newest closed segment is the floor (R7.3): never purged.
+		p := part(string(rune('a'+i)), 0, 0, 30, seg(0, i, C), seg(10, 5+i, C), seg(20, 10+i, O))
 		p.Segments[0].DiskBytes = 30 // need 150 bytes: all five
 		parts = append(parts, p)
 	}
@@ -406,7 +465,7 @@ func TestRunReconcilesOnUpdatesUntilCancelled(t *testing.T) {
 	s := fullSnapshot()
 	src := &staticSource{snap: s, ch: make(chan struct{}, 1)}
 	reg := prometheus.NewRegistry()
-	e, err := New(Config{Interval: time.Hour, BrokerID: new(int32(1))}, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src, Admin: newFakeAdmin(s), Clock: &clockAt{t0}})
+	e, err := New(Config{Interval: time.Hour, BrokerID: new(int32(1))}, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src, Admin: newFakeAdmin(s), Clock: &clockAt{t0}, Evidence: newFakeEvidence(s)})
 	if err != nil {
 		t.Fatal(err)
 	}

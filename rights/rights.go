@@ -156,6 +156,16 @@ func table() []Need {
 	return t
 }
 
+// Query says what a rights check covers: the features enabled, the
+// topics the guard acts on (those with partitions in its log dirs) and
+// the ownership topic's name. The features' needs are checked;
+// internal/kafkaadmin adds Observe, implied by a configured cluster.
+type Query struct {
+	Features       []Feature
+	Topics         []string
+	OwnershipTopic string
+}
+
 // Ops are operations found held (true) or refused (false); an operation
 // not in the map was not determined.
 type Ops map[Operation]bool
@@ -336,4 +346,44 @@ func Evaluate(h Held, features ...Feature) Report {
 		}
 	}
 	return r
+}
+
+// ACL is one ALLOW binding the guard's principal needs, as kafka-acls and
+// Strimzi's KafkaUser name it: a resource type, a literal resource name
+// ("kafka-cluster" for the cluster, "*" for every topic) and an operation.
+type ACL struct {
+	Resource  Resource
+	Name      string
+	Operation Operation
+}
+
+// ClusterName is the name of the cluster resource.
+const ClusterName = "kafka-cluster"
+
+// String is "Cluster:kafka-cluster:ALTER", "Topic:*:DELETE".
+func (a ACL) String() string { return fmt.Sprintf("%s:%s:%s", a.Resource, a.Name, a.Operation) }
+
+// ACLs lists the ALLOW bindings that give the guard's principal every
+// right the features need, each operation written out even where Kafka
+// implies it (ALTER implies DESCRIBE, ALTER_CONFIGS DESCRIBE_CONFIGS):
+// the cluster's, every topic's ("*": the guard acts on whatever topic its
+// broker holds) and the ownership topic's, in the order of the table.
+// This is the set the docs list (rights/docs_test.go checks them).
+func ACLs(ownershipTopic string, features ...Feature) []ACL {
+	var out []ACL
+	for _, n := range Needs(features...) {
+		a := ACL{Resource: n.Resource(), Operation: n.Operation}
+		switch n.Scope {
+		case ScopeCluster:
+			a.Name = ClusterName
+		case ScopeTopics:
+			a.Name = "*"
+		case ScopeOwnership:
+			a.Name = ownershipTopic
+		}
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

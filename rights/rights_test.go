@@ -153,3 +153,23 @@ func TestNeedsTable(t *testing.T) {
 		t.Errorf("%s", n)
 	}
 }
+
+// The bindings of every feature: each operation of the table once, on the
+// cluster, every topic or the ownership topic.
+func TestACLs(t *testing.T) {
+	var got []string
+	for _, a := range ACLs("own", Features()...) {
+		got = append(got, a.String())
+	}
+	want := []string{
+		"Cluster:kafka-cluster:DESCRIBE", "Cluster:kafka-cluster:DESCRIBE_CONFIGS", "Topic:*:DESCRIBE", "Topic:*:DESCRIBE_CONFIGS",
+		"Topic:*:DELETE", "Cluster:kafka-cluster:ALTER", "Topic:own:CREATE", "Topic:own:DESCRIBE", "Topic:own:READ", "Topic:own:WRITE",
+		"Cluster:kafka-cluster:ALTER_CONFIGS", "Topic:*:ALTER_CONFIGS",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ACLs\n got %q\nwant %q", got, want)
+	}
+	if got := ACLs("own", Observe); len(got) != 4 {
+		t.Errorf("observe alone: %v", got)
+	}
+}

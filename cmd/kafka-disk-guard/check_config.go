@@ -6,9 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
+	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
 const checkConfigUsage = `usage: kafka-disk-guard check-config [--online [connection flags]] FILE...
@@ -16,8 +23,10 @@ const checkConfigUsage = `usage: kafka-disk-guard check-config [--online [connec
 Loads and validates configuration files as run does, without starting
 anything. With --online it also connects to each file's cluster (the
 connection flags and KDG_* variables override the file's kafka section, as
-for run) and reads what admission needs: brokers, topics, their configs and
-log dirs. Exit 0: valid (and reachable); 1: a file fails; 2: usage.
+for run), checks that the principal holds every right the enabled features
+need and names each one missing, and reads what admission needs: brokers,
+topics, their configs and log dirs. Exit 0: valid (and reachable, with the
+rights); 1: a file fails; 2: usage.
 
 flags:
 `
@@ -33,7 +42,7 @@ func runCheckConfig(ctx context.Context, args []string, getenv env, out streams)
 	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
 	fs.SetOutput(out.stderr)
 	fs.Usage = func() { fmt.Fprint(out.stderr, checkConfigUsage); fs.PrintDefaults() }
-	online := fs.Bool("online", false, "also connect to the cluster and read it as admission does")
+	online := fs.Bool("online", false, "also connect to the cluster, check the principal's rights and read the cluster as admission does")
 	timeout := fs.Duration("timeout", 30*time.Second, "with --online: time allowed to read the cluster")
 	var kf kafkaFlags
 	kf.register(fs)
@@ -76,17 +85,86 @@ func runCheckConfig(ctx context.Context, args []string, getenv env, out streams)
 		err = link.Connect()
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, *timeout)
+			rightsErr := checkRights(rctx, out, path, c, link.Evidence())
 			info, rerr := link.ClusterReader().ReadCluster(rctx)
 			cancel()
 			link.Close()
 			if rerr == nil {
 				fmt.Fprintf(out.stdout, "%s: cluster ok: %d broker(s), %d topic(s) read with their configs and log dirs\n",
 					path, len(info.Brokers), len(info.Topics))
+			} else {
+				rerr = fmt.Errorf("read cluster: %w", rerr)
+			}
+			if err = errors.Join(rightsErr, rerr); err == nil {
 				continue
 			}
-			err = fmt.Errorf("read cluster: %w", rerr)
 		}
 		return fmt.Errorf("%s: --online: %w", path, err)
 	}
 	return nil
+}
+
+// checkRights checks that the principal holds every right the features
+// the configuration enables need (rights.Needs), on the topics of the
+// cluster and of the log dirs, and prints the report. Missing rights fail
+// the check, except, in observe mode, those only enforcement needs.
+func checkRights(ctx context.Context, out streams, path string, c guardConfig, ev *kafkaadmin.Evidence) error {
+	features, err := enforcer.Features(c.Enforcer)
+	if err != nil {
+		return err
+	}
+	if c.Admission.IsEnabled() {
+		features = append(features, rights.Admission)
+	}
+	topics := localTopics(c.LogDirs)
+	if names, err := ev.TopicNames(ctx); err == nil {
+		topics = append(topics, names...)
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	r, err := ev.Rights(ctx, rights.Query{Features: features, Topics: topics, OwnershipTopic: c.Enforcer.OwnershipTopic})
+	if err != nil {
+		return fmt.Errorf("check rights: %w", err)
+	}
+	names := make([]string, len(features))
+	for i, f := range features {
+		names[i] = string(f)
+	}
+	if r.OK() {
+		fmt.Fprintf(out.stdout, "%s: rights ok: %s (%d topic(s) checked)\n", path, strings.Join(names, ", "), r.Checked)
+		return nil
+	}
+	fmt.Fprintf(out.stdout, "%s: rights missing (features %s, %d topic(s) checked):\n", path, strings.Join(names, ", "), r.Checked)
+	fatal := false
+	for _, g := range r.Gaps {
+		note := ""
+		if !c.Enforcer.Enabled && g.Feature != rights.Observe && g.Feature != rights.Admission {
+			note = " (needed once enforcement is on)"
+		} else {
+			fatal = true
+		}
+		fmt.Fprintf(out.stdout, "  %s%s\n", g, note)
+	}
+	if fatal {
+		return errors.New("the guard's principal lacks rights the configuration needs (docs/operating.md#the-guards-rights)")
+	}
+	return nil
+}
+
+// localTopics lists the live topics found in the log dirs (glob patterns
+// expanded), when they can be read here.
+func localTopics(logDirs []string) []string {
+	var out []string
+	for _, entry := range logDirs {
+		dirs, _ := filepath.Glob(entry)
+		for _, d := range dirs {
+			entries, _ := os.ReadDir(d)
+			for _, e := range entries {
+				if topic, _, kind, ok := agent.ParsePartitionDirName(e.Name()); ok && kind == agent.KindLive && e.IsDir() {
+					out = append(out, topic)
+				}
+			}
+		}
+	}
+	return out
 }

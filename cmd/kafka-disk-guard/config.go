@@ -136,6 +136,10 @@ func (c guardConfig) WithDefaults() guardConfig {
 	c.Config = c.Config.WithDefaults()
 	c.Kafka = c.Kafka.WithDefaults()
 	c.TopicConfigs = c.TopicConfigs.WithDefaults()
+	if c.Enforcer.Evidence.ConfigMaxAge == 0 {
+		// A topic's configs may miss one refresh before it is held (R7.2).
+		c.Enforcer.Evidence.ConfigMaxAge = 2 * c.TopicConfigs.RefreshInterval
+	}
 	c.Enforcer = c.Enforcer.WithDefaults()
 	c.Admission = c.Admission.WithDefaults()
 	c.Web = c.Web.WithDefaults()
@@ -154,6 +158,10 @@ func (c guardConfig) Validate() error {
 	}
 	if c.Enforcer.Enabled && !c.Kafka.Enabled() {
 		return errors.New("enforcer.enabled: enforcement acts through the broker and needs kafka.bootstrapServers")
+	}
+	if d := c.WithDefaults(); d.Enforcer.Evidence.ConfigMaxAge < d.TopicConfigs.RefreshInterval {
+		return fmt.Errorf("enforcer.evidence.configMaxAge: %s is shorter than topicConfigs.refreshInterval (%s): every topic's configs would go stale between two refreshes (default: twice the refresh interval)",
+			d.Enforcer.Evidence.ConfigMaxAge, d.TopicConfigs.RefreshInterval)
 	}
 	return nil
 }

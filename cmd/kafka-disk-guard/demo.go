@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
@@ -196,7 +197,11 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 			sc = nil
 		}
 		cs := broker.Configs()
-		hooks.offline, hooks.admin = &cs, broker.Admin()
+		hooks.offline, hooks.admin, hooks.evidence, hooks.configs = &cs, broker.Admin(), broker.Evidence(), broker.ConfigSource()
+		// The scenario fills the disk in minutes what takes hours on a
+		// broker: the purge caps per hour and day (spec R7.3) are lifted
+		// so that every band shows.
+		gc.Enforcer.Purge = enforcer.PurgeConfig{MaxPercentPerPass: 100, MaxPercentPerHour: 100, MaxPercentPerDay: 100}
 		gc.LogDirs = []string{dir}
 		// The scenario moves fast: re-read growing partitions and
 		// reclassify more often than the defaults.

@@ -22,6 +22,7 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
+	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
 // ReservePath is where the agent answers admission questions (spec R5.4).
@@ -196,10 +197,16 @@ type serveHooks struct {
 	// offline, when set, are the topic configs used without a cluster.
 	offline *agent.ConfigSet
 	// admin, when set, is the enforcer's admin API instead of the cluster's
-	// (the demo's simulated broker).
-	admin enforcer.Admin
+	// (the demo's simulated broker), with its evidence (spec R7) and its
+	// topic configs as the broker reads them.
+	admin    enforcer.Admin
+	evidence enforcer.Evidence
+	configs  agent.TopicConfigSource
 	// extra parts run beside the guard's own, with the same lifetime.
 	extra []func(ctx context.Context, a *agent.Agent, addr string) error
+	// clock, when set, is the wall clock of the agent and the enforcer
+	// (tests that move it, spec R7.5).
+	clock enforcer.MonotonicClock
 }
 
 // firstAttemptWait bounds how long the enforcer waits for the Kafka
@@ -233,8 +240,11 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	// offline: configs from the file, an enforcer that plans only.
 	var (
 		a        *agent.Agent
+		enf      *enforcer.Enforcer
 		link     *kafkaadmin.Link
 		admin    enforcer.Admin
+		evidence enforcer.Evidence
+		features []rights.Feature        // the rights of the parts besides the enforcer
 		configs  agent.TopicConfigSource = staticConfigs{offline}
 		refresh  *agent.ConfigRefresher
 		tiered   *agent.TieredRefresher
@@ -242,11 +252,15 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		admitter = unavailable("admission needs a kafka cluster (kafka.bootstrapServers)")
 		err      error
 	)
+	if hooks.configs != nil {
+		configs = hooks.configs
+	}
 	if cfg.Kafka.Enabled() {
 		link = kafkaadmin.NewLink(cfg.Kafka, logger, kafkaadmin.LinkOptions{})
 		admin = link.Enforce(cfg.Enforcer.OwnershipTopic)
+		evidence = link.Evidence()
 		refresh, err = agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
-			link.ConfigFetcher(func() int32 { return snapshotBrokerID(a) }), func() []string { return snapshotTopics(a) }, offline)
+			link.ConfigFetcher(func() int32 { return guardedBrokerID(enf, a) }), func() []string { return snapshotTopics(a) }, offline)
 		if err != nil {
 			return err
 		}
@@ -259,6 +273,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		}
 		configs = withRemote{refresh, tiered}
 		if cfg.Admission.IsEnabled() {
+			features = append(features, rights.Admission)
 			if model, err = reserve.NewModel(cfg.Admission, logger, reg, link.ClusterReader(), nil); err != nil {
 				return err
 			}
@@ -274,17 +289,24 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	if a, err = agent.New(cfg.Config, logger, configs); err != nil {
 		return err
 	}
+	clock := enforcer.SystemClock()
+	if hooks.clock != nil {
+		clock = hooks.clock
+		a.UseClock(clock.Now)
+	}
 	if _, err := exporter.New(exporter.Config{PerPartition: cfg.Metrics.PerPartition, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
 		Version: ver, Revision: rev}, logger, reg, a); err != nil {
 		return err
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
-	// the plan, and every action fails as not connected. The demo gives it
-	// its simulated broker's admin API instead.
+	// the plan (no evidence: identity and rights are not checked), and
+	// every action fails as not connected. The demo gives it its
+	// simulated broker's admin API and evidence instead.
 	if hooks.admin != nil {
-		admin = hooks.admin
+		admin, evidence = hooks.admin, hooks.evidence
 	}
-	enf, err := enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: admin, Clock: systemClock{}})
+	enf, err = enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: admin, Clock: clock,
+		Evidence: evidence, Features: features})
 	if err != nil {
 		return err
 	}
@@ -414,18 +436,20 @@ func routeList(routes map[string]http.Handler) []string {
 	return out
 }
 
-// snapshotBrokerID is the broker id from meta.properties (spec R1.5), -1
+// guardedBrokerID is the broker whose defaults the topic configs are read
+// with: the node the enforcer's identity check found (spec R7.1), else,
+// until it is known, the first log dir's meta.properties (R1.5); -1
 // before the first scan.
-func snapshotBrokerID(a *agent.Agent) int32 {
+func guardedBrokerID(enf *enforcer.Enforcer, a *agent.Agent) int32 {
+	if enf != nil {
+		if id := enf.BrokerID(); id >= 0 {
+			return id
+		}
+	}
 	if a == nil || a.Snapshot() == nil {
 		return -1
 	}
-	for _, ld := range a.Snapshot().LogDirs {
-		if ld.BrokerID >= 0 {
-			return ld.BrokerID
-		}
-	}
-	return -1
+	return a.Snapshot().BrokerID()
 }
 
 // snapshotTopics lists the live topics the agent has seen.
@@ -450,7 +474,3 @@ func snapshotTopics(a *agent.Agent) []string {
 	sort.Strings(out)
 	return out
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }

@@ -44,6 +44,7 @@ var expectedAlerts = map[string]string{
 	"KafkaDiskGuardCloudProtectBand":         "usage reaches 90%",
 	"KafkaDiskGuardWriteProtectionActive":    "the guard protects at 90%",
 	"KafkaDiskGuardUnexpiredDataDeleted":     "the purge band deletes unexpired records",
+	"KafkaDiskGuardPurgeCapReached":          "the purge band takes the hour's cap of unexpired records (5% of the disk) while the producer keeps writing",
 	"KafkaDiskGuardReservedSpaceHigh":        "the flood topic has no retention.bytes: its reservation is its write rate x 7 days",
 	"KafkaDiskGuardExpiredRetainedBytesHigh": "purged segments wait for a retention check the broker runs hourly",
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/IBM/sarama"
 
@@ -60,12 +62,43 @@ func (e *Enforce) Offsets(ctx context.Context, parts []enforcer.TopicPartition) 
 	if err != nil {
 		return nil, err
 	}
+	out, stale, err := e.offsets(ctx, c, parts)
+	if err != nil || len(stale) == 0 {
+		return out, err
+	}
+	// Leaders moved (a reassignment, a failover) since the client's last
+	// metadata: refresh those topics and ask their new leaders once.
+	var topics []string
+	for _, tp := range stale {
+		if !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	err = c.client.RefreshMetadata(topics...)
+	if err == nil {
+		var again map[enforcer.TopicPartition]enforcer.Offsets
+		if again, _, err = e.offsets(ctx, c, stale); err == nil {
+			maps.Copy(out, again)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("list offsets: no leader answered for %d partition(s): %v", len(stale), err)
+	}
+	return out, nil
+}
+
+// offsets asks each partition's leader as the client knows it; stale
+// lists the partitions whose leader it does not know or that answered
+// NOT_LEADER_OR_FOLLOWER.
+func (e *Enforce) offsets(ctx context.Context, c *conn, parts []enforcer.TopicPartition) (map[enforcer.TopicPartition]enforcer.Offsets, []enforcer.TopicPartition, error) {
+	var stale []enforcer.TopicPartition
 	byLeader := map[*sarama.Broker][]enforcer.TopicPartition{}
 	var errs []error
 	for _, tp := range parts {
 		b, err := c.client.Leader(tp.Topic, tp.Partition)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("leader of %s-%d: %w", tp.Topic, tp.Partition, err))
+			stale = append(stale, tp)
 			continue
 		}
 		byLeader[b] = append(byLeader[b], tp)
@@ -73,7 +106,7 @@ func (e *Enforce) Offsets(ctx context.Context, parts []enforcer.TopicPartition) 
 	out := make(map[enforcer.TopicPartition]enforcer.Offsets, len(parts))
 	for b, tps := range byLeader {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var res [2]*sarama.OffsetResponse
 		for i, at := range []int64{sarama.OffsetOldest, sarama.OffsetNewest} {
@@ -83,7 +116,7 @@ func (e *Enforce) Offsets(ctx context.Context, parts []enforcer.TopicPartition) 
 			}
 			r, err := b.GetAvailableOffsets(req)
 			if err != nil {
-				return nil, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err)
+				return nil, nil, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err)
 			}
 			res[i] = r
 		}
@@ -95,16 +128,19 @@ func (e *Enforce) Offsets(ctx context.Context, parts []enforcer.TopicPartition) 
 			}
 			if !errors.Is(lo.Err, sarama.ErrNoError) || !errors.Is(hi.Err, sarama.ErrNoError) {
 				errs = append(errs, fmt.Errorf("list offsets %s-%d: %w", tp.Topic, tp.Partition, errors.Join(kerr(lo.Err), kerr(hi.Err))))
+				if errors.Is(lo.Err, sarama.ErrNotLeaderForPartition) || errors.Is(hi.Err, sarama.ErrNotLeaderForPartition) {
+					stale = append(stale, tp)
+				}
 				continue
 			}
 			out[tp] = enforcer.Offsets{LogStart: lo.Offset, HighWatermark: hi.Offset}
 		}
 	}
-	if len(out) == 0 && len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if len(out) == 0 && len(errs) > 0 && len(stale) == 0 {
+		return nil, nil, errors.Join(errs...)
 	}
 	// Partitions with an error are simply absent: the enforcer leaves them.
-	return out, nil
+	return out, stale, nil
 }
 
 func kerr(k sarama.KError) error {

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/IBM/sarama"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 )
+
+// The enforcer reads its evidence through Evidence.
+var _ enforcer.Evidence = (*Evidence)(nil)
 
 // Evidence reads what the guard must know about the cluster before a
 // destructive action (spec R7): the connected cluster's id and the log
@@ -285,4 +290,29 @@ func (e *Evidence) IdentityEvidence(ctx context.Context, node int32) (agent.Iden
 		return agent.IdentityEvidence{}, err
 	}
 	return agent.IdentityEvidence{ClusterID: id, NodeID: node, LogDirs: dirs}, nil
+}
+
+// TopicNames lists the topics of the cluster the principal may describe
+// (Metadata of every topic), sorted.
+func (e *Evidence) TopicNames(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.api.ready(); err != nil {
+		return nil, err
+	}
+	req := sarama.NewMetadataRequest(e.api.version(), nil)
+	req.AllowAutoTopicCreation = false
+	rsp, err := e.api.metadata(req)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	var out []string
+	for _, t := range rsp.Topics {
+		if errors.Is(t.Err, sarama.ErrNoError) {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -272,7 +272,7 @@ func TestRightsOnRealCluster(t *testing.T) {
 	for _, tp := range topics {
 		cluster.CreateTopic(t, tp, 1, 3, nil)
 	}
-	q := RightsQuery{Features: rights.Features(), Topics: topics, OwnershipTopic: "__kafka_disk_guard_protection"}
+	q := rights.Query{Features: rights.Features(), Topics: topics, OwnershipTopic: "__kafka_disk_guard_protection"}
 
 	report, err := NewEvidence(client(t, kafkatest.GuardUser, kafkatest.GuardPassword)).Rights(t.Context(), q)
 	if err != nil {

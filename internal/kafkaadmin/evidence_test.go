@@ -197,11 +197,11 @@ func gaps(r rights.Report) []string {
 
 func TestRights(t *testing.T) {
 	all := rights.Features()
-	q := RightsQuery{Features: all, Topics: []string{"orders", "clicks"}, OwnershipTopic: "own"}
+	q := rights.Query{Features: all, Topics: []string{"orders", "clicks"}, OwnershipTopic: "own"}
 	tests := []struct {
 		name  string
 		spoil func(*fakeBrokers)
-		q     RightsQuery
+		q     rights.Query
 		want  []string
 	}{
 		{"super user", func(*fakeBrokers) {}, q, nil},
@@ -216,26 +216,26 @@ func TestRights(t *testing.T) {
 		{"probe answers something else: unknown", func(f *fakeBrokers) {
 			f.clusterOps = 0
 			f.configsErr = sarama.ErrRequestTimedOut
-		}, RightsQuery{Features: []rights.Feature{rights.Observe}, Topics: []string{"orders"}}, []string{"observe cluster:DESCRIBE_CONFIGS ?"}},
+		}, rights.Query{Features: []rights.Feature{rights.Observe}, Topics: []string{"orders"}}, []string{"observe cluster:DESCRIBE_CONFIGS ?"}},
 		{"topic without DELETE, topic not describable", func(f *fakeBrokers) {
 			f.topics["orders"].TopicAuthorizedOperations &^= bits(sarama.AclOperationDelete)
 			f.topics["clicks"] = &sarama.TopicMetadata{Name: "clicks", Err: sarama.ErrTopicAuthorizationFailed, TopicAuthorizedOperations: math.MinInt32}
-		}, RightsQuery{Features: []rights.Feature{rights.DeleteRecords}, Topics: []string{"orders", "clicks"}}, []string{
+		}, rights.Query{Features: []rights.Feature{rights.DeleteRecords}, Topics: []string{"orders", "clicks"}}, []string{
 			"observe topics:DESCRIBE clicks", "observe topics:DESCRIBE_CONFIGS clicks ?",
 			"delete_records topics:DESCRIBE clicks", "delete_records topics:DELETE orders", "delete_records topics:DELETE clicks ?"}},
 		{"ownership topic absent, no Cluster:CREATE, topic CREATE refused", func(f *fakeBrokers) {
 			delete(f.topics, "own")
 			f.clusterOps &^= bits(sarama.AclOperationCreate)
 			f.createErr = map[string]sarama.KError{"own": sarama.ErrTopicAuthorizationFailed}
-		}, RightsQuery{Features: []rights.Feature{rights.ProtectACL}, OwnershipTopic: "own"}, []string{
+		}, rights.Query{Features: []rights.Feature{rights.ProtectACL}, OwnershipTopic: "own"}, []string{
 			"protect_acl ownership:CREATE", "protect_acl ownership:DESCRIBE", "protect_acl ownership:READ", "protect_acl ownership:WRITE"}},
 		{"ownership topic absent, creatable by topic ACL", func(f *fakeBrokers) {
 			f.topics["own"] = &sarama.TopicMetadata{Name: "own", Err: sarama.ErrUnknownTopicOrPartition, TopicAuthorizedOperations: allTopicOps}
 			f.clusterOps &^= bits(sarama.AclOperationCreate)
 			f.createErr = map[string]sarama.KError{"own": sarama.ErrPolicyViolation}
-		}, RightsQuery{Features: []rights.Feature{rights.ProtectQuota}, OwnershipTopic: "own"}, nil},
+		}, rights.Query{Features: []rights.Feature{rights.ProtectQuota}, OwnershipTopic: "own"}, nil},
 		{"no authorizer", func(f *fakeBrokers) { f.describeAclsErr = sarama.ErrSecurityDisabled },
-			RightsQuery{Features: []rights.Feature{rights.ProtectACL}, OwnershipTopic: "own"}, []string{"protect_acl cluster:"}},
+			rights.Query{Features: []rights.Feature{rights.ProtectACL}, OwnershipTopic: "own"}, []string{"protect_acl cluster:"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,7 +282,7 @@ func TestEvidenceNotConnected(t *testing.T) {
 	if _, err := e.BrokerLogDirs(t.Context(), 1); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("BrokerLogDirs: %v", err)
 	}
-	if _, err := e.Rights(t.Context(), RightsQuery{Features: rights.Features(), Topics: []string{"a"}, OwnershipTopic: "own"}); !errors.Is(err, ErrNotConnected) {
+	if _, err := e.Rights(t.Context(), rights.Query{Features: rights.Features(), Topics: []string{"a"}, OwnershipTopic: "own"}); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Rights: %v", err)
 	}
 }

@@ -13,17 +13,6 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
-// RightsQuery says what Rights checks.
-type RightsQuery struct {
-	// Features enabled (rights.Observe is implied by a configured cluster).
-	Features []rights.Feature
-	// Topics to check topic rights on: the topics the guard acts on (those
-	// with partitions in its log dirs).
-	Topics []string
-	// OwnershipTopic is the topic of the protection records.
-	OwnershipTopic string
-}
-
 // How Rights learns what the guard's principal may do. The broker's
 // authorizer answers for the principal as it connects (its host, its
 // groups, super.users, allow.everyone.if.no.acl.found, DENY over ALLOW),
@@ -88,7 +77,7 @@ func reported(bits int32) bool { return bits != math.MinInt32 && bits > 0 }
 // principal holds and returns the report of what is missing. An error is
 // returned only when nothing could be learned (no broker answered);
 // rights that could not be determined are gaps marked Unknown.
-func (e *Evidence) Rights(ctx context.Context, q RightsQuery) (rights.Report, error) {
+func (e *Evidence) Rights(ctx context.Context, q rights.Query) (rights.Report, error) {
 	features := q.Features
 	if !slices.Contains(features, rights.Observe) {
 		features = append([]rights.Feature{rights.Observe}, features...)

@@ -150,14 +150,28 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	return b, nil
 }
 
-// Configs are the topic configs, as the guard would fetch them.
+// Configs are the topic configs, as the guard fetches them: read from
+// the cluster at the broker's time (its last step), so the enforcer's
+// config gate (spec R7.2) lets them drive deletion.
 func (b *Broker) Configs() agent.ConfigSet {
-	cs := agent.ConfigSet{Topics: map[string]agent.TopicConfig{}, Defaults: agent.DefaultTopicConfig(), Time: b.cfg.Now}
+	b.mu.Lock()
+	at := b.last
+	b.mu.Unlock()
+	cs := agent.ConfigSet{Topics: map[string]agent.TopicConfig{}, Defaults: agent.DefaultTopicConfig(), Time: b.cfg.Now,
+		Fetched: map[string]time.Time{}}
 	for _, t := range b.order {
-		cs.Topics[t.Name] = t.Config
+		cs.Topics[t.Name], cs.Fetched[t.Name] = t.Config, at
 	}
 	return cs
 }
+
+// ConfigSource gives the agent the broker's configs as a refresher would:
+// fetched again at every call.
+func (b *Broker) ConfigSource() agent.TopicConfigSource { return configSource{b} }
+
+type configSource struct{ b *Broker }
+
+func (c configSource) Current() agent.ConfigSet { return c.b.Configs() }
 
 // Admin is the broker's admin API.
 func (b *Broker) Admin() *Admin { return &Admin{b: b} }

@@ -50,7 +50,7 @@ func runCycle(t *testing.T, cfg enforcer.Config) cycleResult {
 	sc.Logger = logger
 	scanner := newScanner(t)
 	src, clk := &source{}, &clock{t0}
-	enf, err := enforcer.New(cfg, logger, prometheus.NewRegistry(), enforcer.Deps{Snapshots: src, Admin: b.Admin(), Clock: clk})
+	enf, err := enforcer.New(cfg, logger, prometheus.NewRegistry(), enforcer.Deps{Snapshots: src, Admin: b.Admin(), Clock: clk, Evidence: b.Evidence()})
 	if err != nil {
 		t.Fatal(err)
 	}

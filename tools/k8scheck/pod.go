@@ -212,6 +212,14 @@ type agentConfig struct {
 		Protection struct {
 			Strategy string `yaml:"strategy"`
 		} `yaml:"protection"`
+		Purge struct {
+			MaxPercentPerPass float64 `yaml:"maxPercentPerPass"`
+			MaxPercentPerHour float64 `yaml:"maxPercentPerHour"`
+			MaxPercentPerDay  float64 `yaml:"maxPercentPerDay"`
+			FloorSegments     int     `yaml:"floorSegments"`
+			FloorPercent      float64 `yaml:"floorPercent"`
+			OtherBytesPercent float64 `yaml:"otherBytesPercent"`
+		} `yaml:"purge"`
 	} `yaml:"enforcer"`
 	Admission struct {
 		Enabled             bool    `yaml:"enabled"`

@@ -141,7 +141,9 @@ app.kubernetes.io/part-of: kafka-disk-guard
 {{- $_ := set $kafka "tls" $tls -}}
 {{- $_ := set $cfg "kafka" $kafka -}}
 {{- end -}}
-{{- $_ := set $cfg "enforcer" (dict "enabled" .Values.enforcer.enabled "profile" .Values.enforcer.profile "protection" (dict "strategy" .Values.enforcer.protection.strategy)) -}}
+{{- $enforcer := dict "enabled" .Values.enforcer.enabled "profile" .Values.enforcer.profile "protection" (dict "strategy" .Values.enforcer.protection.strategy) -}}
+{{- with .Values.enforcer.purge }}{{ $_ := set $enforcer "purge" . }}{{ end -}}
+{{- $_ := set $cfg "enforcer" $enforcer -}}
 {{- $web := dict "listenAddress" (printf ":%d" (int .Values.web.port)) -}}
 {{- if .Values.web.configSecret -}}
 {{- $_ := set $web "probeListenAddress" (printf ":%d" (int .Values.web.probePort)) -}}

@@ -34,10 +34,18 @@ type Source struct {
 	// refreshed every UsageEvery (default 10ms) and published when it moved.
 	ScanEvery  time.Duration
 	UsageEvery time.Duration
-	Configs    map[string]agent.TopicConfig
+	// Configs are the topics' configs (defaults for a topic without an
+	// entry). They stand in for configs read from the cluster at each
+	// scan: every live topic of the snapshot has one, fetched at the
+	// snapshot's time (spec R7.2's gate lets them drive deletion).
+	Configs map[string]agent.TopicConfig
 	// Topics, when set, limits the snapshot (and a configured capacity's
 	// used bytes) to these topics: tests share one broker.
 	Topics map[string]bool
+	// Node, when > 0, is the node id the snapshot's log dir names instead
+	// of its meta.properties' (agents that stand for other brokers on the
+	// one test broker).
+	Node int32
 
 	mu      sync.Mutex
 	scanner *agent.Scanner
@@ -202,5 +210,14 @@ func (s *Source) scan() *agent.Snapshot {
 		out.Partitions = append(out.Partitions, p)
 	}
 	out.Usage = s.usage()
-	return &agent.Snapshot{Time: now, LogDirs: []agent.LogDir{out}, Configs: s.Configs, Defaults: configs.Defaults}
+	if s.Node > 0 {
+		out.BrokerID = s.Node
+	}
+	fetched := map[string]agent.TopicConfig{}
+	at := map[string]time.Time{}
+	for _, p := range out.Partitions {
+		fetched[p.Topic], at[p.Topic] = configs.For(p.Topic), now
+	}
+	return &agent.Snapshot{Time: now, LogDirs: []agent.LogDir{out}, Configs: fetched, Defaults: configs.Defaults,
+		ConfigsTime: now, ConfigFetched: at}
 }
