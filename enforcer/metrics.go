@@ -48,7 +48,6 @@ const (
 type metrics struct {
 	enabled        prometheus.Gauge
 	band           *prometheus.GaugeVec
-	protection     *prometheus.GaugeVec
 	actions        *prometheus.CounterVec
 	actionBytes    *prometheus.CounterVec
 	unexpiredBytes *prometheus.CounterVec
@@ -64,8 +63,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 when enforcing, 0 in observe (dry-run) mode."}),
 		band: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "band",
 			Help: "1 for the band the log dir is in now."}, []string{"log_dir", "band"}),
-		protection: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "write_protection_active",
-			Help: "1 while write protection set by this agent is on."}, []string{"log_dir", "strategy"}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "actions_total",
 			Help: "Enforcer actions planned or performed, by action, result (ok, error, dry_run) and band."}, []string{"action", "result", "band"}),
 		actionBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "action_bytes_total",
@@ -79,7 +76,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "enforcer_blocked",
 			Help: "1 when destructive actions are held back, by reason."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.enabled, m.band, m.protection, m.actions, m.actionBytes, m.unexpiredBytes, m.reconciles, m.duration, m.blocked} {
+	for _, c := range []prometheus.Collector{m.enabled, m.band, m.actions, m.actionBytes, m.unexpiredBytes, m.reconciles, m.duration, m.blocked} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
