@@ -141,7 +141,13 @@ app.kubernetes.io/part-of: kafka-disk-guard
 {{- $_ := set $kafka "tls" $tls -}}
 {{- $_ := set $cfg "kafka" $kafka -}}
 {{- end -}}
-{{- $_ := set $cfg "enforcer" (dict "enabled" .Values.enforcer.enabled "profile" .Values.enforcer.profile "protection" (dict "strategy" .Values.enforcer.protection.strategy)) -}}
+{{- $prot := dict "strategy" .Values.enforcer.protection.strategy "allowEveryoneIfNoAclFound" .Values.enforcer.protection.allowEveryoneIfNoAclFound -}}
+{{- with .Values.enforcer.protection.exemptPrincipals }}{{ $_ := set $prot "exemptPrincipals" . }}{{ end -}}
+{{- with .Values.enforcer.protection.exemptTopics }}{{ $_ := set $prot "exemptTopics" . }}{{ end -}}
+{{- with .Values.enforcer.protection.leaseDuration }}{{ $_ := set $prot "leaseDuration" . }}{{ end -}}
+{{- $enf := dict "enabled" .Values.enforcer.enabled "profile" .Values.enforcer.profile "protection" $prot -}}
+{{- with .Values.enforcer.ownershipTopic }}{{ $_ := set $enf "ownershipTopic" . }}{{ end -}}
+{{- $_ := set $cfg "enforcer" $enf -}}
 {{- $web := dict "listenAddress" (printf ":%d" (int .Values.web.port)) -}}
 {{- if .Values.web.configSecret -}}
 {{- $_ := set $web "probeListenAddress" (printf ":%d" (int .Values.web.probePort)) -}}
