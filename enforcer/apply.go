@@ -29,6 +29,8 @@ func (e *Enforcer) apply(ctx context.Context, plan Plan, goals []DirGoal, o Obse
 		}
 		e.windowActions += len(pp.Create) + len(pp.Release)
 		e.reportProtection(o, goals, pp, problems)
+	} else if e.prot.records != nil && !o.BrokerUnreachable {
+		e.reportNoProtection(goals)
 	}
 
 	dels := plan.Deletions

@@ -176,7 +176,8 @@ func (e *Enforcer) Run(ctx context.Context) error {
 	ticker := time.NewTicker(e.cfg.Interval)
 	defer ticker.Stop()
 	e.logger.Info("enforcer started", "dry_run", e.dryRun, "profile", e.policy.Profile.Name,
-		"strategy", e.cfg.Protection.Strategy, "interval", e.cfg.Interval)
+		"strategy", e.cfg.Protection.Strategy, "interval", e.cfg.Interval, "lease", e.cfg.Protection.LeaseDuration,
+		"allow_everyone_if_no_acl_found", e.cfg.Protection.AllowEveryoneIfNoACLFound, "ownership_topic", e.cfg.OwnershipTopic)
 	if p, ok := e.admin.(Preparer); ok && !e.dryRun {
 		if err := p.Prepare(ctx); err != nil && ctx.Err() == nil {
 			e.logger.Warn("prepare admin", "err", err)

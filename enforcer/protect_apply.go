@@ -245,21 +245,19 @@ func (e *Enforcer) protectionAction(action Action, tp TopicProtection, band stri
 	if reason == "" {
 		reason = "disk_usage"
 	}
-	attrs := []any{"action", action, "strategy", StrategyACL, "topic", tp.Topic, "acls", acls, "band", band, "reason", reason, "dry_run", e.dryRun}
-	switch {
-	case err != nil:
-		e.logger.Error("write protection change failed", append(attrs, "err", err)...)
-	case action == actionProtect:
-		e.logger.Warn("write protection on", attrs...)
-	default:
-		e.logger.Info("write protection off", attrs...)
-	}
+	e.logChange(action, err, "strategy", StrategyACL, "topic", tp.Topic, "acls", acls, "band", band, "reason", reason, "dry_run", e.dryRun)
 }
 
 func (e *Enforcer) quotaAction(action Action, rate int64, band string, res ActionResult, err error) {
 	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
-	attrs := []any{"action", action, "strategy", StrategyQuota, "entity", DefaultClientEntity,
-		"producer_byte_rate", rate, "band", band, "reason", "disk_usage", "dry_run", e.dryRun}
+	e.logChange(action, err, "strategy", StrategyQuota, "entity", DefaultClientEntity,
+		"producer_byte_rate", rate, "band", band, "reason", "disk_usage", "dry_run", e.dryRun)
+}
+
+// logChange logs one protection change: on at WARN, off at INFO, failed
+// at ERROR.
+func (e *Enforcer) logChange(action Action, err error, attrs ...any) {
+	attrs = append([]any{"action", action}, attrs...)
 	switch {
 	case err != nil:
 		e.logger.Error("write protection change failed", append(attrs, "err", err)...)
@@ -354,6 +352,27 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 		}
 		e.prot.sizedAt = u
 	}
+}
+
+// reportNoProtection sets the gauges for a pass that did not observe
+// protection because nothing is claimed or wanted anywhere (the records
+// say so): nothing is in place that this agent owns, nothing is wanted,
+// no problem.
+func (e *Enforcer) reportNoProtection(goals []DirGoal) {
+	strategy := e.cfg.Protection.Strategy
+	for _, g := range goals {
+		e.pm.active.WithLabelValues(g.LogDir, strategy).Set(0)
+		e.pm.wanted.WithLabelValues(g.LogDir, strategy).Set(0)
+	}
+	none := map[ProtectionError]bool{}
+	e.pm.setErrors(none)
+	e.logProblems(none, ProtectionPlan{})
+	e.prot.missingSince = time.Time{}
+	view := map[int32]clusterEntry{}
+	for id := range e.prot.records.Agents {
+		view[id] = clusterEntry{renewed: -1}
+	}
+	e.pm.setCluster(view)
 }
 
 // logProblems logs the protection problems when they change.

@@ -429,22 +429,27 @@ func TestR8_4ThreeThousandTopicsProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	protectTook := time.Since(start)
-	kafkatest.Eventually(t, 30*time.Second, func() error {
-		acls, err := admin.TopicACLs(context.Background())
-		if err != nil {
-			return err
-		}
-		denied := 0
-		for _, a := range acls {
-			if strings.HasPrefix(a.Topic, "bulk.") && a.Operation == enforcer.OpWrite && a.Permission == enforcer.PermDeny {
-				denied++
+	// The brokers' ACL caches follow the metadata log: a read may lag a
+	// change by a moment.
+	bulk := func(want int) func() error {
+		return func() error {
+			acls, err := admin.TopicACLs(context.Background())
+			if err != nil {
+				return err
 			}
+			denied := 0
+			for _, a := range acls {
+				if strings.HasPrefix(a.Topic, "bulk.") && a.Operation == enforcer.OpWrite && a.Permission == enforcer.PermDeny {
+					denied++
+				}
+			}
+			if denied != want {
+				return fmt.Errorf("R8.4/%d of %d topics denied, want %d", denied, n, want)
+			}
+			return nil
 		}
-		if denied != n {
-			return fmt.Errorf("R8.4/%d of %d topics denied", denied, n)
-		}
-		return nil
-	})
+	}
+	kafkatest.Eventually(t, 30*time.Second, bulk(n))
 	recs, err := admin.LoadRecords(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -468,24 +473,7 @@ func TestR8_4ThreeThousandTopicsProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	liftTook := time.Since(start)
-	// The brokers' ACL caches follow the metadata log: a read may lag the
-	// deletion by a moment.
-	kafkatest.Eventually(t, 30*time.Second, func() error {
-		acls, err := admin.TopicACLs(context.Background())
-		if err != nil {
-			return err
-		}
-		left := 0
-		for _, a := range acls {
-			if strings.HasPrefix(a.Topic, "bulk.") {
-				left++
-			}
-		}
-		if left > 0 {
-			return fmt.Errorf("R8.4/%d bindings left after lifting", left)
-		}
-		return nil
-	})
+	kafkatest.Eventually(t, 30*time.Second, bulk(0))
 	t.Logf("R8.4/%d topics: lifted in one pass of %s", n, liftTook.Round(time.Millisecond))
 }
 

@@ -371,3 +371,30 @@ func TestR8_2WantedButNotInPlace(t *testing.T) {
 		}
 	}
 }
+
+// R8.2: once protection is lifted and nothing is claimed anywhere, the
+// gauges say so (the passes after it read no ACLs).
+func TestR8_2GaugesAfterTheLift(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Enabled: true}, full(), f, clock)
+	for range 2 {
+		passAt(t, e, clock, full())
+	}
+	if v := gather(t, reg, "kafka_disk_guard_write_protection_active", nil); v != 1 {
+		t.Fatalf("active %v while protected", v)
+	}
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("not lifted: %v", f.acls)
+	}
+	for _, m := range []string{"kafka_disk_guard_write_protection_active", "kafka_disk_guard_write_protection_wanted", "kafka_disk_guard_cluster_write_protection"} {
+		if v := gather(t, reg, m, nil); v != 0 {
+			t.Errorf("R8.2/%s %v after the lift", m, v)
+		}
+	}
+}

@@ -79,6 +79,29 @@ func (p *protectionFlags) parse(args []string) error {
 	return nil
 }
 
+// open parses args, runs check (the subcommand's own usage checks),
+// connects, and bounds the rest by --timeout; done releases it all. admin
+// is nil when nothing is to be done: err says why, nil after -h.
+func (p *protectionFlags) open(ctx context.Context, args []string, check func() error) (admin *kafkaadmin.Enforce, cctx context.Context, done func(), err error) {
+	if err := p.parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, nil, nil
+		}
+		return nil, nil, nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	admin, closeFn, err := p.connect()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	return admin, cctx, func() { cancel(); closeFn() }, nil
+}
+
 // connect opens the admin API on the ownership topic; close releases it.
 func (p *protectionFlags) connect() (admin *kafkaadmin.Enforce, closeFn func(), err error) {
 	var base kafkaadmin.Config

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -22,22 +20,11 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	var scope brokerScope
 	scope.register(p.fs, true)
 	why := p.fs.String("reason", "", "why, recorded with the lift (e.g. \"disk grown\", \"uninstall\")")
-	if err := p.parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	admin, ctx, done, err := p.open(ctx, args, func() error { return scope.check("lift", true) })
+	if admin == nil {
 		return err
 	}
-	if err := scope.check("lift", true); err != nil {
-		return err
-	}
-	admin, closeFn, err := p.connect()
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
+	defer done()
 	req := enforcer.LiftRequest{All: scope.all, Broker: int32(scope.broker), Topic: scope.topic,
 		By: operatorName(getenv), Reason: *why, Now: time.Now()}
 	res, err := enforcer.LiftProtection(ctx, admin, req)
@@ -76,28 +63,17 @@ func runProtectionResume(ctx context.Context, args []string, getenv env, out str
 	p := newProtectionFlags("resume", getenv, out.stderr)
 	var scope brokerScope
 	scope.register(p.fs, false)
-	if err := p.parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	admin, ctx, done, err := p.open(ctx, args, func() error { return scope.check("resume", false) })
+	if admin == nil {
 		return err
 	}
-	if err := scope.check("resume", false); err != nil {
-		return err
-	}
-	admin, closeFn, err := p.connect()
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
+	defer done()
 	recs, err := admin.LoadRecords(ctx)
 	if err != nil {
 		return fmt.Errorf("read the protection records: %w", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(out.stderr, nil))
-	var done []int32
+	var resumed []int32
 	for _, id := range slices.Sorted(maps.Keys(recs.Lifts)) {
 		l := recs.Lifts[id]
 		if (!scope.all && id != int32(scope.broker)) || l.Kind != enforcer.LiftOperator {
@@ -106,13 +82,13 @@ func runProtectionResume(ctx context.Context, args []string, getenv env, out str
 		if err := admin.DeleteLift(ctx, id); err != nil {
 			return fmt.Errorf("withdraw the lift of broker %d: %w", id, err)
 		}
-		done = append(done, id)
+		resumed = append(resumed, id)
 		logger.Info("operator's lift withdrawn", "by", operatorName(getenv), "broker_id", id, "lift_id", l.ID)
 	}
-	if len(done) == 0 {
+	if len(resumed) == 0 {
 		fmt.Fprintln(out.stdout, "Nothing to resume: no operator's lift in that scope.")
 		return nil
 	}
-	fmt.Fprintf(out.stdout, "Withdrew the operator's lift of broker(s) %v: their agents may protect again.\n", done)
+	fmt.Fprintf(out.stdout, "Withdrew the operator's lift of broker(s) %v: their agents may protect again.\n", resumed)
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -20,22 +19,16 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	p := newProtectionFlags("status", getenv, out.stderr)
 	format := p.fs.String("format", "table", "table or json")
 	topics := p.fs.Bool("topics", false, "table: list every protected topic with its bindings")
-	if err := p.parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	admin, ctx, done, err := p.open(ctx, args, func() error {
+		if *format != "table" && *format != "json" {
+			return usageError{fmt.Sprintf("protection status: --format %q is not table or json", *format)}
 		}
+		return nil
+	})
+	if admin == nil {
 		return err
 	}
-	if *format != "table" && *format != "json" {
-		return usageError{fmt.Sprintf("protection status: --format %q is not table or json", *format)}
-	}
-	admin, closeFn, err := p.connect()
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
+	defer done()
 
 	in := enforcer.StatusInput{Now: time.Now()}
 	if in.Records, err = admin.LoadRecords(ctx); err != nil {

@@ -109,6 +109,12 @@ const aclBatch = 1000
 // Kafka) and checks each creation's result. Without an authorizer it
 // answers enforcer.ErrNoAuthorizer.
 func (e *Enforce) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+	return e.inBatches(ctx, acls, e.createACLs)
+}
+
+// inBatches sends the bindings aclBatch at a time; without an authorizer
+// it stops at the first batch.
+func (e *Enforce) inBatches(ctx context.Context, acls []enforcer.ACL, send func(*conn, []enforcer.ACL) error) error {
 	c, err := e.src.conn()
 	if err != nil {
 		return err
@@ -118,7 +124,7 @@ func (e *Enforce) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := e.createACLs(c, acls[start:min(start+aclBatch, len(acls))]); err != nil {
+		if err := send(c, acls[start:min(start+aclBatch, len(acls))]); err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, enforcer.ErrNoAuthorizer) {
 				break
@@ -178,20 +184,7 @@ func msg(s *string) string {
 // fully specified (literal pattern, principal, host, operation,
 // permission), so no other ACL can match.
 func (e *Enforce) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
-	c, err := e.src.conn()
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for start := 0; start < len(acls); start += aclBatch {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := e.deleteACLs(c, acls[start:min(start+aclBatch, len(acls))]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return e.inBatches(ctx, acls, e.deleteACLs)
 }
 
 func (e *Enforce) deleteACLs(c *conn, acls []enforcer.ACL) error {

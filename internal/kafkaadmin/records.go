@@ -296,26 +296,19 @@ func (e *Enforce) ensureOwnershipTopic(c *conn) error {
 // LiveBrokers lists the brokers of the cluster's metadata: in KRaft, the
 // registered brokers that are not fenced.
 func (e *Enforce) LiveBrokers(ctx context.Context) ([]int32, error) {
-	c, err := e.src.conn()
-	if err != nil {
-		return nil, err
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b := c.client.LeastLoadedBroker()
-	if b == nil {
-		return nil, errors.New("no broker available")
-	}
-	if err := openBroker(b, c.client.Config()); err != nil {
-		return nil, fmt.Errorf("connect to broker %d: %w", b.ID(), err)
+	api := clientAPI{e.src}
+	if err := api.ready(); err != nil {
+		return nil, err
 	}
 	// One topic named: an empty list would mean every topic.
-	req := sarama.NewMetadataRequest(c.client.Config().Version, []string{e.ownershipTopic})
+	req := sarama.NewMetadataRequest(api.version(), []string{e.ownershipTopic})
 	req.AllowAutoTopicCreation = false
-	rsp, err := b.GetMetadata(req)
+	rsp, err := api.metadata(req)
 	if err != nil {
-		return nil, fmt.Errorf("metadata from broker %d: %w", b.ID(), err)
+		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	out := make([]int32, 0, len(rsp.Brokers))
 	for _, br := range rsp.Brokers {
