@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,10 @@ type Scanner struct {
 	// afterList, when set (tests only), runs after a partition directory
 	// was listed and before its files are read: files can vanish there.
 	afterList func(dir string)
+	// vanishAt, when set (tests only), is asked about each entry a
+	// partition listing stat'ed: true makes it vanish there, as when the
+	// broker renames it between getdents and stat.
+	vanishAt func(dir, name string) bool
 
 	mu     sync.Mutex
 	errs   map[ErrorKind]uint64
@@ -88,7 +93,10 @@ func (s *Scanner) Errors() map[ErrorKind]uint64 {
 	return out
 }
 
-// report counts a bad input and logs it the first time it is seen.
+// report counts a bad input and logs it the first time it is seen: at
+// warn, except a vanished file, which is the broker's normal churn
+// (retention renames segments .deleted while they are read): counted,
+// never alerted on (docs/operating.md), logged at debug.
 func (s *Scanner) report(kind ErrorKind, path string, err error) {
 	s.mu.Lock()
 	s.errs[kind]++
@@ -102,7 +110,11 @@ func (s *Scanner) report(kind ErrorKind, path string, err error) {
 	}
 	s.mu.Unlock()
 	if !seen {
-		s.logger.Warn("scan error", "kind", string(kind), "path", path, "err", err)
+		level := slog.LevelWarn
+		if kind == ErrVanished {
+			level = slog.LevelDebug
+		}
+		s.logger.Log(context.Background(), level, "scan error", "kind", string(kind), "path", path, "err", err)
 	}
 }
 
@@ -362,6 +374,9 @@ func readDir(root *os.Root, name string) ([]os.DirEntry, error) {
 type scratch struct {
 	buf   []byte
 	files []segFile
+	// A partition listing's bad entries, and whether one vanished.
+	bad      []badEntry
+	vanished bool
 }
 
 // segFile is one file of a partition directory, parsed and measured.
@@ -388,6 +403,18 @@ type partitionDir struct {
 	topic  string
 	part   int32
 	kind   PartitionKind
+}
+
+// maxRelists bounds how often a partition directory is listed again when
+// entries vanish during the listing.
+const maxRelists = 3
+
+// badEntry is a bad input found while listing, reported once the listing
+// is final.
+type badEntry struct {
+	kind ErrorKind
+	path string
+	err  error
 }
 
 // readPartition reads one partition directory with the log dir's
@@ -420,27 +447,48 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 	files := sc.files[:0]
 	defer func() { sc.files = files[:0] }()
 	var subdirs []string
-	err = listDir(dir, buf, func(fname string, st entryStat, err error) {
-		if err != nil {
-			s.report(errKind(err), filepath.Join(full, fname), err)
-			return
+	// An entry that vanished between getdents and stat (the broker renamed
+	// it .deleted or removed it: retention, the log cleaner) makes the
+	// listing inconsistent: its bytes are missing and its new name may be
+	// too, so usage would dip. List again, a few times, before reporting.
+	for attempt := 0; ; attempt++ {
+		files, subdirs, sc.bad, sc.vanished = files[:0], subdirs[:0], sc.bad[:0], false
+		err = listDir(dir, buf, func(fname string, st entryStat, err error) {
+			if err == nil && s.vanishAt != nil && s.vanishAt(full, fname) {
+				err = &os.PathError{Op: "fstatat", Path: fname, Err: fs.ErrNotExist}
+			}
+			if err != nil {
+				sc.vanished = sc.vanished || errors.Is(err, fs.ErrNotExist)
+				sc.bad = append(sc.bad, badEntry{errKind(err), filepath.Join(full, fname), err})
+				return
+			}
+			if st.isDir {
+				subdirs = append(subdirs, strings.Clone(fname))
+				return
+			}
+			base, fk, ok := parseSegmentFileName(fname)
+			if !ok {
+				sc.bad = append(sc.bad, badEntry{ErrBadName, filepath.Join(full, fname), errors.New("not a segment file name")})
+			}
+			f := segFile{base: base, kind: fk, disk: st.disk, apparent: st.apparent, mtime: st.mtimeMs}
+			if fk == fileLog || fk == fileIndex || fk == fileTimeIndex {
+				f.name = "" // rebuilt from the base offset when the file is opened
+			} else {
+				f.name = strings.Clone(fname)
+			}
+			files = append(files, f)
+		})
+		if err != nil || !sc.vanished || attempt == maxRelists {
+			break
 		}
-		if st.isDir {
-			subdirs = append(subdirs, strings.Clone(fname))
-			return
+		if _, err = dir.Seek(0, io.SeekStart); err != nil {
+			break
 		}
-		base, fk, ok := parseSegmentFileName(fname)
-		if !ok {
-			s.report(ErrBadName, filepath.Join(full, fname), errors.New("not a segment file name"))
-		}
-		f := segFile{base: base, kind: fk, disk: st.disk, apparent: st.apparent, mtime: st.mtimeMs}
-		if fk == fileLog || fk == fileIndex || fk == fileTimeIndex {
-			f.name = "" // rebuilt from the base offset when the file is opened
-		} else {
-			f.name = strings.Clone(fname)
-		}
-		files = append(files, f)
-	})
+	}
+	for _, b := range sc.bad {
+		s.report(b.kind, b.path, b.err)
+	}
+	clear(sc.bad)
 	if err != nil {
 		return p, fmt.Errorf("read partition dir: %w", err)
 	}
@@ -592,11 +640,6 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 			defer ti.Close()
 			ts, nTime, err = lastTimestamp(ti, timeSize, buf)
 			if shrunk(err) {
-				if size, ok := shrunkTo(ti, timeSize); ok {
-					ts, nTime, err = lastTimestamp(ti, size, buf)
-				}
-			}
-			if shrunk(err) {
 				ts, nTime, err = -1, 0, nil // still moving: the next read sees it settled
 			}
 			if err != nil {
@@ -665,15 +708,11 @@ func prevSegment(prev *Partition, base int64) *Segment {
 // roll racing the scan: on roll Kafka trims the index files of the segment
 // that stops being active to their valid entries
 // (LogSegment.onBecomeInactiveSegment), so an index listed at its
-// preallocated size can be shorter when it is read. Not an I/O error.
+// preallocated size can be shorter when it is read. Not an I/O error:
+// validEntries already re-reads an index at its current size, so what is
+// left here is a file still moving; the next read sees it settled.
 func shrunk(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// shrunkTo returns a file's current size when it is smaller than size.
-func shrunkTo(f indexFile, size int64) (int64, bool) {
-	cur, err := f.Seek(0, io.SeekEnd)
-	return cur, err == nil && cur < size
 }
 
 // activeSegment is what readActive needs of the active segment.
@@ -713,11 +752,6 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 					s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index length is not a multiple of 8"))
 				}
 				nOff, err = validEntries(f, indexSize, offsetEntrySize, buf)
-				if shrunk(err) {
-					if size, ok := shrunkTo(f, indexSize); ok {
-						nOff, err = validEntries(f, size, offsetEntrySize, buf)
-					}
-				}
 				if err == nil {
 					pos, err = lastOffsetPosition(f, nOff, buf)
 				}

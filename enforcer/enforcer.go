@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -113,6 +114,8 @@ type Enforcer struct {
 	virtualLSO map[TopicPartition]int64
 	// fractionPass: when each partition last had a purge_fraction pass.
 	fractionPass map[TopicPartition]time.Time
+	// bands: each log dir's band at the last pass, to log changes.
+	bands map[string]string
 }
 
 // Deps are what the enforcer observes and acts through.
@@ -160,6 +163,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		dryRun: !cfg.Enabled, brokerF: cfg.BrokerID, brokerID: -1, pm: pm,
 		prot:          protectionState{unrecorded: map[ACL]bool{}, leases: map[int32]leaseSeen{}, gone: map[int32]time.Time{}},
 		lastScheduled: clock.Now(),
+		bands:         map[string]string{},
 		virtualLSO:    map[TopicPartition]int64{},
 		fractionPass:  map[TopicPartition]time.Time{},
 	}
@@ -277,9 +281,9 @@ func scheduledRan(goals []DirGoal, o Observed) bool {
 	return true
 }
 
-// report sets the band and blocked gauges and logs changes in what is held
-// back. It reports whether the pass is blocked: a stale snapshot, or a
-// freeing goal or a topic held back.
+// report sets the band and blocked gauges and logs band changes and
+// changes in what is held back. It reports whether the pass is blocked: a
+// stale snapshot, or a freeing goal or a topic held back.
 func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool) {
 	for _, g := range goals {
 		for _, b := range e.policy.Profile.Bands {
@@ -288,6 +292,15 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 				v = 1
 			}
 			e.m.band.WithLabelValues(g.LogDir, b.Name).Set(v)
+		}
+		if prev, ok := e.bands[g.LogDir]; !ok || prev != g.Band.Name {
+			attrs := []any{"log_dir", g.LogDir, "band", g.Band.Name, "from_band", prev, "action", g.Band.Action,
+				"usage_percent", math.Round(1000*g.Usage) / 10}
+			if g.Band.Target > 0 {
+				attrs = append(attrs, "target_percent", math.Round(1000*g.Band.Target)/10)
+			}
+			e.logger.Info("band changed", attrs...)
+			e.bands[g.LogDir] = g.Band.Name
 		}
 	}
 	var reasons []BlockReason

@@ -23,9 +23,14 @@ import (
 var broker *kafkatest.Broker
 
 // A short retention check and file delete delay, so segments are deleted
-// within seconds and .deleted files stay long enough to be seen.
+// within seconds and .deleted files stay long enough to be seen. The high
+// watermark checkpoint is written every 500 ms (Kafka's default is 5 s):
+// nothing is eligible above the checkpointed high watermark (spec R1.7),
+// and with the default a retention check every 4 s could delete segments
+// before the checkpoint let the agent see them eligible.
 func TestMain(m *testing.M) {
-	os.Exit(kafkatest.Main(m, kafkatest.Options{RetentionCheckMs: 4000, FileDeleteDelayMs: 3000}, &broker))
+	os.Exit(kafkatest.Main(m, kafkatest.Options{RetentionCheckMs: 4000, FileDeleteDelayMs: 3000,
+		Props: []string{"replica.high.watermark.checkpoint.interval.ms=500"}}, &broker))
 }
 
 // fixedConfigs is the topic configs the test created the topic with.

@@ -37,9 +37,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CHART=$ROOT/charts/kafka-disk-guard
-# The image's licence label (SPDX). The repository carries no licence
-# file yet: NOASSERTION says so instead of guessing one.
-LICENSES=NOASSERTION
+# The image's licence label (SPDX): the repository's LICENSE file.
+LICENSES=Apache-2.0
 
 fail() { printf 'build-image.sh: %s\n' "$*" >&2; exit 1; }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 )
 
@@ -33,11 +34,29 @@ type demoConfig struct {
 	compactFlat  int64
 	interval     time.Duration
 	perPartition bool
+	// The generated log dir's simulated broker.
+	enforce  bool
+	scenario string
+	speed    float64
 }
 
 // demoDefaultCapacity is the configured capacity of the generated log dir,
 // so its usage ratio moves visibly.
 const demoDefaultCapacity = 256 << 20
+
+// demoCompactFlatBytes is the demo's reservation for a compact-only
+// partition, scaled down with its small segments (the product default is
+// 1 GiB, spec R5.1).
+const demoCompactFlatBytes = 64 << 20
+
+// Demo scenarios: fill drives usage through the bands in cycles
+// (simbroker.Scenario), steady only writes at the topics' steady rates.
+const (
+	scenarioFill   = "fill"
+	scenarioSteady = "steady"
+	// demoMaxFillCapacity bounds what the fill scenario writes.
+	demoMaxFillCapacity = 2 << 30
+)
 
 func parseDemoFlags(args []string, getenv env, stderr io.Writer) (demoConfig, error) {
 	var c demoConfig
@@ -50,11 +69,14 @@ func parseDemoFlags(args []string, getenv env, stderr io.Writer) (demoConfig, er
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: kafka-disk-guard demo [flags]
 
-Generates a realistic Kafka broker log dir in a temporary directory, keeps
-writing to it as a broker would (records appended, segments rolled, expired
-segments deleted), scans it and serves its metrics until interrupted.
-With --bootstrap-server and --log-dirs it watches a real broker instead
-(connection flags and KDG_* variables as for run).
+Generates a realistic Kafka broker log dir in a temporary directory and
+runs a simulated broker on it (records appended, segments rolled, expired
+segments deleted, an admin API for the guard), fills its disk through the
+usage bands and lets it fall back, and runs the guard on it: the enforcer
+says what it would do at each band (observe mode) or, with --enforce, does
+it. Metrics are served until interrupted. With --bootstrap-server and
+--log-dirs it watches a real broker instead (observe mode; connection
+flags and KDG_* variables as for run).
 
 flags:
 `)
@@ -71,6 +93,9 @@ flags:
 	fs.Int64Var(&c.compactFlat, "reserve.compact-flat-bytes", 0, "reserved bytes per compact-only partition; 0: 1 GiB (the generated log dir defaults to 64 MiB)")
 	fs.DurationVar(&c.interval, "interval", time.Second, "how often the simulated broker writes (generated log dir only)")
 	fs.BoolVar(&c.perPartition, "metrics.per-partition", false, "export per-partition series")
+	fs.BoolVar(&c.enforce, "enforce", false, "let the enforcer act on the simulated broker: delete records, write-protect topics (generated log dir only)")
+	fs.StringVar(&c.scenario, "scenario", scenarioFill, "fill: drive usage through the bands and back, in cycles; steady: steady writes only (generated log dir only)")
+	fs.Float64Var(&c.speed, "speed", 1, "run the simulated broker's scenario and retention this many times faster (generated log dir only)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
@@ -113,7 +138,24 @@ flags:
 	if !real && c.compactFlat == 0 {
 		c.compactFlat = demoCompactFlatBytes
 	}
-	return c, nil
+	return c, c.validateSimulation()
+}
+
+// validateSimulation checks the simulated broker's flags (after the
+// capacity default).
+func (c demoConfig) validateSimulation() error {
+	switch {
+	case c.kafka.Enabled() && c.enforce:
+		return usageError{"demo: --enforce acts on the simulated broker only; a real broker is observed (use run --enforce)"}
+	case c.scenario != scenarioFill && c.scenario != scenarioSteady:
+		return usageError{fmt.Sprintf("demo: --scenario %q is not one of fill, steady", c.scenario)}
+	case c.speed <= 0 || c.speed > 20:
+		return usageError{fmt.Sprintf("demo: --speed %v is outside (0, 20]", c.speed)}
+	case !c.kafka.Enabled() && c.scenario == scenarioFill && c.capacity > demoMaxFillCapacity:
+		return usageError{fmt.Sprintf("demo: --capacity-bytes %d: the fill scenario writes up to 93%% of it; at most %d (2 GiB), or --scenario steady",
+			c.capacity, demoMaxFillCapacity)}
+	}
+	return nil
 }
 
 func runDemo(ctx context.Context, args []string, getenv env, out streams) error {
@@ -124,7 +166,8 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(out.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lines := &lineWriter{w: out.stdout, held: true}
+	logger := slog.New(newDemoLog(lines, out.stderr))
 	version, revision := buildVersion()
 
 	gc := guardConfig{}
@@ -133,6 +176,7 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 	gc.Metrics.PerPartition = cfg.perPartition
 	gc.Admission.CompactFlatBytes = cfg.compactFlat
 	var hooks serveHooks
+	intro := func() { printScenario(out.stdout, gc.Enforcer, nil, agent.ConfigSet{}) }
 	if !cfg.kafka.Enabled() {
 		dir := cfg.dir
 		if dir == "" {
@@ -143,61 +187,53 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 			defer os.RemoveAll(tmp)
 			dir = filepath.Join(tmp, "kafka-logs")
 		}
-		topics := demoTopics()
-		now := time.Now()
-		sim, err := newSimulator(dir, topics, now)
+		bcfg, sc := simbroker.Demo(simbroker.DemoOptions{Dir: dir, Now: time.Now(), Capacity: cfg.capacity, Speed: cfg.speed})
+		broker, err := simbroker.New(bcfg, logger)
 		if err != nil {
 			return err
 		}
-		cs := demoConfigs(topics, now)
-		hooks.offline = &cs
+		if cfg.scenario == scenarioSteady {
+			sc = nil
+		}
+		cs := broker.Configs()
+		hooks.offline, hooks.admin = &cs, broker.Admin()
 		gc.LogDirs = []string{dir}
-		hooks.extra = append(hooks.extra, func(ctx context.Context, _ *agent.Agent, _ string) error {
-			return runSimulator(ctx, sim, cfg.interval)
+		// The scenario moves fast: re-read growing partitions and
+		// reclassify more often than the defaults.
+		gc.GrowthInterval, gc.ReclassifyInterval = 200*time.Millisecond, time.Second
+		hooks.extra = append(hooks.extra, func(ctx context.Context, a *agent.Agent, _ string) error {
+			if sc != nil {
+				sc.Usage, sc.Logger = func() (float64, bool) { return firstUsage(a) }, logger
+			}
+			return broker.Run(ctx, cfg.interval, sc)
 		})
-		fmt.Fprintf(out.stdout, "Generated a broker log dir in %s; a simulated broker appends records every %s, rolls segments and deletes expired ones.\n", dir, cfg.interval)
+		printSimulation(out.stdout, dir, cfg, bcfg)
+		intro = func() { printScenario(out.stdout, gc.Enforcer, sc, cs) }
 	} else {
 		gc.Kafka = cfg.kafka
 	}
 	if err := gc.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
+	// Enforcement acts through a broker: here the simulated one's admin
+	// API (validate asks run for a cluster).
+	gc.Enforcer.Enabled = cfg.enforce && hooks.admin != nil
 	hooks.extra = append(hooks.extra, func(ctx context.Context, ag *agent.Agent, addr string) error {
-		for ag.Snapshot() == nil { // the first full scan
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-ag.Updated():
-			}
+		if !waitFirstSnapshot(ctx, ag) {
+			return nil
 		}
 		printScanTable(out.stdout, ag.Snapshot(), cfg.compactFlat)
 		fmt.Fprintf(out.stdout, "\nMetrics: %s\n", metricsURL(addr))
 		if cfg.webConfig != "" {
 			fmt.Fprintf(out.stdout, "(https and basic auth as %s sets them)\n", cfg.webConfig)
 		}
-		fmt.Fprintln(out.stdout, "The enforcer runs in observe mode: it reports what it would do, and does nothing.")
-		fmt.Fprintln(out.stdout, "The log dir keeps changing; so do the metrics. Ctrl-C to stop.")
-		return printProgress(ctx, out.stdout, ag, 15*time.Second)
+		intro()
+		lines.release()
+		return narrateUsage(ctx, lines, ag, 10*time.Second)
 	})
 	err = serve(ctx, gc, logger, build{version, revision}, hooks)
 	fmt.Fprintln(out.stdout, "Stopped.")
 	return err
-}
-
-// runSimulator steps the simulated broker every interval.
-func runSimulator(ctx context.Context, sim *simulator, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case now := <-t.C:
-			if err := sim.step(now); err != nil {
-				return fmt.Errorf("simulated broker: %w", err)
-			}
-		}
-	}
 }
 
 func metricsURL(addr string) string {
@@ -258,36 +294,5 @@ func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
 		if len(other) > 0 {
 			fmt.Fprintf(w, "  also: %s\n", strings.Join(other, ", "))
 		}
-	}
-}
-
-// printProgress prints a one-line summary every period.
-func printProgress(ctx context.Context, w io.Writer, src exporter.SnapshotSource, period time.Duration) error {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		snap := src.Snapshot()
-		if snap == nil {
-			continue
-		}
-		var sum agent.Summary
-		var used, capacity uint64
-		var pending int64
-		for _, ld := range snap.LogDirs {
-			used += ld.Usage.UsedBytes
-			capacity += ld.Usage.CapacityBytes
-			pending += ld.PendingDeleteBytes
-			for _, ts := range ld.TopicSummaries() {
-				sum.Add(ts.Summary)
-			}
-		}
-		fmt.Fprintf(w, "%s  segments: %d open, %d closed, %d eligible  expired still on disk %s  pending delete %s  used %s of %s\n",
-			snap.Time.Format("15:04:05"), sum.Segments.Open, sum.Segments.Closed, sum.Segments.Eligible,
-			human.Bytes(sum.Expired.OpenSegment+sum.Expired.AwaitingDeletion), human.Bytes(pending), human.Bytes(int64(used)), human.Bytes(int64(capacity)))
 	}
 }

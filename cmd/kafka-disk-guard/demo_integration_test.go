@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 
 // TestDemoGuardsRealBroker: with --bootstrap-server and --log-dirs the demo
 // scans a real broker's log dir and classifies and reserves with the
-// topic configs the broker reports (spec R5.1).
+// topic configs the broker reports (spec R5.1); its enforcer observes the
+// broker and tells the log dir's band, without a warning.
 func TestDemoGuardsRealBroker(t *testing.T) {
 	b, err := kafkatest.Start(kafkatest.Options{})
 	if err != nil {
@@ -76,8 +78,23 @@ func TestDemoGuardsRealBroker(t *testing.T) {
 			return nil
 		})
 	}
+	// The enforcer observes the real broker and says which band its log
+	// dir is in, and nothing goes wrong on a healthy broker.
+	bandLine := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  usage \d+\.\d%: band (scheduled|periodic|purge|protect)`)
+	eventually(t, 30*time.Second, func() error {
+		if !bandLine.MatchString(stdout.String()) {
+			return fmt.Errorf("no band line:\n%s", stdout.String())
+		}
+		return nil
+	})
+	if !strings.Contains(stdout.String(), "The enforcer runs in observe mode") {
+		t.Errorf("no observe-mode line:\n%s", stdout.String())
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("demo: %v", err)
+	}
+	if e := stderr.String(); strings.Contains(e, "level=WARN") || strings.Contains(e, "level=ERROR") {
+		t.Errorf("warnings on a healthy broker:\n%s", e)
 	}
 }

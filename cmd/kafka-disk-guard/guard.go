@@ -195,6 +195,9 @@ type serveHooks struct {
 	ready func(addr string)
 	// offline, when set, are the topic configs used without a cluster.
 	offline *agent.ConfigSet
+	// admin, when set, is the enforcer's admin API instead of the cluster's
+	// (the demo's simulated broker).
+	admin enforcer.Admin
 	// extra parts run beside the guard's own, with the same lifetime.
 	extra []func(ctx context.Context, a *agent.Agent, addr string) error
 }
@@ -279,7 +282,11 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		return err
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
-	// the plan, and every action fails as not connected.
+	// the plan, and every action fails as not connected. The demo gives it
+	// its simulated broker's admin API instead.
+	if hooks.admin != nil {
+		admin = hooks.admin
+	}
 	enf, err := enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: admin, Clock: systemClock{}})
 	if err != nil {
 		return err

@@ -86,10 +86,16 @@ func TestImage(t *testing.T) {
 				t.Errorf("label %s = %q, want %q", k, got, want)
 			}
 		}
-		for _, k := range []string{"org.opencontainers.image.licenses", "org.opencontainers.image.created"} {
-			if c.Config.Labels[k] == "" {
-				t.Errorf("label %s missing", k)
-			}
+		if c.Config.Labels["org.opencontainers.image.created"] == "" {
+			t.Errorf("label org.opencontainers.image.created missing")
+		}
+		// The licence label names the repository's LICENSE.
+		lic, err := os.ReadFile(filepath.Join(e2etest.Root(t), "LICENSE"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Config.Labels["org.opencontainers.image.licenses"]; got != "Apache-2.0" || !strings.Contains(string(lic), "Apache License\n                           Version 2.0") {
+			t.Errorf("label org.opencontainers.image.licenses = %q; want Apache-2.0, the licence in LICENSE", got)
 		}
 	})
 

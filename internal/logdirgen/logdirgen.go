@@ -14,13 +14,11 @@ package logdirgen
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 )
@@ -129,11 +127,8 @@ func FileName(baseOffset int64, suffix string) string {
 	return fmt.Sprintf("%020d%s", baseOffset, suffix)
 }
 
-// Generate writes spec under dir (created if needed) and returns what it wrote.
-func Generate(dir string, spec Spec) (*Result, error) {
-	if spec.Now.IsZero() {
-		return nil, errors.New("logdirgen: spec.Now is required")
-	}
+// withDefaults returns spec with every zero field at its default.
+func (spec Spec) withDefaults() Spec {
 	if spec.ClusterID == "" {
 		spec.ClusterID = "kdg-test-cluster"
 	}
@@ -149,6 +144,22 @@ func Generate(dir string, spec Spec) (*Result, error) {
 	if spec.BatchBytes <= 0 {
 		spec.BatchBytes = DefaultBatchBytes
 	}
+	return spec
+}
+
+// checkpoint is the partition's line in the checkpoint files.
+func (pr *PartitionResult) checkpoint() Checkpoint {
+	return Checkpoint{Topic: pr.Topic, Partition: pr.Partition, LogStartOffset: pr.LogStartOffset,
+		FirstSegment: pr.Segments[0].BaseOffset, HighWatermark: pr.HighWatermark,
+		RecoveryPoint: pr.Segments[len(pr.Segments)-1].BaseOffset}
+}
+
+// Generate writes spec under dir (created if needed) and returns what it wrote.
+func Generate(dir string, spec Spec) (*Result, error) {
+	if spec.Now.IsZero() {
+		return nil, errors.New("logdirgen: spec.Now is required")
+	}
+	spec = spec.withDefaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
@@ -159,7 +170,7 @@ func Generate(dir string, spec Spec) (*Result, error) {
 	if err := writeFile(filepath.Join(dir, "meta.properties"), []byte(meta), spec.Now); err != nil {
 		return nil, err
 	}
-	var lso, hw, rp []checkpointEntry
+	var cps []Checkpoint
 	for _, t := range spec.Topics {
 		if t.Name == "" || t.Partitions <= 0 || len(t.Segments) == 0 {
 			return nil, fmt.Errorf("logdirgen: topic %q needs a name, partitions and segments", t.Name)
@@ -173,57 +184,20 @@ func Generate(dir string, spec Spec) (*Result, error) {
 			pr.Dir = name
 			res.Partitions = append(res.Partitions, *pr)
 			res.Segments += len(pr.Segments)
-			if t.NoCheckpoints {
-				continue
+			if !t.NoCheckpoints {
+				cps = append(cps, pr.checkpoint())
 			}
-			if pr.LogStartOffset > pr.Segments[0].BaseOffset {
-				lso = append(lso, checkpointEntry{t.Name, p, pr.LogStartOffset})
-			}
-			hw = append(hw, checkpointEntry{t.Name, p, pr.HighWatermark})
-			rp = append(rp, checkpointEntry{t.Name, p, pr.Segments[len(pr.Segments)-1].BaseOffset})
 		}
 	}
 	if spec.Extras {
-		if err := g.extras(dir, res, &hw); err != nil {
+		if err := g.extras(dir, res); err != nil {
 			return nil, err
 		}
 	}
-	for _, c := range []struct {
-		name string
-		e    []checkpointEntry
-	}{
-		{"log-start-offset-checkpoint", lso},
-		{"replication-offset-checkpoint", hw},
-		{"recovery-point-offset-checkpoint", rp},
-	} {
-		if err := writeFile(filepath.Join(dir, c.name), checkpoint(c.e), spec.Now); err != nil {
-			return nil, err
-		}
+	if err := writeCheckpoints(dir, cps, spec.Now); err != nil {
+		return nil, err
 	}
 	return res, nil
-}
-
-type checkpointEntry struct {
-	topic     string
-	partition int32
-	offset    int64
-}
-
-// checkpoint renders Kafka's offset checkpoint format: a version line (0),
-// a count line, then "topic partition offset" lines.
-func checkpoint(es []checkpointEntry) []byte {
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].topic != es[j].topic {
-			return es[i].topic < es[j].topic
-		}
-		return es[i].partition < es[j].partition
-	})
-	var b strings.Builder
-	fmt.Fprintf(&b, "0\n%d\n", len(es))
-	for _, e := range es {
-		fmt.Fprintf(&b, "%s %d %d\n", e.topic, e.partition, e.offset)
-	}
-	return []byte(b.String())
 }
 
 type gen struct {
@@ -297,16 +271,13 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 		records = nb
 	}
 	sr := &SegmentResult{BaseOffset: base, Records: records, LogBytes: s.Bytes, LargestTimestamp: time.UnixMilli(maxTs)}
-	var offIdx, timeIdx []byte
-	var lastTimeEntry int64 = -1
-	var bytesSince, pos int64
-	var maxSoFar int64 = -1
-	var offOfMax int64
+	x := newIndexer(g.spec.IndexIntervalBytes)
 	type hdr struct {
 		pos int64
-		h   [61]byte
+		h   [batchHeaderBytes]byte
 	}
 	var hdrs []hdr
+	var pos int64
 	for j := int64(0); j < nb; j++ {
 		size := g.spec.BatchBytes
 		if pos+size > s.Bytes {
@@ -318,45 +289,27 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 		if s.NoTimeIndex {
 			ts = -1
 		}
-		if ts > maxSoFar {
-			maxSoFar, offOfMax = ts, lastOff
-		}
-		if bytesSince > g.spec.IndexIntervalBytes {
-			offIdx = binary.BigEndian.AppendUint32(offIdx, uint32(lastOff))
-			offIdx = binary.BigEndian.AppendUint32(offIdx, uint32(pos))
-			if maxSoFar > lastTimeEntry {
-				timeIdx = binary.BigEndian.AppendUint64(timeIdx, uint64(maxSoFar))
-				timeIdx = binary.BigEndian.AppendUint32(timeIdx, uint32(offOfMax))
-				lastTimeEntry = maxSoFar
-			}
-			bytesSince = 0
-		}
-		bytesSince += size
-		if !g.spec.Sparse || (active && size >= 61) {
-			if size >= 61 {
-				var h hdr
-				h.pos = pos
-				putBatchHeader(h.h[:], base+firstOff, size, lastOff-firstOff, ts)
-				hdrs = append(hdrs, h)
-			}
+		x.batch(pos, size, lastOff, ts)
+		if size >= batchHeaderBytes && (!g.spec.Sparse || active) {
+			var h hdr
+			h.pos = pos
+			putBatchHeader(h.h[:], base+firstOff, size, lastOff-firstOff, ts)
+			hdrs = append(hdrs, h)
 		}
 		pos += size
 	}
-	if !active && maxSoFar > lastTimeEntry {
-		timeIdx = binary.BigEndian.AppendUint64(timeIdx, uint64(maxSoFar))
-		timeIdx = binary.BigEndian.AppendUint32(timeIdx, uint32(offOfMax))
-		lastTimeEntry = maxSoFar
+	if !active {
+		x.close()
 	}
-	if lastTimeEntry >= 0 {
-		sr.TimeIndexed = time.UnixMilli(lastTimeEntry)
+	if x.lastTimeEntry >= 0 {
+		sr.TimeIndexed = time.UnixMilli(x.lastTimeEntry)
 	}
-	if g.spec.Sparse && len(offIdx) > 0 {
+	if g.spec.Sparse && x.lastEntryPos >= 0 {
 		// A sparse active segment gets real batch headers only where a
 		// reader starts walking: from its last offset index entry on.
-		last := int64(binary.BigEndian.Uint32(offIdx[len(offIdx)-4:]))
 		keep := hdrs[:0]
 		for _, h := range hdrs {
-			if h.pos >= last {
+			if h.pos >= x.lastEntryPos {
 				keep = append(keep, h)
 			}
 		}
@@ -384,69 +337,21 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 	if err := os.Chtimes(logPath, mtime, mtime); err != nil {
 		return nil, fmt.Errorf("set segment mtime: %w", err)
 	}
-	prealloc := int64(0)
+	var offPre, timePre int64
 	if active {
-		prealloc = g.spec.SegmentIndexBytes
+		offPre, timePre = preallocated(g.spec.SegmentIndexBytes, offsetEntryBytes), preallocated(g.spec.SegmentIndexBytes, timeEntryBytes)
 	}
-	if err := writeIndex(filepath.Join(pdir, FileName(base, ".index")), offIdx, prealloc/8*8, mtime); err != nil {
+	if err := writeIndex(filepath.Join(pdir, FileName(base, ".index")), x.off, offPre, mtime); err != nil {
 		return nil, err
 	}
-	if err := writeIndex(filepath.Join(pdir, FileName(base, ".timeindex")), timeIdx, prealloc/12*12, mtime); err != nil {
+	if err := writeIndex(filepath.Join(pdir, FileName(base, ".timeindex")), x.time, timePre, mtime); err != nil {
 		return nil, err
 	}
 	return sr, nil
 }
 
-// putBatchHeader writes a record batch v2 header (61 bytes).
-func putBatchHeader(h []byte, baseOffset, size, lastOffsetDelta, maxTs int64) {
-	be := binary.BigEndian
-	be.PutUint64(h[0:], uint64(baseOffset))
-	be.PutUint32(h[8:], uint32(size-12))
-	be.PutUint32(h[12:], 0) // partition leader epoch
-	h[16] = 2               // magic
-	be.PutUint32(h[17:], 0) // crc (not computed)
-	be.PutUint16(h[21:], 0) // attributes
-	be.PutUint32(h[23:], uint32(lastOffsetDelta))
-	be.PutUint64(h[27:], uint64(maxTs)) // base timestamp (same, simplified)
-	be.PutUint64(h[35:], uint64(maxTs)) // max timestamp
-	be.PutUint64(h[43:], ^uint64(0))    // producer id -1
-	be.PutUint16(h[51:], 0xffff)        // producer epoch -1
-	be.PutUint32(h[53:], 0xffffffff)    // base sequence -1
-	be.PutUint32(h[57:], uint32(lastOffsetDelta+1))
-}
-
-// writeIndex writes entries and, for an active segment, extends the file to
-// prealloc bytes with a hole, as Kafka preallocates index files.
-func writeIndex(path string, entries []byte, prealloc int64, mtime time.Time) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("create index: %w", err)
-	}
-	if _, err := f.Write(entries); err != nil {
-		f.Close()
-		return fmt.Errorf("write index: %w", err)
-	}
-	if prealloc > int64(len(entries)) {
-		if err := f.Truncate(prealloc); err != nil {
-			f.Close()
-			return fmt.Errorf("preallocate index: %w", err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close index: %w", err)
-	}
-	return os.Chtimes(path, mtime, mtime)
-}
-
-func writeFile(path string, body []byte, mtime time.Time) error {
-	if err := os.WriteFile(path, body, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return os.Chtimes(path, mtime, mtime)
-}
-
 // extras adds what a live broker leaves around besides live segments.
-func (g *gen) extras(dir string, res *Result, hw *[]checkpointEntry) error {
+func (g *gen) extras(dir string, res *Result) error {
 	now := g.spec.Now
 	// A deleted segment waiting for file.delete.delay.ms, in the first partition.
 	if len(res.Partitions) > 0 {

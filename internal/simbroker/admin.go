@@ -1,0 +1,136 @@
+package simbroker
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+)
+
+// Admin is the simulated broker's admin API: enforcer.Admin answered from
+// the broker's state, as the broker would answer it (per-partition
+// errors included). Every method is one call of call(), which checks the
+// context and holds the broker's lock: a new method of enforcer.Admin is
+// one more function of that shape, its semantics in the broker's methods.
+type Admin struct{ b *Broker }
+
+var _ enforcer.Admin = (*Admin)(nil)
+
+// call runs f on the broker under its lock, unless ctx has ended.
+func call[T any](ctx context.Context, a *Admin, f func(b *Broker) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	a.b.mu.Lock()
+	defer a.b.mu.Unlock()
+	return f(a.b)
+}
+
+// Offsets answers ListOffsets: partitions the broker does not host are
+// absent from the answer, as the adapter leaves them.
+func (a *Admin) Offsets(ctx context.Context, parts []enforcer.TopicPartition) (map[enforcer.TopicPartition]enforcer.Offsets, error) {
+	return call(ctx, a, func(b *Broker) (map[enforcer.TopicPartition]enforcer.Offsets, error) {
+		out := make(map[enforcer.TopicPartition]enforcer.Offsets, len(parts))
+		for _, tp := range parts {
+			if p := b.partition(tp.Topic, tp.Partition); p != nil {
+				out[tp] = enforcer.Offsets{LogStart: p.log.LogStartOffset(), HighWatermark: p.log.LogEndOffset()}
+			}
+		}
+		return out, nil
+	})
+}
+
+// DeleteRecords moves log start offsets, each partition with its own
+// result (Broker.deleteRecords).
+func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64) (map[int32]error, error) {
+	return call(ctx, a, func(b *Broker) (map[int32]error, error) {
+		out := make(map[int32]error, len(offsets))
+		for p, off := range offsets {
+			out[p] = b.deleteRecords(topic, p, off)
+		}
+		return out, nil
+	})
+}
+
+func (a *Admin) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
+	return call(ctx, a, func(b *Broker) ([]enforcer.ACL, error) {
+		return slices.Collect(maps.Keys(b.acls)), nil
+	})
+}
+
+func (a *Admin) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
+		for _, x := range acls {
+			b.acls[literal(x)] = true
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (a *Admin) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
+	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
+		for _, x := range acls {
+			delete(b.acls, literal(x))
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (a *Admin) DefaultProducerQuota(ctx context.Context) (int64, error) {
+	return call(ctx, a, func(b *Broker) (int64, error) { return b.quota, nil })
+}
+
+func (a *Admin) SetDefaultProducerQuota(ctx context.Context, rate int64) error {
+	_, err := call(ctx, a, func(b *Broker) (int64, error) { return b.setQuota(rate) })
+	return err
+}
+
+func (a *Admin) RemoveDefaultProducerQuota(ctx context.Context) error {
+	_, err := call(ctx, a, func(b *Broker) (int64, error) { return b.setQuota(0) })
+	return err
+}
+
+// LoadRecords reads every agent's protection record and lift (the broker
+// keeps the ownership topic in memory).
+func (a *Admin) LoadRecords(ctx context.Context) (enforcer.Records, error) {
+	return call(ctx, a, func(b *Broker) (enforcer.Records, error) { return b.records.Clone(), nil })
+}
+
+// StoreRecord writes an agent's record, as the topic holds it (encoded).
+func (a *Admin) StoreRecord(ctx context.Context, r enforcer.Record) error {
+	data, err := enforcer.EncodeRecord(r)
+	if err != nil {
+		return err
+	}
+	_, err = call(ctx, a, func(b *Broker) (struct{}, error) {
+		r, err := enforcer.DecodeRecord(data)
+		b.records.Agents[r.BrokerID] = r
+		return struct{}{}, err
+	})
+	return err
+}
+
+// StoreLift writes a lift of an agent's claims.
+func (a *Admin) StoreLift(ctx context.Context, l enforcer.Lift) error {
+	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
+		l.Topics = slices.Clone(l.Topics)
+		b.records.Lifts[l.BrokerID] = l
+		return struct{}{}, nil
+	})
+	return err
+}
+
+// LiveBrokers: the simulated cluster is this one broker.
+func (a *Admin) LiveBrokers(ctx context.Context) ([]int32, error) {
+	return call(ctx, a, func(b *Broker) ([]int32, error) { return []int32{b.cfg.NodeID}, nil })
+}
+
+// AllowEveryoneIfNoACLFound: the simulated broker allows nothing an ACL
+// does not (Kafka's default), so protection adds no ALLOW.
+func (a *Admin) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.AllowEveryone, error) {
+	return call(ctx, a, func(*Broker) (enforcer.AllowEveryone, error) { return enforcer.AllowEveryoneFalse, nil })
+}
