@@ -104,26 +104,47 @@ func TestR4_3ACLAndOwnershipAdapter(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	own, err := a.LoadOwnership(ctx)
-	if err != nil || len(own) != 0 {
+	own, err := a.LoadRecords(ctx)
+	if err != nil || len(own.Agents)+len(own.Lifts) != 0 {
 		t.Fatalf("before any record: %v %v", own, err)
 	}
-	rec := enforcer.Ownership{BrokerID: 7, Strategy: enforcer.StrategyACL, LogDirs: []string{"/d"}, ACLs: []enforcer.ACL{deny}}
+	shape := enforcer.Shape{Deny: []string{enforcer.AnyPrincipal}}
+	rec := enforcer.Record{BrokerID: 7, Strategy: enforcer.StrategyACL, Owned: []enforcer.Owned{{Kind: enforcer.OwnedACL, Shape: &shape, Topics: []string{topic}}}}
 	for i := range 3 {
 		rec.LogDirs = []string{fmt.Sprintf("/d%d", i)}
-		if err := a.StoreOwnership(ctx, rec); err != nil {
+		if err := a.StoreRecord(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.StoreOwnership(ctx, enforcer.Ownership{BrokerID: 8}); err != nil {
+	if err := a.StoreRecord(ctx, enforcer.Record{BrokerID: 8}); err != nil {
 		t.Fatal(err)
 	}
-	own, err = a.LoadOwnership(ctx)
+	lift := enforcer.Lift{ID: "op-1", BrokerID: 7, Kind: enforcer.LiftOperator, By: "test"}
+	if err := a.StoreLift(ctx, lift); err != nil {
+		t.Fatal(err)
+	}
+	own, err = a.LoadRecords(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(own) != 2 || !slices.Equal(own[7].LogDirs, []string{"/d2"}) || !slices.Equal(own[7].ACLs, []enforcer.ACL{deny}) {
+	if len(own.Agents) != 2 || !slices.Equal(own.Agents[7].LogDirs, []string{"/d2"}) || !slices.Equal(own.Agents[7].ACLTopics(), []string{topic}) ||
+		own.Lifts[7].ID != "op-1" {
 		t.Fatalf("loaded %+v", own)
+	}
+	if err := a.DeleteLift(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if own, err = a.LoadRecords(ctx); err != nil || len(own.Lifts) != 0 {
+		t.Fatalf("R8.1/a withdrawn lift is still read: %+v %v", own.Lifts, err)
+	}
+	live, err := a.LiveBrokers(ctx)
+	if err != nil || !slices.Equal(live, []int32{1}) {
+		t.Fatalf("live brokers %v %v", live, err)
+	}
+	// The single broker sets allow.everyone.if.no.acl.found=true: the
+	// broker reports it set, hiding its value (a sensitive entry).
+	if v, err := a.AllowEveryoneIfNoACLFound(ctx); err != nil || v != enforcer.AllowEveryoneUnknown {
+		t.Fatalf("R8.3/allow.everyone.if.no.acl.found read as %v %v, want unknown (set, value hidden)", v, err)
 	}
 }
 
@@ -170,8 +191,14 @@ func TestR4_3QuotaStrategy(t *testing.T) {
 	capacity.set(uint64(float64(used) / 0.95))
 	g2 := startGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: "__kdg_test_quota"})
 	kafkatest.Eventually(t, 20*time.Second, func() error {
-		if len(g2.logs.lines("operator default client quota in place, quota protection not applied")) == 0 {
+		if len(g2.logs.lines("write protection impossible")) == 0 {
 			return fmt.Errorf("no log line about the operator's quota")
+		}
+		if v := metric(g2.reg, "kafka_disk_guard_write_protection_error", map[string]string{"reason": "operator_quota"}); v != 1 {
+			return fmt.Errorf("R8.2/error{operator_quota} %v", v)
+		}
+		if v := metric(g2.reg, "kafka_disk_guard_write_protection_active", nil); v != 0 {
+			return fmt.Errorf("R8.2/active %v with an operator's quota", v)
 		}
 		return nil
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // apply performs the plan (or, in observe mode, logs and counts it).
@@ -24,20 +23,14 @@ func (e *Enforcer) apply(ctx context.Context, plan Plan, goals []DirGoal, o Obse
 	}
 	pp := plan.Protection
 	if o.Protection != nil {
-		if err := e.applyProtection(ctx, pp, protectBand); err != nil {
+		problems, err := e.applyProtection(ctx, plan, protectBand)
+		if err != nil {
 			errs = append(errs, err)
 		}
-		e.windowActions += len(pp.Create) + len(pp.Delete)
-	}
-	strategy := e.cfg.Protection.Strategy
-	mine := e.mine()
-	on := dirSet(mine.LogDirs)
-	for _, g := range goals {
-		v := 0.0
-		if on[g.LogDir] && !e.dryRun {
-			v = 1
-		}
-		e.m.protection.WithLabelValues(g.LogDir, strategy).Set(v)
+		e.windowActions += len(pp.Create) + len(pp.Release)
+		e.reportProtection(o, goals, pp, problems)
+	} else if e.prot.records != nil && !o.BrokerUnreachable {
+		e.reportNoProtection(goals)
 	}
 
 	dels := plan.Deletions
@@ -140,163 +133,4 @@ func (e *Enforcer) record(d Deletion, err error) {
 		}
 		e.logger.Info("deleted records", attrs...)
 	}
-}
-
-// applyProtection changes ACLs or quotas. Order keeps the ownership topic
-// a superset of what exists: record the claims first, then create; delete
-// first, then record the smaller set. A crash in between leaves a record
-// claiming a binding that may not exist, which the next pass lifts
-// idempotently, never an unrecorded binding.
-func (e *Enforcer) applyProtection(ctx context.Context, pp ProtectionPlan, band string) error {
-	if pp.OperatorQuota {
-		e.logger.Warn("operator default client quota in place, quota protection not applied", "band", band)
-	}
-	mine := e.mine()
-	final := pp.Ownership
-	final.Updated = e.clock.Now()
-	if e.dryRun {
-		for _, tp := range pp.Create {
-			e.protectionAction(actionProtect, tp, band, ResultDryRun, nil)
-		}
-		for _, tp := range pp.Delete {
-			e.protectionAction(actionUnprotect, tp, band, ResultDryRun, nil)
-		}
-		if pp.SetQuota > 0 {
-			e.quotaAction(actionProtect, pp.SetQuota, band, ResultDryRun, nil)
-		}
-		if pp.RemoveQuota {
-			e.quotaAction(actionUnprotect, 0, band, ResultDryRun, nil)
-		}
-		if pp.Record {
-			e.setMine(final)
-		}
-		return nil
-	}
-
-	var errs []error
-	if len(pp.Create) > 0 || pp.SetQuota > 0 {
-		union := final
-		union.LogDirs = unionStrings(mine.LogDirs, final.LogDirs)
-		union.ACLs = unionACLs(mine.ACLs, final.ACLs)
-		union.ProducerByteRate = max(mine.ProducerByteRate, final.ProducerByteRate)
-		if !sameOwnership(mine, union) {
-			if err := e.admin.StoreOwnership(ctx, union); err != nil {
-				return fmt.Errorf("record ownership before protecting: %w", err)
-			}
-			e.setMine(union)
-		}
-	}
-	var all []ACL
-	for _, tp := range pp.Create {
-		all = append(all, tp.ACLs...)
-	}
-	if len(all) > 0 {
-		err := e.admin.CreateACLs(ctx, all)
-		for _, tp := range pp.Create {
-			e.protectionAction(actionProtect, tp, band, actionResult(err), err)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("create acls: %w", err))
-		}
-	}
-	if pp.SetQuota > 0 {
-		err := e.admin.SetDefaultProducerQuota(ctx, pp.SetQuota)
-		e.quotaAction(actionProtect, pp.SetQuota, band, actionResult(err), err)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("set default producer quota: %w", err))
-		}
-	}
-	var gone []ACL
-	for _, tp := range pp.Delete {
-		gone = append(gone, tp.ACLs...)
-	}
-	if len(gone) > 0 {
-		err := e.admin.DeleteACLs(ctx, gone)
-		for _, tp := range pp.Delete {
-			e.protectionAction(actionUnprotect, tp, band, actionResult(err), err)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("delete acls: %w", err))
-		}
-	}
-	if pp.RemoveQuota {
-		err := e.admin.RemoveDefaultProducerQuota(ctx)
-		e.quotaAction(actionUnprotect, 0, band, actionResult(err), err)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("remove default producer quota: %w", err))
-		}
-	}
-	if len(errs) == 0 && !sameOwnership(e.mine(), final) {
-		if err := e.admin.StoreOwnership(ctx, final); err != nil {
-			errs = append(errs, fmt.Errorf("record ownership: %w", err))
-		} else {
-			e.setMine(final)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (e *Enforcer) setMine(o Ownership) {
-	if e.ownership == nil {
-		e.ownership = map[int32]Ownership{}
-	}
-	o.BrokerID = e.brokerID
-	e.ownership[e.brokerID] = o
-}
-
-func (e *Enforcer) protectionAction(action Action, tp TopicProtection, band string, res ActionResult, err error) {
-	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
-	ops := make([]string, 0, len(tp.ACLs))
-	for _, a := range tp.ACLs {
-		ops = append(ops, a.Permission+" "+a.Operation)
-	}
-	attrs := []any{"action", action, "strategy", StrategyACL, "topic", tp.Topic, "principal", AnyPrincipal,
-		"acls", ops, "band", band, "reason", "disk_usage", "dry_run", e.dryRun}
-	switch {
-	case err != nil:
-		e.logger.Error("write protection change failed", append(attrs, "err", err)...)
-	case action == actionProtect:
-		e.logger.Warn("write protection on", attrs...)
-	default:
-		e.logger.Info("write protection off", attrs...)
-	}
-}
-
-func (e *Enforcer) quotaAction(action Action, rate int64, band string, res ActionResult, err error) {
-	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
-	attrs := []any{"action", action, "strategy", StrategyQuota, "entity", "client-id=<default>",
-		"producer_byte_rate", rate, "band", band, "reason", "disk_usage", "dry_run", e.dryRun}
-	switch {
-	case err != nil:
-		e.logger.Error("write protection change failed", append(attrs, "err", err)...)
-	case action == actionProtect:
-		e.logger.Warn("write protection on", attrs...)
-	default:
-		e.logger.Info("write protection off", attrs...)
-	}
-}
-
-func unionStrings(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, s := range b {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func unionACLs(a, b []ACL) []ACL {
-	seen := map[ACL]bool{}
-	var out []ACL
-	for _, x := range append(slices.Clone(a), b...) {
-		x = normACL(x)
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	sortACLs(out)
-	return out
 }

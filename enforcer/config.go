@@ -3,6 +3,7 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -140,13 +141,58 @@ type ScheduleConfig struct {
 	Timezone string `yaml:"timezone"`
 }
 
-// ProtectionConfig chooses the write-protection strategy.
+// ProtectionConfig chooses the write-protection strategy and how the
+// protection is owned (spec R8).
 type ProtectionConfig struct {
 	// Strategy is acl (default) or quota.
 	Strategy string `yaml:"strategy"`
 	// ProducerByteRate is the quota strategy's producer_byte_rate for the
 	// default client entity (default 1024 bytes/s per broker).
 	ProducerByteRate int64 `yaml:"producerByteRate"`
+	// LeaseDuration: the agent renews the lease on its protection while
+	// its inputs are trusted (fresh snapshot, broker reachable and alive);
+	// a peer agent lifts protection whose lease it saw unrenewed this long
+	// (default 60s, at least three enforcer.interval). Producers stay blocked at most about this long after
+	// the agent that blocked them died.
+	LeaseDuration time.Duration `yaml:"leaseDuration"`
+	// RecordTimeout bounds how long switching protection on waits for its
+	// ownership record (default 500ms): protection is applied whether or
+	// not the record was written in time, and the record is written after.
+	RecordTimeout time.Duration `yaml:"recordTimeout"`
+	// AllowEveryoneIfNoACLFound is the brokers'
+	// allow.everyone.if.no.acl.found as the guard must assume it: auto
+	// (default: read from the brokers; set but hidden counts as unknown,
+	// never as true), true or false.
+	AllowEveryoneIfNoACLFound string `yaml:"allowEveryoneIfNoAclFound"`
+	// ExemptPrincipals keep writing during protection (e.g.
+	// User:kafka-connect). Default none.
+	ExemptPrincipals []string `yaml:"exemptPrincipals"`
+	// ExemptTopics are never protected: glob patterns on the topic name
+	// (path.Match: *, ?, [...]). Default DefaultExemptTopics; [] for none.
+	// Topics starting with __ (Kafka's and the guard's own) are always
+	// exempt.
+	ExemptTopics []string `yaml:"exemptTopics"`
+}
+
+// AllowEveryone is the configured allow.everyone.if.no.acl.found (auto:
+// read it, reported false).
+func (c ProtectionConfig) AllowEveryone() (v AllowEveryone, auto bool) {
+	switch c.AllowEveryoneIfNoACLFound {
+	case "true":
+		return AllowEveryoneTrue, false
+	case "false":
+		return AllowEveryoneFalse, false
+	}
+	return AllowEveryoneUnknown, true
+}
+
+// DefaultExemptTopics are the small internal topics of Kafka Connect
+// (its default names and Strimzi's) and Schema Registry: denied, the
+// whole Connect worker or registry fails, not only the writes that fill
+// the disk.
+func DefaultExemptTopics() []string {
+	return []string{"_schemas", "connect-configs", "connect-offsets", "connect-status",
+		"connect-cluster-configs", "connect-cluster-offsets", "connect-cluster-status"}
 }
 
 // Defaults.
@@ -160,6 +206,8 @@ const (
 	DefaultOwnershipTopic        = "__kafka_disk_guard_protection"
 	DefaultProducerByteRate      = 1024
 	DefaultPurgeFraction         = 0.10
+	DefaultLeaseDuration         = time.Minute
+	DefaultRecordTimeout         = 500 * time.Millisecond
 
 	DefaultIdentityInterval   = time.Minute
 	DefaultRightsInterval     = 10 * time.Minute
@@ -196,6 +244,15 @@ func (c Config) WithDefaults() Config {
 	if c.Protection.ProducerByteRate == 0 {
 		c.Protection.ProducerByteRate = DefaultProducerByteRate
 	}
+	if c.Protection.RecordTimeout == 0 {
+		c.Protection.RecordTimeout = DefaultRecordTimeout
+	}
+	if c.Protection.AllowEveryoneIfNoACLFound == "" {
+		c.Protection.AllowEveryoneIfNoACLFound = "auto"
+	}
+	if c.Protection.ExemptTopics == nil {
+		c.Protection.ExemptTopics = DefaultExemptTopics()
+	}
 	if c.MaxActionsPerInterval == 0 {
 		c.MaxActionsPerInterval = DefaultMaxActionsPerInterval
 	}
@@ -204,6 +261,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.StaleAfter == 0 {
 		c.StaleAfter = DefaultStaleAfter
+	}
+	if c.Protection.LeaseDuration == 0 {
+		c.Protection.LeaseDuration = max(DefaultLeaseDuration, 3*c.Interval)
 	}
 	if c.OwnershipTopic == "" {
 		c.OwnershipTopic = DefaultOwnershipTopic
@@ -330,6 +390,9 @@ func (c Config) Validate() error {
 	if c.Protection.ProducerByteRate < 0 {
 		return fmt.Errorf("enforcer.protection.producerByteRate: %d is negative", c.Protection.ProducerByteRate)
 	}
+	if err := c.Protection.validate(c.Interval); err != nil {
+		return err
+	}
 	if c.MaxActionsPerInterval < 0 {
 		return fmt.Errorf("enforcer.maxActionsPerInterval: %d is negative", c.MaxActionsPerInterval)
 	}
@@ -360,4 +423,34 @@ func parseClock(s string) (hour, minute int, err error) {
 		return 0, 0, fmt.Errorf("%q is not HH:MM", s)
 	}
 	return hour, minute, nil
+}
+
+// validate checks the ownership settings of protection (after defaults).
+func (p ProtectionConfig) validate(interval time.Duration) error {
+	if p.LeaseDuration < 2*interval {
+		return fmt.Errorf("enforcer.protection.leaseDuration: %s is shorter than two enforcer.interval (%s): the lease could not be renewed in time", p.LeaseDuration, interval)
+	}
+	if p.RecordTimeout < 0 || p.RecordTimeout > p.LeaseDuration {
+		return fmt.Errorf("enforcer.protection.recordTimeout: %s is outside (0, leaseDuration %s] (default %s)", p.RecordTimeout, p.LeaseDuration, DefaultRecordTimeout)
+	}
+	switch p.AllowEveryoneIfNoACLFound {
+	case "auto", "true", "false":
+	default:
+		return fmt.Errorf("enforcer.protection.allowEveryoneIfNoAclFound: %q is not one of auto, true, false", p.AllowEveryoneIfNoACLFound)
+	}
+	for i, pr := range p.ExemptPrincipals {
+		typ, name, ok := strings.Cut(pr, ":")
+		switch {
+		case !ok || typ == "" || name == "":
+			return fmt.Errorf("enforcer.protection.exemptPrincipals[%d]: %q is not TYPE:NAME (e.g. User:kafka-connect)", i, pr)
+		case pr == AnyPrincipal:
+			return fmt.Errorf("enforcer.protection.exemptPrincipals[%d]: %s exempts everyone; use a profile without protection instead", i, pr)
+		}
+	}
+	for i, t := range p.ExemptTopics {
+		if _, err := path.Match(t, ""); err != nil || t == "" {
+			return fmt.Errorf("enforcer.protection.exemptTopics[%d]: %q is not a glob pattern (path.Match: *, ?, [...])", i, t)
+		}
+	}
+	return nil
 }

@@ -2,8 +2,6 @@ package enforcer
 
 import (
 	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
@@ -39,62 +37,6 @@ func blockReasons() []BlockReason {
 	return append([]BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors}, evidenceReasons()...)
 }
 
-// ACL is one ACL binding on a topic. The guard's own are always literal,
-// principal User:*, host *.
-type ACL struct {
-	Topic      string `json:"topic"`
-	Pattern    string `json:"pattern,omitempty"` // literal (default) or prefixed; observed only
-	Principal  string `json:"principal"`
-	Host       string `json:"host"`
-	Operation  string `json:"operation"`  // WRITE, READ, DESCRIBE, ...
-	Permission string `json:"permission"` // ALLOW or DENY
-}
-
-// ACL fields the guard uses.
-const (
-	PatternLiteral  = "literal"
-	PatternPrefixed = "prefixed"
-	AnyPrincipal    = "User:*"
-	AnyHost         = "*"
-	OpWrite         = "WRITE"
-	OpRead          = "READ"
-	OpDescribe      = "DESCRIBE"
-	PermAllow       = "ALLOW"
-	PermDeny        = "DENY"
-)
-
-func guardACL(topic, op, perm string) ACL {
-	return ACL{Topic: topic, Pattern: PatternLiteral, Principal: AnyPrincipal, Host: AnyHost, Operation: op, Permission: perm}
-}
-
-// matches reports whether the binding applies to topic (for the
-// allow.everyone.if.no.acl.found question).
-func (a ACL) matches(topic string) bool {
-	switch a.Pattern {
-	case PatternPrefixed:
-		return strings.HasPrefix(topic, a.Topic)
-	default:
-		return a.Topic == topic || a.Topic == "*"
-	}
-}
-
-// Ownership is what one broker's agent set, as recorded durably in the
-// ownership topic.
-type Ownership struct {
-	BrokerID int32    `json:"broker_id"`
-	Strategy string   `json:"strategy,omitempty"`
-	LogDirs  []string `json:"log_dirs,omitempty"` // log dirs under protection
-	ACLs     []ACL    `json:"acls,omitempty"`
-	// ProducerByteRate > 0: the default client quota this agent set.
-	ProducerByteRate int64     `json:"producer_byte_rate,omitempty"`
-	Updated          time.Time `json:"updated"`
-}
-
-// empty reports whether the record claims nothing.
-func (o Ownership) empty() bool {
-	return len(o.LogDirs) == 0 && len(o.ACLs) == 0 && o.ProducerByteRate == 0
-}
-
 // Policy is what Desired decides by.
 type Policy struct {
 	Profile          Profile
@@ -120,8 +62,14 @@ type Observed struct {
 	// FractionDone: partitions that already had their purge_fraction pass
 	// in the current interval.
 	FractionDone map[TopicPartition]bool
-	// Protection state from the admin API (nil when not observed).
-	Protection *ProtectionObserved
+	// Protection state from the admin API and the ownership records (nil
+	// when not observed this pass); WouldProtect: observe mode's view of
+	// it, what enforcing would see (spec R8, protect_plan.go).
+	Protection   *ProtectionObserved
+	WouldProtect *ProtectionObserved
+	// BrokerNotAlive: the cluster's metadata does not list this agent's
+	// broker: none of its log dirs is a reason to protect (spec R8.3).
+	BrokerNotAlive bool
 
 	// Evidence for destructive actions (spec R6). What is missing here
 	// becomes a hold in Desired (dirHolds for a log dir, DirGoal.HeldTopics
@@ -158,18 +106,6 @@ type Observed struct {
 	// left the log dir but the filesystem's used bytes did not fall
 	// (R7.3 feedback).
 	PurgeIneffective map[string]bool
-}
-
-// ProtectionObserved is the cluster's protection state.
-type ProtectionObserved struct {
-	BrokerID  int32
-	Strategy  string
-	Ownership map[int32]Ownership // by broker id, from the ownership topic
-	ACLs      []ACL               // every topic ACL in the cluster
-	// DefaultProducerByteRate: the producer_byte_rate of the default client
-	// entity now (0: none).
-	DefaultProducerByteRate int64
-	ProducerByteRate        int64 // the rate the quota strategy sets
 }
 
 // Free is a log dir's freeing goal for this pass.
@@ -237,8 +173,10 @@ func Desired(p Policy, o Observed) []DirGoal {
 
 // protects reports whether the log dir must be write-protected: at or
 // above the protect band, or still within its hysteresis (R3.7). A stale
-// snapshot changes nothing (usage unknown), and protection is never lifted
-// on unreadable data (R6).
+// snapshot changes nothing (usage unknown: the lease is not renewed
+// either, spec R8.1). A log dir the agent cannot read, or of a broker the
+// cluster no longer lists, is Kafka's own failure, never a reason to
+// block writes cluster-wide (spec R8.3).
 //
 // The identity gate (spec R7.1) applies: a log dir of another cluster or
 // broker is never protected, and one whose identity is not confirmed is
@@ -253,11 +191,11 @@ func (p Policy) protects(o Observed, ld *agent.LogDir) bool {
 		return false
 	case o.Stale:
 		return was
-	case pi < 0:
+	case pi < 0 || unreadable(ld) || o.BrokerNotAlive:
 		return false
 	case u >= p.Profile.Bands[pi].From && (was || confirmed(o, ld)):
 		return true
-	case was && (unreadable(ld) || u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100):
+	case was && u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100:
 		return true
 	}
 	return false
@@ -355,26 +293,4 @@ func needBytes(ld agent.LogDir, target float64, alreadyFreed int64) int64 {
 	limit := int64(math.Floor(target * float64(ld.Usage.CapacityBytes)))
 	need := int64(ld.Usage.UsedBytes) - alreadyFreed - limit + 1
 	return max(need, 0)
-}
-
-// protectedTopics lists the topics with a live or future replica in the
-// log dirs, except those internal by convention (agent.HasInternalPrefix).
-func protectedTopics(s *agent.Snapshot, dirs map[string]bool) []string {
-	set := map[string]bool{}
-	for _, ld := range s.LogDirs {
-		if !dirs[ld.Path] {
-			continue
-		}
-		for _, p := range ld.Partitions {
-			if (p.Kind == agent.KindLive || p.Kind == agent.KindFuture) && !agent.HasInternalPrefix(p.Topic) {
-				set[p.Topic] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for t := range set {
-		out = append(out, t)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -54,11 +54,11 @@ var (
 )
 
 // TestMetricsDocumented: every metric the enforcer registers is in the
-// Enforcer and Evidence sections of docs/metrics.md with its labels (and
+// Enforcer, Evidence and Write protection sections of docs/metrics.md with its labels (and
 // type, for those with a series from the start), and every metric listed
 // there is registered.
 func TestMetricsDocumented(t *testing.T) {
-	docs := docMetrics(t, "Enforcer (spec R3, R4)", "Evidence (spec R7)")
+	docs := docMetrics(t, "Enforcer (spec R3, R4)", "Evidence (spec R7)", "Write protection (spec R8)")
 	reg := prometheus.NewRegistry()
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -67,9 +67,10 @@ func TestMetricsDocumented(t *testing.T) {
 	m.initActionSeries(CloudProfile())
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
-		for _, c := range []prometheus.Collector{m.enabled, m.band, m.protection, m.actions, m.actionBytes, m.unexpiredBytes,
+		for _, c := range []prometheus.Collector{m.enabled, m.band, m.actions, m.actionBytes, m.unexpiredBytes,
 			m.reconciles, m.duration, m.blocked, m.ev.identity, m.ev.missingRights, m.ev.clockJump, m.ev.clockJumps,
-			m.ev.purgedWindow, m.ev.purgeChecks, m.ev.heldTopics} {
+			m.ev.purgedWindow, m.ev.purgeChecks, m.ev.heldTopics, m.prot.active, m.prot.wanted, m.prot.errors,
+			m.prot.cluster, m.prot.topics, m.prot.leaseAge, m.prot.lease, m.prot.recordBytes} {
 			c.Describe(ch)
 		}
 		close(ch)

@@ -48,8 +48,11 @@ type Admin interface {
 	// DeleteRecords moves log start offsets of one topic's partitions; the
 	// map holds each partition's own result (nil: done).
 	DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64) (map[int32]error, error)
-	// TopicACLs lists every ACL on topic resources.
+	// TopicACLs lists every ACL on topic resources; ErrNoAuthorizer when
+	// the brokers run without an authorizer.
 	TopicACLs(ctx context.Context) ([]ACL, error)
+	// CreateACLs creates bindings (ErrNoAuthorizer without an authorizer);
+	// DeleteACLs deletes exactly the bindings given.
 	CreateACLs(ctx context.Context, acls []ACL) error
 	DeleteACLs(ctx context.Context, acls []ACL) error
 	// DefaultProducerQuota is the default client entity's
@@ -57,10 +60,21 @@ type Admin interface {
 	DefaultProducerQuota(ctx context.Context) (int64, error)
 	SetDefaultProducerQuota(ctx context.Context, rate int64) error
 	RemoveDefaultProducerQuota(ctx context.Context) error
-	// LoadOwnership reads every agent's record from the ownership topic.
-	LoadOwnership(ctx context.Context) (map[int32]Ownership, error)
-	// StoreOwnership writes this agent's record (keyed by broker id).
-	StoreOwnership(ctx context.Context, o Ownership) error
+	// LoadRecords reads the ownership topic to its end: every agent's
+	// record and lift (record.go). A missing topic holds none.
+	LoadRecords(ctx context.Context) (Records, error)
+	// StoreRecord writes this agent's record (keyed by its broker id,
+	// acks=all), creating the topic on first use; it returns when the
+	// write is acknowledged or ctx ends.
+	StoreRecord(ctx context.Context, r Record) error
+	// StoreLift writes a lift of a broker's claims (acks=all).
+	StoreLift(ctx context.Context, l Lift) error
+	// LiveBrokers lists the broker ids in the cluster's metadata (nil:
+	// unknown, as without a cluster).
+	LiveBrokers(ctx context.Context) ([]int32, error)
+	// AllowEveryoneIfNoACLFound reads the brokers'
+	// allow.everyone.if.no.acl.found (see AllowEveryone).
+	AllowEveryoneIfNoACLFound(ctx context.Context) (AllowEveryone, error)
 }
 
 // Preparer is optionally implemented by an Admin: Run calls Prepare once
@@ -88,15 +102,14 @@ type Enforcer struct {
 
 	// State below is owned by the single worker (Run / Reconcile).
 	lastScheduled time.Time
-	ownership     map[int32]Ownership // nil until loaded
-	// ownershipLoaded: when the records were last read.
-	ownershipLoaded time.Time
-	brokerID        int32
-	windowStart     time.Time
-	windowActions   int
-	heldReasons     []BlockReason
-	lastErr         string
-	lastErrLog      time.Time
+	// prot: protection records, leases and what was set unrecorded.
+	prot          protectionState
+	brokerID      int32
+	windowStart   time.Time
+	windowActions int
+	heldReasons   []BlockReason
+	lastErr       string
+	lastErrLog    time.Time
 	// Observe mode: what enforcing would have set, so the dry run reports
 	// the plan enforcement would follow instead of the same one each pass.
 	virtualLSO map[TopicPartition]int64
@@ -163,6 +176,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		loc: loc, hour: hour, minute: minute,
 		logger: logger.With("component", "enforcer"), m: m, src: src, admin: admin, clock: clock,
 		dryRun: !cfg.Enabled, brokerF: cfg.BrokerID, brokerID: -1,
+		prot:          protectionState{unrecorded: map[ACL]bool{}, leases: map[int32]leaseSeen{}, gone: map[int32]time.Time{}},
 		lastScheduled: clock.Now(),
 		bands:         map[string]string{},
 		virtualLSO:    map[TopicPartition]int64{},
@@ -188,7 +202,8 @@ func (e *Enforcer) Run(ctx context.Context) error {
 	ticker := time.NewTicker(e.cfg.Interval)
 	defer ticker.Stop()
 	e.logger.Info("enforcer started", "dry_run", e.dryRun, "profile", e.policy.Profile.Name,
-		"strategy", e.cfg.Protection.Strategy, "interval", e.cfg.Interval)
+		"strategy", e.cfg.Protection.Strategy, "interval", e.cfg.Interval, "lease", e.cfg.Protection.LeaseDuration,
+		"allow_everyone_if_no_acl_found", e.cfg.Protection.AllowEveryoneIfNoACLFound, "ownership_topic", e.cfg.OwnershipTopic)
 	if p, ok := e.admin.(Preparer); ok && !e.dryRun {
 		if err := p.Prepare(ctx); err != nil && ctx.Err() == nil {
 			e.logger.Warn("prepare admin", "err", err)

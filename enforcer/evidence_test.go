@@ -89,8 +89,8 @@ func TestR7_1IdentityThroughReconcile(t *testing.T) {
 	if err := e.Reconcile(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if e.BrokerID() != 1 || f.lso[TopicPartition{"a", 0}] != 20 || f.ownership[1].BrokerID != 1 || len(f.acls) == 0 {
-		t.Fatalf("after the evidence: broker %d lso %v ownership %v acls %d", e.BrokerID(), f.lso, f.ownership, len(f.acls))
+	if e.BrokerID() != 1 || f.lso[TopicPartition{"a", 0}] != 20 || f.records.Agents[1].BrokerID != 1 || len(f.acls) == 0 {
+		t.Fatalf("after the evidence: broker %d lso %v records %v acls %d", e.BrokerID(), f.lso, f.records.Agents, len(f.acls))
 	}
 	if v := gather(t, reg, "kafka_disk_guard_log_dir_identity", map[string]string{"log_dir": dir, "reason": "confirmed"}); v != 1 {
 		t.Errorf("log_dir_identity{confirmed} %v", v)

@@ -66,7 +66,10 @@ func flood(t testing.TB, cycles int, live bool) (floodResult, *kafkatest.Broker)
 		}
 		src = a
 	}
-	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond, Purge: purgeMechanics}, src: src, ownTopic: enforcer.DefaultOwnershipTopic})
+	// The broker sets allow.everyone.if.no.acl.found=true and hides its
+	// value: the guard is told, so readers keep reading (R8.3).
+	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond, Purge: purgeMechanics,
+		Protection: enforcer.ProtectionConfig{AllowEveryoneIfNoACLFound: "true"}}, src: src, ownTopic: enforcer.DefaultOwnershipTopic})
 
 	var (
 		mu  sync.Mutex

@@ -35,9 +35,49 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(childMain())
 	}
-	os.Exit(kafkatest.Main(m, kafkatest.Options{RetentionCheckMs: 1000, FileDeleteDelayMs: 1000,
+	code := kafkatest.Main(m, kafkatest.Options{RetentionCheckMs: 1000, FileDeleteDelayMs: 1000,
 		// file.delete.delay.ms is the topic-level name; the broker reads log.segment.delete.delay.ms.
-		Props: []string{"log.segment.delete.delay.ms=1000"}}, &shared))
+		Props: []string{"log.segment.delete.delay.ms=1000"}}, &shared)
+	stopCluster()
+	os.Exit(code)
+}
+
+// The 3-node cluster of the protection tests (protect_cluster_integration_test.go),
+// started by the first test that asks for it and shared by the rest:
+// allow.everyone.if.no.acl.found=false (Kafka's default), so anonymous
+// clients and the non-super user limited hold exactly the ACLs a test
+// gives them.
+var (
+	clusterMu  sync.Mutex
+	cluster    *kafkatest.Cluster
+	clusterErr error
+)
+
+func sharedCluster(t testing.TB) *kafkatest.Cluster {
+	t.Helper()
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	if cluster == nil && clusterErr == nil {
+		cluster, clusterErr = kafkatest.StartCluster(kafkatest.ClusterOptions{DenyIfNoACL: true})
+		if clusterErr == nil {
+			t.Logf("cluster of 3 nodes up in %s", cluster.StartDuration.Round(100*time.Millisecond))
+		}
+	}
+	if clusterErr != nil {
+		t.Fatalf("the protection tests need a real 3-node cluster and it did not start: %v", clusterErr)
+	}
+	return cluster
+}
+
+func stopCluster() {
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	if cluster != nil {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "kafkatest:", err)
+		}
+		cluster = nil
+	}
 }
 
 // logBuf collects JSON log lines.
@@ -121,7 +161,13 @@ var purgeMechanics = enforcer.PurgeConfig{MaxPercentPerPass: 100, MaxPercentPerH
 
 func newAdmin(t testing.TB, b *kafkatest.Broker, ownTopic string) *kafkaadmin.Enforce {
 	t.Helper()
-	a, err := kafkaadmin.NewEnforce([]string{b.SASLAddr}, b.GuardConfig(), ownTopic)
+	return newAdminOn(t, []string{b.SASLAddr}, b.GuardConfig(), ownTopic)
+}
+
+// newAdminOn connects the guard's admin API to addrs.
+func newAdminOn(t testing.TB, addrs []string, cfg *sarama.Config, ownTopic string) *kafkaadmin.Enforce {
+	t.Helper()
+	a, err := kafkaadmin.NewEnforce(addrs, cfg, ownTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +175,11 @@ func newAdmin(t testing.TB, b *kafkatest.Broker, ownTopic string) *kafkaadmin.En
 	return a
 }
 
-// newEvidence reads the broker's evidence (spec R7) as the guard.
-func newEvidence(t testing.TB, b *kafkatest.Broker) *kafkaadmin.Evidence {
+// newEvidence reads the evidence (spec R7) of the brokers at addrs as the
+// guard.
+func newEvidence(t testing.TB, addrs []string, cfg *sarama.Config) *kafkaadmin.Evidence {
 	t.Helper()
-	c, err := sarama.NewClient([]string{b.SASLAddr}, b.GuardConfig())
+	c, err := sarama.NewClient(addrs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,35 +194,55 @@ type guardSpec struct {
 	clock    enforcer.Clock // nil: realClock{}
 	ownTopic string         // the ownership topic
 	echo     bool           // also log to stderr
+	// addrs: the SASL addresses to connect to (default: the broker's).
+	addrs []string
 }
 
 // startGuard runs s.src and an enforcer until the test ends.
 func startGuard(t testing.TB, b *kafkatest.Broker, s guardSpec) *guard {
 	t.Helper()
+	g := newGuard(t, b, s)
+	g.start(t)
+	return g
+}
+
+// newGuard builds the enforcer without running it (tests that drive
+// Reconcile themselves).
+func newGuard(t testing.TB, b *kafkatest.Broker, s guardSpec) *guard {
+	t.Helper()
 	src, clock := s.src, s.clock
 	if clock == nil {
 		clock = realClock{}
 	}
-	g := &guard{reg: prometheus.NewRegistry(), logs: &logBuf{}, src: src, admin: newAdmin(t, b, s.ownTopic)}
+	addrs := s.addrs
+	if addrs == nil {
+		addrs = []string{b.SASLAddr}
+	}
+	g := &guard{reg: prometheus.NewRegistry(), logs: &logBuf{}, src: src, admin: newAdminOn(t, addrs, b.GuardConfig(), s.ownTopic)}
 	var w io.Writer = g.logs
 	if s.echo {
 		w = io.MultiWriter(g.logs, os.Stderr)
 	}
 	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: g.admin, Clock: clock, Evidence: newEvidence(t, b)})
+	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: g.admin, Clock: clock, Evidence: newEvidence(t, addrs, b.GuardConfig())})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.e = e
+	g.stop = func() {}
+	return g
+}
+
+// start runs the guard's source and enforcer until the test ends (or stop).
+func (g *guard) start(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); src.Run(ctx) }()
-	go func() { defer wg.Done(); e.Run(ctx) }()
+	go func() { defer wg.Done(); g.src.Run(ctx) }()
+	go func() { defer wg.Done(); g.e.Run(ctx) }()
 	var once sync.Once
 	g.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
 	t.Cleanup(g.stop)
-	return g
 }
 
 // metric sums the samples of a metric family whose labels include want.
@@ -344,25 +411,27 @@ func childMain() int {
 	cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
 	cfg.Net.SASL.User = kafkatest.GuardUser
 	cfg.Net.SASL.Password = kafkatest.GuardPassword
-	admin, err := kafkaadmin.NewEnforce([]string{getenv("KDG_CHILD_SASL")}, cfg, getenv("KDG_CHILD_OWNERSHIP_TOPIC"))
+	admin, err := kafkaadmin.NewEnforce(strings.Split(getenv("KDG_CHILD_SASL"), ","), cfg, getenv("KDG_CHILD_OWNERSHIP_TOPIC"))
 	if err != nil {
 		logger.Error("admin", "err", err)
 		return 1
 	}
-	client, err := sarama.NewClient([]string{getenv("KDG_CHILD_SASL")}, cfg)
+	client, err := sarama.NewClient(strings.Split(getenv("KDG_CHILD_SASL"), ","), cfg)
 	if err != nil {
 		logger.Error("client", "err", err)
 		return 1
 	}
 	defer client.Close()
-	src := &scantest.Source{LogDir: getenv("KDG_CHILD_LOG_DIR"), Topics: topics, ScanEvery: 100 * time.Millisecond, Node: int32(id),
+	src := &scantest.Source{LogDir: getenv("KDG_CHILD_LOG_DIR"), Topics: topics, ScanEvery: 100 * time.Millisecond,
 		Capacity: func() uint64 {
 			data, _ := os.ReadFile(capFile)
 			v, _ := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
 			return v
 		}}
-	e, err := enforcer.New(enforcer.Config{Enabled: true, BrokerID: ptr(int32(id)), Interval: 200 * time.Millisecond},
-		logger, prometheus.NewRegistry(), enforcer.Deps{Snapshots: src, Admin: admin, Clock: realClock{}, Evidence: nodeAlias{kafkaadmin.NewEvidence(client)}})
+	lease, _ := time.ParseDuration(getenv("KDG_CHILD_LEASE"))
+	e, err := enforcer.New(enforcer.Config{Enabled: true, BrokerID: ptr(int32(id)), Interval: 200 * time.Millisecond,
+		Protection: enforcer.ProtectionConfig{LeaseDuration: lease}},
+		logger, prometheus.NewRegistry(), enforcer.Deps{Snapshots: src, Admin: admin, Clock: realClock{}, Evidence: kafkaadmin.NewEvidence(client)})
 	if err != nil {
 		logger.Error("enforcer", "err", err)
 		return 1
@@ -389,6 +458,8 @@ type childSpec struct {
 	capacityFile string // holds the log dir's capacity in bytes
 	topics       string // comma-separated topics it guards
 	ownTopic     string // the ownership topic
+	addrs        []string
+	lease        time.Duration // 0: the default
 }
 
 func startChild(t *testing.T, b *kafkatest.Broker, s childSpec) *child {
@@ -398,12 +469,16 @@ func startChild(t *testing.T, b *kafkatest.Broker, s childSpec) *child {
 		t.Fatal(err)
 	}
 	c := &child{logs: &logBuf{}, done: make(chan struct{})}
+	if s.addrs == nil {
+		s.addrs = []string{b.SASLAddr}
+	}
 	attr := &os.ProcAttr{Env: append(os.Environ(),
 		childEnv+"=1",
 		"KDG_CHILD_BROKER_ID="+strconv.Itoa(s.brokerID),
 		"KDG_CHILD_CAPACITY_FILE="+s.capacityFile,
 		"KDG_CHILD_TOPICS="+s.topics,
-		"KDG_CHILD_SASL="+b.SASLAddr,
+		"KDG_CHILD_SASL="+strings.Join(s.addrs, ","),
+		"KDG_CHILD_LEASE="+s.lease.String(),
 		"KDG_CHILD_LOG_DIR="+b.LogDir,
 		"KDG_CHILD_OWNERSHIP_TOPIC="+s.ownTopic,
 	)}
@@ -464,15 +539,4 @@ func classifyAllClosed(topics ...string) func(string, []agent.Segment) {
 			}
 		}
 	}
-}
-
-// nodeAlias answers for any node with the test broker's (node 1's) log
-// dirs: the child agents stand for other brokers on the one test broker
-// (their snapshots name their own node id, scantest.Source.Node), and the
-// identity check (spec R7.1) must confirm them as it would on their own
-// brokers.
-type nodeAlias struct{ *kafkaadmin.Evidence }
-
-func (a nodeAlias) BrokerLogDirs(ctx context.Context, _ int32) ([]agent.BrokerLogDir, error) {
-	return a.Evidence.BrokerLogDirs(ctx, 1)
 }

@@ -48,15 +48,16 @@ const (
 type metrics struct {
 	enabled        prometheus.Gauge
 	band           *prometheus.GaugeVec
-	protection     *prometheus.GaugeVec
 	actions        *prometheus.CounterVec
 	actionBytes    *prometheus.CounterVec
 	unexpiredBytes *prometheus.CounterVec
 	reconciles     *prometheus.CounterVec
 	duration       prometheus.Histogram
 	blocked        *prometheus.GaugeVec
-	// ev: the evidence gates' metrics (evidence_metrics.go).
-	ev *evidenceMetrics
+	// ev: the evidence gates' metrics (evidence_metrics.go); prot: write
+	// protection's (protect_metrics.go).
+	ev   *evidenceMetrics
+	prot *protectionMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -66,8 +67,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 when enforcing, 0 in observe (dry-run) mode."}),
 		band: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "band",
 			Help: "1 for the band the log dir is in now."}, []string{"log_dir", "band"}),
-		protection: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "write_protection_active",
-			Help: "1 while write protection set by this agent is on."}, []string{"log_dir", "strategy"}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "actions_total",
 			Help: "Enforcer actions planned or performed, by action, result (ok, error, dry_run) and band."}, []string{"action", "result", "band"}),
 		actionBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "action_bytes_total",
@@ -81,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "enforcer_blocked",
 			Help: "1 when destructive actions are held back, by reason."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.enabled, m.band, m.protection, m.actions, m.actionBytes, m.unexpiredBytes, m.reconciles, m.duration, m.blocked} {
+	for _, c := range []prometheus.Collector{m.enabled, m.band, m.actions, m.actionBytes, m.unexpiredBytes, m.reconciles, m.duration, m.blocked} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -94,6 +93,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	var err error
 	if m.ev, err = newEvidenceMetrics(reg); err != nil {
+		return nil, err
+	}
+	if m.prot, err = newProtectionMetrics(reg); err != nil {
 		return nil, err
 	}
 	return m, nil

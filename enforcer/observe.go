@@ -15,17 +15,23 @@ import (
 //     for destructive actions (observeEvidence, spec R7): the clock, the
 //     log dirs' identity and the guarded node, the principal's rights,
 //     the purge history and feedback;
-//  2. the ownership records, when due (ownershipDue): never read yet, or
-//     protection is relevant and the last read is an interval old. Switching
-//     protection on never waits for this read: it uses the cached records;
+//  2. the protection records (every agent's record and lift) and the
+//     cluster's brokers, when due (recordsDue): never read yet, or an
+//     interval old. Switching protection on never waits for this read: it
+//     uses the cached records. The other agents' leases are followed here;
 //  3. the broker's offsets of the partitions of log dirs that free space
 //     (Policy.freeingPartitions), with observe mode's virtual log start
 //     offsets on top;
 //  4. the cluster's protection state (ACLs or the default quota) while
-//     protection is relevant;
-//  5. fresh ownership records when the protection plan would lift or
-//     change this agent's claims and the records were not read this pass:
-//     so one agent never removes what another still claims.
+//     protection is relevant: this agent claims or wants some, or another
+//     agent's record claims some (the cluster-wide view, expired leases);
+//  5. the records again when a binding this agent claims is missing and
+//     they were not read this pass: an operator may have lifted it, and it
+//     is put back only if not.
+//
+// Lifting needs no fresh read here: apply writes the smaller record, then
+// reads the records to their end before it deletes anything (see
+// applyProtection).
 //
 // A read that fails marks the broker unreachable (which holds destructive
 // actions back), skips the reads after it, and is returned; phases are
@@ -43,21 +49,29 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	o.Protected = dirSet(e.mine().LogDirs)
 	r := reads{o: &o}
 
+	o.BrokerNotAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
 	fresh := false
-	if e.ownershipDue(o) {
-		fresh = r.do("load_ownership", func() error { return e.readOwnership(ctx, &o) })
+	if e.recordsDue(o) {
+		fresh = r.do("load_records", func() error { return e.readRecords(ctx, &o) })
+		if fresh {
+			o.Protected = dirSet(e.mine().LogDirs)
+			o.BrokerNotAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
+		}
 	}
 	if !o.BrokerUnreachable {
 		if parts := e.policy.freeingPartitions(o); len(parts) > 0 {
 			r.do("list_offsets", func() error { return e.readOffsets(ctx, &o, parts) })
 		}
 	}
-	if e.ownership != nil && !o.BrokerUnreachable && e.protectionRelevant(o) {
+	if e.prot.records != nil && !o.BrokerUnreachable && e.protectionRelevant(o) {
 		r.do("observe_protection", func() error { return e.readProtection(ctx, &o) })
 	}
-	if o.Protection != nil && !fresh && planProtection(o, e.policy.protectDirs(o)).changesClaimsOnly() {
-		if r.do("load_ownership", func() error { return e.readOwnership(ctx, &o) }) {
-			o.Protection.Ownership = e.ownership
+	// A binding this agent claims is missing: an operator may have lifted
+	// it. Read the records again before putting it back.
+	if o.Protection != nil && !fresh && e.claimsMissing(o.Protection) {
+		if r.do("load_records", func() error { return e.readRecords(ctx, &o) }) {
+			o.Protection.Records = e.prot.records.Clone()
+			o.Protection.Expired = e.expired(o.Now)
 		} else {
 			o.Protection = nil // protection stays as it is this pass
 		}
@@ -86,31 +100,6 @@ func (r *reads) do(name string, read func() error) bool {
 	return true
 }
 
-// protectionRelevant: this agent claims something, or a log dir wants
-// protection.
-func (e *Enforcer) protectionRelevant(o Observed) bool {
-	return !e.mine().empty() || len(e.policy.protectDirs(o)) > 0
-}
-
-// ownershipDue reports whether the ownership records must be read before
-// anything else: never read yet, or protection is relevant, no log dir is
-// just switching protection on (that must not wait for a read), and the
-// last read is an interval old (or the clock went back).
-func (e *Enforcer) ownershipDue(o Observed) bool {
-	if e.ownership == nil {
-		return true
-	}
-	if !e.protectionRelevant(o) {
-		return false
-	}
-	for d := range e.policy.protectDirs(o) {
-		if !o.Protected[d] {
-			return false // switching on: use the cached records
-		}
-	}
-	return o.Now.Sub(e.ownershipLoaded) >= e.cfg.Interval || o.Now.Before(e.ownershipLoaded)
-}
-
 // fractionDone lists the partitions that had their purge_fraction pass
 // in the current interval.
 func (e *Enforcer) fractionDone(now time.Time) map[TopicPartition]bool {
@@ -136,46 +125,6 @@ func (e *Enforcer) learnBrokerID() {
 	}
 }
 
-// mine is this agent's ownership record, as last read or written.
-func (e *Enforcer) mine() Ownership {
-	if e.ownership == nil {
-		return Ownership{BrokerID: e.brokerID}
-	}
-	o, ok := e.ownership[e.brokerID]
-	if !ok {
-		return Ownership{BrokerID: e.brokerID}
-	}
-	return o
-}
-
-// readOwnership reads every agent's record and, from this agent's, the
-// log dirs it protects.
-func (e *Enforcer) readOwnership(ctx context.Context, o *Observed) error {
-	if err := e.loadOwnership(ctx); err != nil {
-		return err
-	}
-	e.ownershipLoaded = o.Now
-	o.Protected = dirSet(e.mine().LogDirs)
-	return nil
-}
-
-func (e *Enforcer) loadOwnership(ctx context.Context) error {
-	own, err := e.admin.LoadOwnership(ctx)
-	if err != nil {
-		return fmt.Errorf("load ownership: %w", err)
-	}
-	if own == nil {
-		own = map[int32]Ownership{}
-	}
-	if e.dryRun && e.ownership != nil {
-		// Observe mode never writes a record: keep the virtual one, refresh
-		// the other agents'.
-		own[e.brokerID] = e.ownership[e.brokerID]
-	}
-	e.ownership = own
-	return nil
-}
-
 // readOffsets reads the broker's offsets of parts. In observe mode a
 // partition's log start offset is at least what the plan would have moved
 // it to, so each action is reported once.
@@ -191,39 +140,6 @@ func (e *Enforcer) readOffsets(ctx context.Context, o *Observed, parts []TopicPa
 		}
 	}
 	o.Offsets = offs
-	return nil
-}
-
-// readProtection reads the cluster's protection state: every topic ACL
-// and the default producer quota, as the strategy and this agent's claims
-// need. In observe mode what this agent would have set counts as set.
-func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
-	po := &ProtectionObserved{
-		BrokerID: e.brokerID, Strategy: e.cfg.Protection.Strategy,
-		Ownership: e.ownership, ProducerByteRate: e.cfg.Protection.ProducerByteRate,
-	}
-	mine := e.mine()
-	if po.Strategy == StrategyACL || len(mine.ACLs) > 0 {
-		acls, err := e.admin.TopicACLs(ctx)
-		if err != nil {
-			return fmt.Errorf("list acls: %w", err)
-		}
-		po.ACLs = acls
-		if e.dryRun {
-			po.ACLs = append(po.ACLs, mine.ACLs...)
-		}
-	}
-	if po.Strategy == StrategyQuota || mine.ProducerByteRate > 0 {
-		rate, err := e.admin.DefaultProducerQuota(ctx)
-		if err != nil {
-			return fmt.Errorf("describe client quotas: %w", err)
-		}
-		po.DefaultProducerByteRate = rate
-		if e.dryRun && mine.ProducerByteRate > 0 && rate == 0 {
-			po.DefaultProducerByteRate = mine.ProducerByteRate
-		}
-	}
-	o.Protection = po
 	return nil
 }
 

@@ -21,12 +21,12 @@ func passAt(t *testing.T, e *Enforcer, clock *clockAt, s *agent.Snapshot) {
 	}
 }
 
-// What a pass reads of the ownership records (spec R4.3): switching
-// protection on never waits for a read, the records are re-read at most
-// once per interval while protection is relevant, and always right before
-// this agent lifts or drops claims, so it never removes what another
-// agent claims meanwhile.
-func TestReconcileOwnershipReads(t *testing.T) {
+// What a pass reads of the protection records (spec R8.1, R8.4): the
+// first pass reads them, then every interval (the cluster-wide view and
+// the other agents' leases); switching protection on never waits for a
+// read; lifting reads them again after writing the smaller record, so it
+// never removes what another agent claims meanwhile.
+func TestReconcileRecordReads(t *testing.T) {
 	O := agent.StateOpen
 	parts := func() []agent.Partition {
 		return []agent.Partition{part("a", 0, 0, 10, seg(0, 1, O)), part("b", 0, 0, 10, seg(0, 1, O))}
@@ -41,35 +41,35 @@ func TestReconcileOwnershipReads(t *testing.T) {
 		clock.t = clock.t.Add(d)
 		passAt(t, e, clock, s)
 		if f.loads != wantLoads {
-			t.Fatalf("%s: %d ownership reads, want %d", what, f.loads, wantLoads)
+			t.Fatalf("%s: %d record reads, want %d", what, f.loads, wantLoads)
 		}
 	}
 	step(0, calm(), 1, "first pass reads the records")
-	step(20*time.Second, calm(), 1, "nothing protected, nothing wanted: no read")
-	step(20*time.Second, full(), 1, "R4.3/switching protection on uses the cached records")
-	if !f.acls[guardACL("a", OpWrite, PermDeny)] || !f.acls[guardACL("b", OpWrite, PermDeny)] {
+	step(5*time.Second, calm(), 1, "read less than an interval ago")
+	step(20*time.Second, calm(), 2, "R8.1/an interval since the last read: read (other agents' leases)")
+	step(20*time.Second, full(), 2, "R8.4/switching protection on uses the cached records")
+	if !f.acls[denyAll("a")] || !f.acls[denyAll("b")] {
 		t.Fatalf("not protected: %v", f.acls)
 	}
-	step(time.Second, full(), 2, "protected: the records are older than the interval")
-	step(time.Second, full(), 2, "protected: read less than an interval ago")
-	step(5*time.Second, full(), 2, "protected: read less than an interval ago")
-	step(5*time.Second, full(), 3, "protected: an interval since the last read")
+	step(time.Second, full(), 3, "protected: the cached records are an interval old")
+	step(time.Second, full(), 3, "protected: read less than an interval ago")
+	step(10*time.Second, full(), 4, "protected: an interval since the last read")
 
 	// Meanwhile another agent protected topic a too and claims its DENY.
 	f.mu.Lock()
-	f.ownership[2] = Ownership{BrokerID: 2, LogDirs: []string{"/other"}, ACLs: []ACL{guardACL("a", OpWrite, PermDeny)}}
+	f.records.Agents[2] = Record{BrokerID: 2, LogDirs: []string{"/other"}, Renewed: clock.t, LeaseMs: 60000,
+		Owned: []Owned{{Kind: OwnedACL, Shape: &Shape{Deny: []string{AnyPrincipal}}, Topics: []string{"a"}}}}
 	f.mu.Unlock()
-	step(time.Second, calm(), 4, "R4.3/lifting reads fresh records")
-	if !f.acls[guardACL("a", OpWrite, PermDeny)] {
-		t.Error("R4.3/lifted a DENY another agent claims")
+	step(time.Second, calm(), 5, "R8.1/lifting reads the records again after writing the smaller one")
+	if !f.acls[denyAll("a")] {
+		t.Error("R8.1/lifted a DENY another agent claims")
 	}
-	if f.acls[guardACL("b", OpWrite, PermDeny)] {
+	if f.acls[denyAll("b")] {
 		t.Error("R3.7/b still protected")
 	}
-	if own := f.ownership[1]; !own.empty() {
-		t.Errorf("R4.3/own record after lifting: %+v", own)
+	if own := f.records.Agents[1]; own.Claims() || len(own.LogDirs) > 0 {
+		t.Errorf("R8.1/own record after lifting: %+v", own)
 	}
-	step(time.Second, calm(), 4, "nothing claimed any more: no read")
 }
 
 // Offsets are read only for the partitions of log dirs that free space

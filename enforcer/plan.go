@@ -38,33 +38,13 @@ type Deletion struct {
 	Oldest time.Time
 }
 
-// TopicProtection is a protection change on one topic.
-type TopicProtection struct {
-	Topic string
-	ACLs  []ACL
-}
-
-// ProtectionPlan is how the protection state changes.
-type ProtectionPlan struct {
-	// Ownership is this agent's record after the pass.
-	Ownership Ownership
-	// Record: Ownership differs from what is recorded.
-	Record bool
-	// Create and Delete are the ACL bindings to add and remove, by topic.
-	Create []TopicProtection
-	Delete []TopicProtection
-	// SetQuota > 0: set the default producer_byte_rate; RemoveQuota: remove it.
-	SetQuota    int64
-	RemoveQuota bool
-	// OperatorQuota: the quota strategy wanted protection but an operator's
-	// default quota is in place, which the guard never touches.
-	OperatorQuota bool
-}
-
 // Plan is what a pass does.
 type Plan struct {
 	Deletions  []Deletion
 	Protection ProtectionPlan
+	// WouldProtect: in observe mode, the protection plan enforcing would
+	// follow (reported, not performed; protect_plan.go).
+	WouldProtect *ProtectionPlan
 	// Held lists log dirs whose freeing goal is blocked, with the reasons.
 	Held map[string][]BlockReason
 	// HeldTopics lists the topics skipped in log dirs that free space,
@@ -81,8 +61,7 @@ type TopicHold struct {
 
 // Empty reports whether the plan does nothing.
 func (p Plan) Empty() bool {
-	pp := p.Protection
-	return len(p.Deletions) == 0 && !pp.Record && len(pp.Create) == 0 && len(pp.Delete) == 0 && pp.SetQuota == 0 && !pp.RemoveQuota
+	return len(p.Deletions) == 0 && p.Protection.Empty() && (p.WouldProtect == nil || p.WouldProtect.Empty())
 }
 
 // PlanActions computes the actions that move observed towards desired. It
@@ -94,11 +73,7 @@ func PlanActions(o Observed, goals []DirGoal) Plan {
 	if o.Snapshot == nil {
 		return plan
 	}
-	protect := map[string]bool{}
 	for _, g := range goals {
-		if g.Protect {
-			protect[g.LogDir] = true
-		}
 		if g.Free.Action == "" {
 			continue
 		}
@@ -119,7 +94,13 @@ func PlanActions(o Observed, goals []DirGoal) Plan {
 		}
 	}
 	if o.Protection != nil {
-		plan.Protection = planProtection(o, protect)
+		plan.Protection = planProtection(o, goals)
+	}
+	if o.WouldProtect != nil {
+		would := o
+		would.Protection = o.WouldProtect
+		wp := planProtection(would, goals)
+		plan.WouldProtect = &wp
 	}
 	return plan
 }
@@ -289,149 +270,4 @@ func (h *candHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
-}
-
-// planProtection computes this agent's claims for protecting the log dirs
-// in protect, and the ACL or quota changes. Claims are reference counted
-// across agents: a binding stays while any agent's record claims it.
-func planProtection(o Observed, protect map[string]bool) ProtectionPlan {
-	po := o.Protection
-	mine := po.Ownership[po.BrokerID]
-	others := map[ACL]bool{}
-	guardACLs := map[ACL]bool{}
-	othersQuota := false
-	for id, ow := range po.Ownership {
-		for _, a := range ow.ACLs {
-			a = normACL(a)
-			guardACLs[a] = true
-			if id != po.BrokerID {
-				others[a] = true
-			}
-		}
-		if id != po.BrokerID && ow.ProducerByteRate > 0 {
-			othersQuota = true
-		}
-	}
-	mineSet := map[ACL]bool{}
-	for _, a := range mine.ACLs {
-		mineSet[normACL(a)] = true
-	}
-	actual := map[ACL]bool{}
-	for _, a := range po.ACLs {
-		actual[normACL(a)] = true
-	}
-
-	dirList := slices.Sorted(maps.Keys(protect))
-	topics := protectedTopics(o.Snapshot, protect)
-
-	pp := ProtectionPlan{Ownership: Ownership{BrokerID: po.BrokerID, Strategy: po.Strategy, LogDirs: dirList}}
-	want := map[ACL]bool{}
-	if po.Strategy == StrategyACL {
-		for _, t := range topics {
-			deny := guardACL(t, OpWrite, PermDeny)
-			read, desc := guardACL(t, OpRead, PermAllow), guardACL(t, OpDescribe, PermAllow)
-			want[deny] = true
-			var widen bool
-			switch {
-			case mineSet[read]:
-				widen = true // keep what this agent decided when it protected the topic
-			case mineSet[deny]:
-				widen = false
-			default:
-				widen = !operatorACLOn(t, po.ACLs, guardACLs)
-			}
-			if widen {
-				want[read], want[desc] = true, true
-			}
-		}
-	}
-	if po.Strategy == StrategyQuota && len(topics) > 0 {
-		switch {
-		case mine.ProducerByteRate > 0 || othersQuota || po.DefaultProducerByteRate == 0:
-			pp.Ownership.ProducerByteRate = po.ProducerByteRate
-			if po.DefaultProducerByteRate == 0 {
-				pp.SetQuota = po.ProducerByteRate
-			}
-		default:
-			pp.OperatorQuota = true
-		}
-	}
-	if mine.ProducerByteRate > 0 && pp.Ownership.ProducerByteRate == 0 && !othersQuota && po.DefaultProducerByteRate == mine.ProducerByteRate {
-		pp.RemoveQuota = true
-	}
-
-	create := map[string][]ACL{}
-	del := map[string][]ACL{}
-	for a := range want {
-		pp.Ownership.ACLs = append(pp.Ownership.ACLs, a)
-		if !actual[a] {
-			create[a.Topic] = append(create[a.Topic], a)
-		}
-	}
-	for a := range mineSet {
-		if !want[a] && !others[a] && actual[a] {
-			del[a.Topic] = append(del[a.Topic], a)
-		}
-	}
-	sortACLs(pp.Ownership.ACLs)
-	pp.Create = byTopic(create)
-	pp.Delete = byTopic(del)
-	pp.Record = !sameOwnership(mine, pp.Ownership)
-	return pp
-}
-
-// changesClaimsOnly reports whether the plan lifts protection or changes
-// this agent's claims without protecting anything more: such a plan must be
-// made on fresh ownership records (see Enforcer.observe).
-func (pp ProtectionPlan) changesClaimsOnly() bool {
-	return len(pp.Delete) > 0 || pp.RemoveQuota || (pp.Record && len(pp.Create) == 0 && pp.SetQuota == 0)
-}
-
-// operatorACLOn reports whether an ACL not set by any guard agent applies
-// to the topic: then allow.everyone.if.no.acl.found is already off for it
-// and the guard must not widen access.
-func operatorACLOn(topic string, acls []ACL, guard map[ACL]bool) bool {
-	for _, a := range acls {
-		if !guard[normACL(a)] && a.matches(topic) {
-			return true
-		}
-	}
-	return false
-}
-
-func normACL(a ACL) ACL {
-	if a.Pattern == "" {
-		a.Pattern = PatternLiteral
-	}
-	return a
-}
-
-func byTopic(m map[string][]ACL) []TopicProtection {
-	out := make([]TopicProtection, 0, len(m))
-	for t, acls := range m {
-		sortACLs(acls)
-		out = append(out, TopicProtection{Topic: t, ACLs: acls})
-	}
-	slices.SortFunc(out, func(a, b TopicProtection) int { return cmp.Compare(a.Topic, b.Topic) })
-	return out
-}
-
-func sortACLs(acls []ACL) {
-	slices.SortFunc(acls, func(a, b ACL) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Permission, b.Permission), cmp.Compare(a.Operation, b.Operation))
-	})
-}
-
-func sameOwnership(a, b Ownership) bool {
-	if !slices.Equal(a.LogDirs, b.LogDirs) || a.ProducerByteRate != b.ProducerByteRate || len(a.ACLs) != len(b.ACLs) {
-		return false
-	}
-	x, y := slices.Clone(a.ACLs), slices.Clone(b.ACLs)
-	for i := range x {
-		x[i] = normACL(x[i])
-		y[i] = normACL(y[i])
-	}
-	sortACLs(x)
-	sortACLs(y)
-	return slices.Equal(x, y)
 }

@@ -19,23 +19,30 @@ import (
 )
 
 // fakeAdmin is an in-memory cluster: log start offsets, ACLs, quota,
-// ownership records. Tests assert its final state.
+// protection records. Tests assert its final state.
 type fakeAdmin struct {
-	mu        sync.Mutex
-	down      bool
-	lso       map[TopicPartition]int64
-	hw        map[TopicPartition]int64
-	acls      map[ACL]bool
-	quota     int64
-	ownership map[int32]Ownership
-	writes    int
+	mu       sync.Mutex
+	down     bool
+	lso      map[TopicPartition]int64
+	hw       map[TopicPartition]int64
+	acls     map[ACL]bool
+	quota    int64
+	records  Records
+	live     []int32
+	everyone AllowEveryone
+	noAuthz  bool
+	// storeErr fails every record and lift write (an ownership topic under
+	// min.insync.replicas).
+	storeErr error
+	writes   int
 	// Reads, for tests of what a pass reads.
 	loads       int
 	offsetCalls [][]TopicPartition
 }
 
 func newFakeAdmin(s *agent.Snapshot) *fakeAdmin {
-	f := &fakeAdmin{lso: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, acls: map[ACL]bool{}, ownership: map[int32]Ownership{}}
+	f := &fakeAdmin{lso: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, acls: map[ACL]bool{}, records: NewRecords(),
+		live: []int32{1, 2, 3}, everyone: AllowEveryoneFalse}
 	for tp, o := range brokerOffsets(s) {
 		f.lso[tp], f.hw[tp] = o.LogStart, o.HighWatermark
 	}
@@ -91,12 +98,18 @@ func (f *fakeAdmin) TopicACLs(context.Context) ([]ACL, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	if f.noAuthz {
+		return nil, ErrNoAuthorizer
+	}
 	return slices.Collect(maps.Keys(f.acls)), nil
 }
 
 func (f *fakeAdmin) CreateACLs(_ context.Context, acls []ACL) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.noAuthz {
+		return ErrNoAuthorizer
+	}
 	f.writes++
 	for _, a := range acls {
 		f.acls[normACL(a)] = true
@@ -136,22 +149,55 @@ func (f *fakeAdmin) RemoveDefaultProducerQuota(context.Context) error {
 	return nil
 }
 
-func (f *fakeAdmin) LoadOwnership(context.Context) (map[int32]Ownership, error) {
+func (f *fakeAdmin) LoadRecords(context.Context) (Records, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
-		return nil, err
+		return Records{}, err
 	}
 	f.loads++
-	return maps.Clone(f.ownership), nil
+	return f.records.Clone(), nil
 }
 
-func (f *fakeAdmin) StoreOwnership(_ context.Context, o Ownership) error {
+func (f *fakeAdmin) StoreRecord(_ context.Context, r Record) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.storeErr != nil {
+		return f.storeErr
+	}
 	f.writes++
-	f.ownership[o.BrokerID] = o
+	// Through the encoding, as the topic holds it.
+	data, err := EncodeRecord(r)
+	if err != nil {
+		return err
+	}
+	if f.records.Agents[r.BrokerID], err = DecodeRecord(data); err != nil {
+		return err
+	}
 	return nil
+}
+
+func (f *fakeAdmin) StoreLift(_ context.Context, l Lift) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.storeErr != nil {
+		return f.storeErr
+	}
+	f.writes++
+	f.records.Lifts[l.BrokerID] = l
+	return nil
+}
+
+func (f *fakeAdmin) LiveBrokers(context.Context) ([]int32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.live), f.check()
+}
+
+func (f *fakeAdmin) AllowEveryoneIfNoACLFound(context.Context) (AllowEveryone, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.everyone, f.check()
 }
 
 // fakeEvidence is a cluster that confirms the log dirs of node 1 of
@@ -293,14 +339,14 @@ func TestReconcileEnforcing(t *testing.T) {
 	if f.lso[TopicPartition{"a", 0}] != 20 || f.lso[TopicPartition{"b", 0}] != 0 {
 		t.Errorf("R3.1/log start offsets %v, want a-0 at 20 only", f.lso)
 	}
-	if !f.acls[guardACL("a", OpWrite, PermDeny)] || !f.acls[guardACL("b", OpWrite, PermDeny)] {
+	if !f.acls[denyAll("a")] || !f.acls[denyAll("b")] {
 		t.Errorf("R4.3/acls %v", f.acls)
 	}
-	if own := f.ownership[1]; len(own.ACLs) != 6 || !slices.Equal(own.LogDirs, []string{dir}) {
+	if own := f.records.Agents[1]; !slices.Equal(own.ACLTopics(), []string{"a", "b"}) || !slices.Equal(own.LogDirs, []string{dir}) {
 		t.Errorf("R4.3/ownership %+v", own)
 	}
 	if v := gather(t, reg, "kafka_disk_guard_write_protection_active", map[string]string{"log_dir": dir}); v != 1 {
-		t.Errorf("write_protection_active %v", v)
+		t.Errorf("R8.2/write_protection_active %v after the ACLs were read back", v)
 	}
 	if v := gather(t, reg, "kafka_disk_guard_actions_total", map[string]string{"action": "purge", "result": "ok"}); v != 1 {
 		t.Errorf("R3.6/purge actions %v, want 1 (one partition, once: later passes count the bytes as freed)", v)

@@ -361,6 +361,23 @@ func TestAdmissionOnRealBroker(t *testing.T) {
 			t.Errorf("the policy did not admit __consumer_offsets by its list:\n%s", tail(log, 40))
 		}
 	})
+
+	t.Run("R8.4 the guard's ownership topic is admitted without asking", func(t *testing.T) {
+		// Write protection must never wait for admission: even with the
+		// guard unable to answer and on.unreachable=refuse, the ownership
+		// topic (kafka.disk.guard.exempt.topics, by default its default
+		// name) is created.
+		g.set(h, true)
+		defer g.set(h, false)
+		err := admin.CreateTopic("__kafka_disk_guard_protection", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1,
+			ConfigEntries: map[string]*string{"cleanup.policy": ptr("compact")}}, false)
+		if err != nil {
+			t.Fatalf("R8.4/the ownership topic was refused: %v", err)
+		}
+		if log := broker.ServerLog(); !strings.Contains(log, "admits its ownership topic __kafka_disk_guard_protection without asking") {
+			t.Errorf("the policy did not admit the ownership topic by its exemption:\n%s", tail(log, 40))
+		}
+	})
 }
 
 func ptr(s string) *string { return &s }

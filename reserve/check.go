@@ -36,6 +36,11 @@ type Config struct {
 	// MaxConcurrentChecks bounds the checks answered at once; more answer
 	// 429 with Retry-After (default 8).
 	MaxConcurrentChecks int `yaml:"maxConcurrentChecks"`
+	// ExemptTopics are always admitted besides Kafka's own internal
+	// topics: the guard's ownership topic (set by the guard from
+	// enforcer.ownershipTopic, not a key of the file): write protection
+	// must never wait for admission (spec R8.4).
+	ExemptTopics []string `yaml:"-"`
 }
 
 // Defaults.
@@ -260,6 +265,10 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 		d.Reason = "kafka internal topic: always admitted"
 		return d, nil
 	}
+	if cfg.exempt(req.Topic) {
+		d.Reason = "the guard's ownership topic: always admitted"
+		return d, nil
+	}
 	if len(over) > 0 {
 		d.Allowed = false
 		d.Reason = fmt.Sprintf("reserved storage limit of %s%% exceeded: %s; %s %s: %d partition(s) x %d replica(s) x %s (%s) = %s requested",
@@ -334,4 +343,14 @@ func placement(st State, req Request, d Decision, firstNew int32) (map[int32]int
 func pct(v float64) string {
 	s := fmt.Sprintf("%.1f", v)
 	return strings.TrimSuffix(s, ".0")
+}
+
+// exempt reports whether the topic is one of ExemptTopics.
+func (c Config) exempt(topic string) bool {
+	for _, t := range c.ExemptTopics {
+		if t == topic {
+			return true
+		}
+	}
+	return false
 }

@@ -243,6 +243,23 @@ func TestCheckInternalTopicAdmitted(t *testing.T) {
 	}
 }
 
+// R8.4: the guard's ownership topic is admitted even over the limit:
+// write protection never waits for admission.
+func TestCheckOwnershipTopicAdmitted(t *testing.T) {
+	req := Request{Operation: CreateTopic, Topic: "__kafka_disk_guard_protection", Partitions: 1, ReplicationFactor: 1,
+		Configs: map[string]string{"cleanup.policy": "compact"}}
+	d, err := Check(offline(gib, gib), req, Config{ExemptTopics: []string{"__kafka_disk_guard_protection"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed || !d.Cluster.OverLimit {
+		t.Fatalf("R8.4/decision %+v", d)
+	}
+	if d, err = Check(offline(gib, gib), req, Config{}); err != nil || d.Allowed {
+		t.Fatalf("admitted without being exempt: %+v %v", d, err)
+	}
+}
+
 func TestNewState(t *testing.T) {
 	info := ClusterInfo{
 		BrokerConfig: map[string]string{"log.retention.hours": "24", "log.segment.bytes": "104857600"},

@@ -193,7 +193,7 @@ func (m *Model) Check(req Request) (Decision, error) {
 		}
 	}
 	d, err := Check(st, req, m.cfg)
-	if err != nil || !d.Allowed || agent.IsKafkaInternalTopic(req.Topic) {
+	if err != nil || !d.Allowed || agent.IsKafkaInternalTopic(req.Topic) || m.cfg.exempt(req.Topic) {
 		return d, err
 	}
 	p := pending{op: req.Operation, topic: req.Topic, cluster: d.Cluster.RequestedBytes, perBroker: map[int32]int64{}, at: now}

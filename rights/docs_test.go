@@ -69,7 +69,7 @@ func listed(doc string) map[string][]string {
 	}
 	joined := strings.ReplaceAll(doc, "\\\n", " ")
 	for _, line := range strings.Split(joined, "\n") {
-		if !strings.Contains(line, "kafka-acls") || !strings.Contains(line, "--operation") {
+		if !strings.Contains(line, "kafka-acls") || !strings.Contains(line, "--add") || !strings.Contains(line, "--operation") {
 			continue
 		}
 		kind, name := "Cluster", ""

@@ -138,6 +138,7 @@ func table() []Need {
 		{DeleteRecords, ScopeTopics, Delete, "DeleteRecords"},
 		{ProtectACL, ScopeCluster, Describe, "DescribeAcls"},
 		{ProtectACL, ScopeCluster, Alter, "CreateAcls, DeleteAcls"},
+		{ProtectACL, ScopeCluster, DescribeConfigs, "DescribeConfigs of brokers: allow.everyone.if.no.acl.found (protection.allowEveryoneIfNoAclFound: auto, R8.3)"},
 	}
 	t = append(t, ownership(ProtectACL)...)
 	t = append(t,

@@ -101,6 +101,14 @@ refuse "ServiceMonitor and PodMonitor together" "not both" --set serviceMonitor.
 refuse "ServiceMonitor in sidecar mode" "use podMonitor in sidecar mode" --set mode=sidecar --set serviceMonitor.enabled=true
 refuse "NetworkPolicy in sidecar mode" "networkPolicy: not in sidecar mode" --set mode=sidecar --set networkPolicy.enabled=true
 refuse "admission limit above 100" "/admission/limitPercent" --set admission.limitPercent=150
+refuse "allow.everyone neither auto, true nor false" "/enforcer/protection/allowEveryoneIfNoAclFound" --set enforcer.protection.allowEveryoneIfNoAclFound=maybe
+refuse "exempt principal without a type" "/enforcer/protection/exemptPrincipals/0" --set 'enforcer.protection.exemptPrincipals={connect}'
+
+step "the uninstall hook lifts protection before anything else goes"
+grep -q 'helm.sh/hook: pre-delete' "$WORK/uninstall-hook.yaml" || fail "uninstall-hook: no pre-delete hook rendered"
+grep -q -- '- --config=/etc/kafka-disk-guard/config.yaml' "$WORK/uninstall-hook.yaml" || fail "uninstall-hook: the Job does not read the agents' config"
+! grep -q 'helm.sh/hook' "$WORK/default.yaml" || fail "default profile (no cluster): a hook rendered"
+echo ok
 
 # --- 4. systemd ---------------------------------------------------------
 step "systemd unit"

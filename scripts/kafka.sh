@@ -20,12 +20,13 @@
 #                                RemoteStorageManager (scripts/kafka/rsm, built with javac and
 #                                cached) keeps "remote" segments under DIR/remote; Kafka's default
 #                                topic-based metadata manager; copies checked every second
+#   --no-authorizer              run without an authorizer (ACL requests answer SECURITY_DISABLED)
 #   KDG_KAFKA_CLASSPATH=a.jar:b.jar  extra jars on the broker classpath (plugins)
 #
 # Listeners: PLAINTEXT on 127.0.0.1:PORT (anonymous, ordinary clients),
 # SASL_PLAINTEXT/PLAIN on PORT+1 with users guard/guard-secret and
-# admin/admin-secret (both super users). StandardAuthorizer with
-# allow.everyone.if.no.acl.found=true.
+# admin/admin-secret (both super users) and limited/limited-secret (not a
+# super user). StandardAuthorizer with allow.everyone.if.no.acl.found=true.
 #
 # The jar cache lives in KDG_CACHE (default ~/.cache/kafka-disk-guard) and
 # survives between runs; only Maven Central is used, through mvn.
@@ -115,6 +116,7 @@ TMPFS=${KDG_KAFKA_TMPFS:-}
 RETENTION_CHECK_MS=${KDG_KAFKA_RETENTION_CHECK_MS:-300000}
 FILE_DELETE_DELAY_MS=${KDG_KAFKA_FILE_DELETE_DELAY_MS:-60000}
 TIERED=${KDG_KAFKA_TIERED:-}
+AUTHORIZER=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 EXTRA_PROPS=()
 
 parse() {
@@ -127,6 +129,7 @@ parse() {
       --file-delete-delay-ms) FILE_DELETE_DELAY_MS=$2; shift 2 ;;
       --prop) EXTRA_PROPS+=("$2"); shift 2 ;;
       --tiered) TIERED=1; shift ;;
+      --no-authorizer) AUTHORIZER=; shift ;;
       *) die "unknown option $1" ;;
     esac
   done
@@ -166,8 +169,8 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 sasl.enabled.mechanisms=PLAIN
-listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_guard="guard-secret" user_admin="admin-secret";
-authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_guard="guard-secret" user_admin="admin-secret" user_limited="limited-secret";
+authorizer.class.name=$AUTHORIZER
 super.users=User:guard;User:admin
 allow.everyone.if.no.acl.found=true
 log.dirs=$data

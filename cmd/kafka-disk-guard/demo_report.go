@@ -178,8 +178,8 @@ func deletionLine(a demoAttrs) string {
 		a.int("to_offset"), n, segs, human.Bytes(bytes), expired)
 }
 
-// protectionLine: "would write-protect orders: DENY WRITE, ALLOW READ,
-// ALLOW DESCRIBE for User:*", or the quota strategy's throttle.
+// protectionLine: "would write-protect orders: DENY WRITE User:*" (the
+// bindings of the topic's shape), or the quota strategy's throttle.
 func protectionLine(a demoAttrs) string {
 	on := a.str("action") == string(enforcer.ActionProtect)
 	var verb string
@@ -202,7 +202,7 @@ func protectionLine(a demoAttrs) string {
 			acls = list
 		}
 	}
-	return fmt.Sprintf("    %s %s: %s for %s", verb, a.str("topic"), strings.Join(acls, ", "), a.str("principal"))
+	return fmt.Sprintf("    %s %s: %s", verb, a.str("topic"), strings.Join(acls, ", "))
 }
 
 func scenarioLine(a demoAttrs) string {

@@ -81,6 +81,18 @@ func TestExitCodes(t *testing.T) {
 		{"check-config --online without a cluster", []string{"check-config", "--online", goodConfig}, 1},
 		{"check-config --online, cluster unreachable", []string{"check-config", "--online", "--bootstrap-server", closedAddr(t), goodConfig}, 1},
 		{"check-config --online with a password flag", []string{"check-config", "--online", "--sasl-password", "x", goodConfig}, 2},
+		{"protection without a subcommand", []string{"protection"}, 2},
+		{"protection bogus", []string{"protection", "bogus"}, 2},
+		{"protection status --bogus", []string{"protection", "status", "--bogus"}, 2},
+		{"protection status without a cluster", []string{"protection", "status"}, 2},
+		{"protection status --format xml", []string{"protection", "status", "--format", "xml", "--bootstrap-server", closedAddr(t)}, 2},
+		{"protection status, cluster unreachable", []string{"protection", "status", "--bootstrap-server", closedAddr(t)}, 1},
+		{"protection lift without a scope", []string{"protection", "lift", "--bootstrap-server", closedAddr(t)}, 2},
+		{"protection lift with two scopes", []string{"protection", "lift", "--all", "--broker", "1", "--bootstrap-server", closedAddr(t)}, 2},
+		{"protection lift, cluster unreachable", []string{"protection", "lift", "--all", "--bootstrap-server", closedAddr(t)}, 1},
+		{"protection lift with a password flag", []string{"protection", "lift", "--all", "--sasl-password", "x"}, 2},
+		{"protection lift with a bad ownership topic", []string{"protection", "lift", "--all", "--ownership-topic", "a b", "--bootstrap-server", closedAddr(t)}, 2},
+		{"protection resume --topic", []string{"protection", "resume", "--topic", "t", "--bootstrap-server", closedAddr(t)}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

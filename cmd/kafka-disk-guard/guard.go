@@ -272,6 +272,9 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 			return err
 		}
 		configs = withRemote{refresh, tiered}
+		// The ownership topic is always admitted: creating it must never
+		// wait for admission (spec R8.4).
+		cfg.Admission.ExemptTopics = append(cfg.Admission.ExemptTopics, cfg.Enforcer.OwnershipTopic)
 		if cfg.Admission.IsEnabled() {
 			features = append(features, rights.Admission)
 			if model, err = reserve.NewModel(cfg.Admission, logger, reg, link.ClusterReader(), nil); err != nil {
@@ -410,12 +413,19 @@ type staticConfigs struct{ cs agent.ConfigSet }
 func (s staticConfigs) Current() agent.ConfigSet { return s.cs }
 
 // offlineAdmin is the enforcer's admin API without a cluster: there are
-// no protection records to read (the guard cannot have set any), and every
-// other call answers kafkaadmin.ErrNotConnected.
+// no protection records to read (the guard cannot have set any), the
+// cluster's brokers and settings are unknown, and every other call
+// answers kafkaadmin.ErrNotConnected.
 type offlineAdmin struct{ *kafkaadmin.Enforce }
 
-func (offlineAdmin) LoadOwnership(context.Context) (map[int32]enforcer.Ownership, error) {
-	return map[int32]enforcer.Ownership{}, nil
+func (offlineAdmin) LoadRecords(context.Context) (enforcer.Records, error) {
+	return enforcer.NewRecords(), nil
+}
+
+func (offlineAdmin) LiveBrokers(context.Context) ([]int32, error) { return nil, nil }
+
+func (offlineAdmin) AllowEveryoneIfNoACLFound(context.Context) (enforcer.AllowEveryone, error) {
+	return enforcer.AllowEveryoneUnknown, nil
 }
 
 // unavailable answers 503 saying why.

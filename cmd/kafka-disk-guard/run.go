@@ -56,6 +56,7 @@ func commands() map[string]command {
 		"scan":         {summary: "read log dirs once and report every segment's retention state", run: runScan},
 		"demo":         {summary: "generate a live broker log dir (or watch a real broker) and serve its metrics", run: runDemo},
 		"reserve":      {summary: "reserved-space calculator and admission what-if (spec R5)", run: runReserve},
+		"protection":   {summary: "write protection in place (status), lift it as an operator (lift, resume)", run: runProtection},
 	}
 }
 

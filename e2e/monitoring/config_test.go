@@ -127,7 +127,7 @@ kafka:
 enforcer:
   enabled: true
   profile: cloud
-  protection: {strategy: acl}
+  protection: {strategy: acl, allowEveryoneIfNoAclFound: "true"}  # the test broker sets it true
   interval: 1s
 web:
   listenAddress: %q

@@ -43,6 +43,7 @@ var expectedAlerts = map[string]string{
 	"KafkaDiskGuardCloudPurgeBand":           "usage passes 85-90%",
 	"KafkaDiskGuardCloudProtectBand":         "usage reaches 90%",
 	"KafkaDiskGuardWriteProtectionActive":    "the guard protects at 90%",
+	"KafkaDiskGuardClusterWriteProtection":   "the guard's record claims the protection in place (the cluster-wide view)",
 	"KafkaDiskGuardUnexpiredDataDeleted":     "the purge band deletes unexpired records",
 	"KafkaDiskGuardPurgeCapReached":          "the purge band takes the hour's cap of unexpired records (5% of the disk) while the producer keeps writing",
 	"KafkaDiskGuardReservedSpaceHigh":        "the flood topic has no retention.bytes: its reservation is its write rate x 7 days",

@@ -63,13 +63,21 @@ func (e *Enforce) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res, err := c.admin.ListAcls(sarama.AclFilter{
-		Version:                   1,
-		ResourceType:              sarama.AclResourceTopic,
-		ResourcePatternTypeFilter: sarama.AclPatternAny,
-		Operation:                 sarama.AclOperationAny,
-		PermissionType:            sarama.AclPermissionAny,
+	var res []sarama.ResourceAcls
+	err = c.viaController(func() error {
+		var err error
+		res, err = c.admin.ListAcls(sarama.AclFilter{
+			Version:                   1,
+			ResourceType:              sarama.AclResourceTopic,
+			ResourcePatternTypeFilter: sarama.AclPatternAny,
+			Operation:                 sarama.AclOperationAny,
+			PermissionType:            sarama.AclPermissionAny,
+		})
+		return err
 	})
+	if errors.Is(err, sarama.ErrSecurityDisabled) {
+		return nil, fmt.Errorf("describe acls: %w (%w)", enforcer.ErrNoAuthorizer, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("describe acls: %w", err)
 	}
@@ -93,16 +101,40 @@ func (e *Enforce) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
 	return out, nil
 }
 
+// aclBatch is how many bindings one CreateAcls or DeleteAcls request
+// names (protecting 10,000 topics takes tens of thousands).
+const aclBatch = 1000
+
 // CreateACLs creates the bindings (creating an existing one is a no-op in
-// Kafka) and checks each creation's result.
+// Kafka) and checks each creation's result. Without an authorizer it
+// answers enforcer.ErrNoAuthorizer.
 func (e *Enforce) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+	return e.inBatches(ctx, acls, e.createACLs)
+}
+
+// inBatches sends the bindings aclBatch at a time; without an authorizer
+// it stops at the first batch.
+func (e *Enforce) inBatches(ctx context.Context, acls []enforcer.ACL, send func(*conn, []enforcer.ACL) error) error {
 	c, err := e.src.conn()
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	var errs []error
+	for start := 0; start < len(acls); start += aclBatch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := send(c, acls[start:min(start+aclBatch, len(acls))]); err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, enforcer.ErrNoAuthorizer) {
+				break
+			}
+		}
 	}
+	return errors.Join(errs...)
+}
+
+func (e *Enforce) createACLs(c *conn, acls []enforcer.ACL) error {
 	req := &sarama.CreateAclsRequest{Version: 1}
 	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
 		req.Version = 2
@@ -114,11 +146,15 @@ func (e *Enforce) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
 		}
 		req.AclCreations = append(req.AclCreations, &sarama.AclCreation{Resource: r, Acl: acl})
 	}
-	b, err := c.admin.Controller()
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
-	rsp, err := b.CreateAcls(req)
+	var rsp *sarama.CreateAclsResponse
+	err := c.viaController(func() error {
+		b, err := c.admin.Controller()
+		if err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		rsp, err = b.CreateAcls(req)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("create acls: %w", err)
 	}
@@ -127,8 +163,11 @@ func (e *Enforce) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
 	}
 	var errs []error
 	for i, r := range rsp.AclCreationResponses {
-		if !errors.Is(r.Err, sarama.ErrNoError) {
-			errs = append(errs, fmt.Errorf("create acl %s %s on topic %s: %w%s", acls[i].Permission, acls[i].Operation, acls[i].Topic, r.Err, msg(r.ErrMsg)))
+		switch {
+		case errors.Is(r.Err, sarama.ErrSecurityDisabled):
+			return fmt.Errorf("create acls: %w (%w)", enforcer.ErrNoAuthorizer, r.Err)
+		case !errors.Is(r.Err, sarama.ErrNoError):
+			errs = append(errs, fmt.Errorf("create acl %s %s %s on topic %s: %w%s", acls[i].Permission, acls[i].Operation, acls[i].Principal, acls[i].Topic, r.Err, msg(r.ErrMsg)))
 		}
 	}
 	return errors.Join(errs...)
@@ -145,13 +184,10 @@ func msg(s *string) string {
 // fully specified (literal pattern, principal, host, operation,
 // permission), so no other ACL can match.
 func (e *Enforce) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
-	c, err := e.src.conn()
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	return e.inBatches(ctx, acls, e.deleteACLs)
+}
+
+func (e *Enforce) deleteACLs(c *conn, acls []enforcer.ACL) error {
 	req := &sarama.DeleteAclsRequest{Version: 1}
 	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
 		req.Version = 2
@@ -168,18 +204,25 @@ func (e *Enforce) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
 			Operation: acl.Operation, PermissionType: acl.PermissionType,
 		})
 	}
-	b, err := c.admin.Controller()
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
-	rsp, err := b.DeleteAcls(req)
+	var rsp *sarama.DeleteAclsResponse
+	err := c.viaController(func() error {
+		b, err := c.admin.Controller()
+		if err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		rsp, err = b.DeleteAcls(req)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("delete acls: %w", err)
+	}
+	if len(rsp.FilterResponses) != len(acls) {
+		return fmt.Errorf("delete acls: %d results for %d bindings", len(rsp.FilterResponses), len(acls))
 	}
 	var errs []error
 	for i, fr := range rsp.FilterResponses {
 		if !errors.Is(fr.Err, sarama.ErrNoError) {
-			errs = append(errs, fmt.Errorf("delete acl %s %s on topic %s: %w%s", acls[i].Permission, acls[i].Operation, acls[i].Topic, fr.Err, msg(fr.ErrMsg)))
+			errs = append(errs, fmt.Errorf("delete acl %s %s %s on topic %s: %w%s", acls[i].Permission, acls[i].Operation, acls[i].Principal, acls[i].Topic, fr.Err, msg(fr.ErrMsg)))
 		}
 		for _, m := range fr.MatchingAcls {
 			if !errors.Is(m.Err, sarama.ErrNoError) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	"github.com/IBM/sarama"
 
@@ -22,6 +23,12 @@ type Enforce struct {
 	ownershipTopic string
 	// owned is the Link NewEnforce made; Close closes it.
 	owned *Link
+	// writing holds the one ownership record write in flight (capacity 1):
+	// writes go out in order, and a caller waits for its turn only as long
+	// as its context allows.
+	writing chan struct{}
+	// topicReady: the ownership topic is known to exist.
+	topicReady atomic.Bool
 }
 
 var _ enforcer.Admin = (*Enforce)(nil)
@@ -29,7 +36,7 @@ var _ enforcer.Admin = (*Enforce)(nil)
 // Enforce returns the enforcer's admin API over the link; ownershipTopic
 // is the compacted topic holding each agent's protection record.
 func (l *Link) Enforce(ownershipTopic string) *Enforce {
-	return &Enforce{src: l, ownershipTopic: ownershipTopic}
+	return &Enforce{src: l, ownershipTopic: ownershipTopic, writing: make(chan struct{}, 1)}
 }
 
 // NewEnforce connects to the cluster at once with a Sarama configuration
@@ -216,4 +223,22 @@ func NewEnforceFromConfig(c Config, ownershipTopic string) (*Enforce, error) {
 		return nil, err
 	}
 	return NewEnforce(c.BootstrapServers, sc, ownershipTopic)
+}
+
+// viaController runs a request that the metadata's controller answers
+// (ACLs, client quotas, topic descriptions), and once more after asking
+// the cluster again which broker that is when the first attempt failed on
+// the connection: the cached "controller" may be a broker that stopped
+// (KRaft names a random live broker). A Kafka error code is an answer, not
+// a connection failure: it is returned as is.
+func (c *conn) viaController(f func() error) error {
+	err := f()
+	var kerr sarama.KError
+	if err == nil || errors.As(err, &kerr) {
+		return err
+	}
+	if _, rerr := c.client.RefreshController(); rerr != nil {
+		return err
+	}
+	return f()
 }

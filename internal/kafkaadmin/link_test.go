@@ -87,11 +87,14 @@ func notConnected(t *testing.T, l *Link) {
 	ctx := t.Context()
 	e := l.Enforce("__own")
 	_, err1 := e.TopicACLs(ctx)
-	_, err2 := e.LoadOwnership(ctx)
-	err3 := e.StoreOwnership(ctx, enforcer.Ownership{})
+	_, err2 := e.LoadRecords(ctx)
+	err3 := e.StoreRecord(ctx, enforcer.Record{})
 	_, err4 := l.ConfigFetcher(func() int32 { return -1 }).FetchConfigs(ctx, []string{"orders"})
 	_, err5 := l.ClusterReader().ReadCluster(ctx)
-	for i, err := range []error{err1, err2, err3, err4, err5} {
+	err6 := e.StoreLift(ctx, enforcer.Lift{})
+	_, err7 := e.LiveBrokers(ctx)
+	_, err8 := e.AllowEveryoneIfNoACLFound(ctx)
+	for i, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8} {
 		if !errors.Is(err, ErrNotConnected) {
 			t.Errorf("call %d: err = %v, want ErrNotConnected", i+1, err)
 		}

@@ -22,9 +22,14 @@ func (e *Enforce) DefaultProducerQuota(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	entries, err := c.admin.DescribeClientQuotas([]sarama.QuotaFilterComponent{
-		{EntityType: sarama.QuotaEntityClientID, MatchType: sarama.QuotaMatchDefault},
-	}, true)
+	var entries []sarama.DescribeClientQuotasEntry
+	err = c.viaController(func() error {
+		var err error
+		entries, err = c.admin.DescribeClientQuotas([]sarama.QuotaFilterComponent{
+			{EntityType: sarama.QuotaEntityClientID, MatchType: sarama.QuotaMatchDefault},
+		}, true)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("describe client quotas: %w", err)
 	}
@@ -49,7 +54,9 @@ func (e *Enforce) SetDefaultProducerQuota(ctx context.Context, rate int64) error
 	if rate <= 0 {
 		return errors.New("set default producer quota: rate must be positive")
 	}
-	if err := c.admin.AlterClientQuotas(defaultClient, sarama.ClientQuotasOp{Key: producerByteRate, Value: float64(rate)}, false); err != nil {
+	if err := c.viaController(func() error {
+		return c.admin.AlterClientQuotas(defaultClient, sarama.ClientQuotasOp{Key: producerByteRate, Value: float64(rate)}, false)
+	}); err != nil {
 		return fmt.Errorf("alter client quotas: %w", err)
 	}
 	return nil
@@ -65,7 +72,9 @@ func (e *Enforce) RemoveDefaultProducerQuota(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := c.admin.AlterClientQuotas(defaultClient, sarama.ClientQuotasOp{Key: producerByteRate, Remove: true}, false); err != nil {
+	if err := c.viaController(func() error {
+		return c.admin.AlterClientQuotas(defaultClient, sarama.ClientQuotasOp{Key: producerByteRate, Remove: true}, false)
+	}); err != nil {
 		return fmt.Errorf("alter client quotas: %w", err)
 	}
 	return nil

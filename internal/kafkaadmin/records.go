@@ -2,11 +2,9 @@ package kafkaadmin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -14,68 +12,75 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 )
 
-// The ownership topic is compacted, one partition, keyed "broker-<id>";
-// each value is the JSON of that broker's enforcer.Ownership. Agents read
-// the whole topic (it holds one live record per broker) to learn which
-// protection bindings other agents claim.
+// The ownership topic is compacted, one partition (a total order of
+// writes, which the lift protocol relies on), replicated min(3, brokers)
+// times. Its keys and values are the enforcer's (enforcer/record.go):
+// "broker-<id>" holds that broker agent's record, "lift-broker-<id>" the
+// latest lift of its claims. Agents read the whole topic: it holds one
+// live record per broker and key.
 
-const ownershipKeyPrefix = "broker-"
-
-func ownershipKey(id int32) string { return ownershipKeyPrefix + strconv.Itoa(int(id)) }
-
-// LoadOwnership reads every broker's latest record. A missing topic means
-// no agent ever protected anything.
-func (e *Enforce) LoadOwnership(ctx context.Context) (map[int32]enforcer.Ownership, error) {
+// LoadRecords reads every record and lift to the topic's end (the high
+// watermark when asked, so a write acknowledged before the call is seen).
+// A missing topic means no agent ever protected anything.
+func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
+	out := enforcer.NewRecords()
 	c, err := e.src.conn()
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	out := map[int32]enforcer.Ownership{}
 	// DescribeTopics answers a missing topic with a per-topic error at
 	// once (a metadata refresh would retry).
-	md, err := c.admin.DescribeTopics([]string{e.ownershipTopic})
+	var md []*sarama.TopicMetadata
+	err = c.viaController(func() error {
+		var err error
+		md, err = c.admin.DescribeTopics([]string{e.ownershipTopic})
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, err)
+		return out, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, err)
 	}
 	if len(md) != 1 || errors.Is(md[0].Err, sarama.ErrUnknownTopicOrPartition) {
 		return out, nil
 	}
 	if !errors.Is(md[0].Err, sarama.ErrNoError) {
-		return nil, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
+		return out, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
+	}
+	if err := c.client.RefreshMetadata(e.ownershipTopic); err != nil {
+		return out, fmt.Errorf("metadata of %s: %w", e.ownershipTopic, err)
 	}
 	lo, err := c.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetOldest)
 	if err != nil {
-		return nil, fmt.Errorf("oldest offset of %s: %w", e.ownershipTopic, err)
+		return out, fmt.Errorf("oldest offset of %s: %w", e.ownershipTopic, err)
 	}
 	hw, err := c.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetNewest)
 	if err != nil {
-		return nil, fmt.Errorf("newest offset of %s: %w", e.ownershipTopic, err)
+		return out, fmt.Errorf("newest offset of %s: %w", e.ownershipTopic, err)
 	}
 	if hw <= lo {
 		return out, nil
 	}
 	leader, err := c.client.Leader(e.ownershipTopic, 0)
 	if err != nil {
-		return nil, fmt.Errorf("leader of %s: %w", e.ownershipTopic, err)
+		return out, fmt.Errorf("leader of %s: %w", e.ownershipTopic, err)
 	}
 	// Plain Fetch requests: the topic is small, and a partition consumer
 	// would add its subscription batching delay to every read.
 	for off := lo; off < hw; {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return out, err
 		}
-		req := &sarama.FetchRequest{Version: 4, MaxWaitTime: 0, MinBytes: 1, MaxBytes: 8 << 20, Isolation: sarama.ReadUncommitted}
-		req.AddBlock(e.ownershipTopic, 0, off, 4<<20, -1)
+		req := &sarama.FetchRequest{Version: 4, MaxWaitTime: 0, MinBytes: 1, MaxBytes: 64 << 20, Isolation: sarama.ReadUncommitted}
+		req.AddBlock(e.ownershipTopic, 0, off, 16<<20, -1)
 		rsp, err := leader.Fetch(req)
 		if err != nil {
-			return nil, fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, err)
+			return out, fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, err)
 		}
 		block := rsp.GetBlock(e.ownershipTopic, 0)
 		if block == nil {
-			return nil, fmt.Errorf("fetch %s at %d: no answer for the partition", e.ownershipTopic, off)
+			return out, fmt.Errorf("fetch %s at %d: no answer for the partition", e.ownershipTopic, off)
 		}
 		if !errors.Is(block.Err, sarama.ErrNoError) {
-			return nil, fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, block.Err)
+			return out, fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, block.Err)
 		}
 		next := off
 		for _, rs := range block.RecordsSet {
@@ -94,43 +99,81 @@ func (e *Enforce) LoadOwnership(ctx context.Context) (map[int32]enforcer.Ownersh
 						continue
 					}
 					if err := applyRecord(out, r.Key, r.Value); err != nil {
-						return nil, fmt.Errorf("decode ownership record %s at offset %d: %w", r.Key, o, err)
+						return out, fmt.Errorf("decode protection record %s at offset %d of %s: %w", r.Key, o, e.ownershipTopic, err)
 					}
 				}
 			}
 			next = max(next, end)
 		}
 		if next == off {
-			return nil, fmt.Errorf("fetch %s at %d: no progress before offset %d", e.ownershipTopic, off, hw)
+			return out, fmt.Errorf("fetch %s at %d: no progress before offset %d", e.ownershipTopic, off, hw)
 		}
 		off = next
 	}
 	return out, nil
 }
 
-// applyRecord folds one record into the map: the latest value per key
-// wins; an empty value removes the key.
-func applyRecord(out map[int32]enforcer.Ownership, key, value []byte) error {
-	id, ok := strings.CutPrefix(string(key), ownershipKeyPrefix)
-	n, err := strconv.ParseInt(id, 10, 32)
-	if !ok || err != nil {
-		return nil // not a record of ours
-	}
-	if len(value) == 0 {
-		delete(out, int32(n))
+// applyRecord folds one record into the set: the latest value per key
+// wins; an empty value (a tombstone) removes the key; keys the guard does
+// not know are left alone.
+func applyRecord(out enforcer.Records, key, value []byte) error {
+	id, lift, ok := enforcer.ParseKey(string(key))
+	if !ok {
 		return nil
 	}
-	var o enforcer.Ownership
-	if err := json.Unmarshal(value, &o); err != nil {
-		return err
+	switch {
+	case len(value) == 0 && lift:
+		delete(out.Lifts, id)
+	case len(value) == 0:
+		delete(out.Agents, id)
+	case lift:
+		l, err := enforcer.DecodeLift(value)
+		if err != nil {
+			return err
+		}
+		out.Lifts[id] = l
+	default:
+		r, err := enforcer.DecodeRecord(value)
+		if err != nil {
+			return err
+		}
+		r.BrokerID = id
+		out.Agents[id] = r
 	}
-	out[int32(n)] = o
 	return nil
 }
 
-// StoreOwnership writes this broker's record (acks=all), creating the
-// topic on first use.
-func (e *Enforce) StoreOwnership(ctx context.Context, o enforcer.Ownership) error {
+// StoreRecord writes this agent's record (acks=all), creating the topic
+// on first use. It returns when the write is acknowledged or ctx ends,
+// whichever comes first; the write goes on in the background after ctx
+// ends (bounded by the producer's timeouts), and the next write waits for
+// it, so records are written in order.
+func (e *Enforce) StoreRecord(ctx context.Context, r enforcer.Record) error {
+	value, err := enforcer.EncodeRecord(r)
+	if err != nil {
+		return fmt.Errorf("encode protection record: %w", err)
+	}
+	return e.produce(ctx, enforcer.RecordKey(r.BrokerID), value)
+}
+
+// StoreLift writes a lift of a broker's claims (acks=all).
+func (e *Enforce) StoreLift(ctx context.Context, l enforcer.Lift) error {
+	value, err := enforcer.EncodeLift(l)
+	if err != nil {
+		return fmt.Errorf("encode lift: %w", err)
+	}
+	return e.produce(ctx, enforcer.LiftKey(l.BrokerID), value)
+}
+
+// DeleteLift withdraws the lift of a broker's claims (a tombstone): its
+// agent may protect again in the current episode
+// (kafka-disk-guard protection resume).
+func (e *Enforce) DeleteLift(ctx context.Context, broker int32) error {
+	return e.produce(ctx, enforcer.LiftKey(broker), nil)
+}
+
+// produce writes one record to the ownership topic, one write at a time.
+func (e *Enforce) produce(ctx context.Context, key string, value []byte) error {
 	c, err := e.src.conn()
 	if err != nil {
 		return err
@@ -138,24 +181,44 @@ func (e *Enforce) StoreOwnership(ctx context.Context, o enforcer.Ownership) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	select {
+	case e.writing <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("write %s to %s: an earlier write is still in flight: %w", key, e.ownershipTopic, ctx.Err())
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() { <-e.writing }()
+		done <- e.send(c, key, value)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("write %s to %s: %w (the write goes on)", key, e.ownershipTopic, ctx.Err())
+	}
+}
+
+func (e *Enforce) send(c *conn, key string, value []byte) error {
 	if err := e.ensureOwnershipTopic(c); err != nil {
 		return err
 	}
-	value, err := json.Marshal(o)
-	if err != nil {
-		return fmt.Errorf("encode ownership record: %w", err)
-	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.ensureProducer(); err != nil {
+	err := c.ensureProducer()
+	p := c.producer
+	c.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	_, _, err = c.producer.SendMessage(&sarama.ProducerMessage{
-		Topic: e.ownershipTopic, Partition: 0,
-		Key: sarama.StringEncoder(ownershipKey(o.BrokerID)), Value: sarama.ByteEncoder(value),
-	})
-	if err != nil {
-		return fmt.Errorf("write ownership record to %s: %w", e.ownershipTopic, err)
+	msg := &sarama.ProducerMessage{Topic: e.ownershipTopic, Partition: 0, Key: sarama.StringEncoder(key)}
+	if value != nil {
+		msg.Value = sarama.ByteEncoder(value)
+	}
+	if _, _, err := p.SendMessage(msg); err != nil {
+		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			e.topicReady.Store(false) // deleted behind the guard's back: create it again
+		}
+		return fmt.Errorf("write %s to %s: %w", key, e.ownershipTopic, err)
 	}
 	return nil
 }
@@ -191,14 +254,20 @@ func (c *conn) ensureProducer() error {
 }
 
 func (e *Enforce) ensureOwnershipTopic(c *conn) error {
+	if e.topicReady.Load() {
+		return nil
+	}
 	topics, err := c.client.Topics()
 	if err == nil {
 		for _, t := range topics {
 			if t == e.ownershipTopic {
+				e.topicReady.Store(true)
 				return nil
 			}
 		}
 	}
+	// RF 3 where the cluster has 3 brokers, min.insync.replicas one less:
+	// writes go on with one broker down.
 	rf := int16(min(3, len(c.client.Brokers())))
 	compact, minISR := "compact", strconv.Itoa(int(max(1, rf-1)))
 	err = c.admin.CreateTopic(e.ownershipTopic, &sarama.TopicDetail{
@@ -213,6 +282,7 @@ func (e *Enforce) ensureOwnershipTopic(c *conn) error {
 	for {
 		if err := c.client.RefreshMetadata(e.ownershipTopic); err == nil {
 			if _, err := c.client.Leader(e.ownershipTopic, 0); err == nil {
+				e.topicReady.Store(true)
 				return nil
 			}
 		}
@@ -221,4 +291,75 @@ func (e *Enforce) ensureOwnershipTopic(c *conn) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// LiveBrokers lists the brokers of the cluster's metadata: in KRaft, the
+// registered brokers that are not fenced.
+func (e *Enforce) LiveBrokers(ctx context.Context) ([]int32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	api := clientAPI{e.src}
+	if err := api.ready(); err != nil {
+		return nil, err
+	}
+	// One topic named: an empty list would mean every topic.
+	req := sarama.NewMetadataRequest(api.version(), []string{e.ownershipTopic})
+	req.AllowAutoTopicCreation = false
+	rsp, err := api.metadata(req)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	out := make([]int32, 0, len(rsp.Brokers))
+	for _, br := range rsp.Brokers {
+		out = append(out, br.ID())
+	}
+	return out, nil
+}
+
+// The authorizer's setting, reported by DescribeConfigs as a sensitive
+// entry without a value when set (it is not a config Kafka defines), and
+// absent when not set.
+const allowEveryoneKey = "allow.everyone.if.no.acl.found"
+
+// AllowEveryoneIfNoACLFound reads a broker's allow.everyone.if.no.acl.found:
+// absent means unset, Kafka's default false; present with a value, that
+// value; present and hidden, unknown.
+func (e *Enforce) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.AllowEveryone, error) {
+	c, err := e.src.conn()
+	if err != nil {
+		return enforcer.AllowEveryoneUnknown, err
+	}
+	if err := ctx.Err(); err != nil {
+		return enforcer.AllowEveryoneUnknown, err
+	}
+	// Any broker that answers: each reports its own static config.
+	var entries []sarama.ConfigEntry
+	var errs []error
+	for _, b := range c.client.Brokers() {
+		entries, err = c.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(b.ID()))})
+		if err == nil {
+			break
+		}
+		errs = append(errs, fmt.Errorf("describe configs of broker %d: %w", b.ID(), err))
+	}
+	if entries == nil {
+		if len(errs) == 0 {
+			errs = append(errs, errors.New("no broker known"))
+		}
+		return enforcer.AllowEveryoneUnknown, errors.Join(errs...)
+	}
+	for _, en := range entries {
+		if en.Name != allowEveryoneKey {
+			continue
+		}
+		if v, err := strconv.ParseBool(en.Value); err == nil && !en.Sensitive {
+			if v {
+				return enforcer.AllowEveryoneTrue, nil
+			}
+			return enforcer.AllowEveryoneFalse, nil
+		}
+		return enforcer.AllowEveryoneUnknown, nil
+	}
+	return enforcer.AllowEveryoneFalse, nil
 }

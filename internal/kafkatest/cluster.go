@@ -17,8 +17,9 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// SASL/PLAIN users of a Cluster besides the guard: admin is a super user,
-// limited is not (it holds only the ACLs a test gives it).
+// SASL/PLAIN users besides the guard, on the single broker and every node
+// of a Cluster: admin is a super user, limited is not (it holds only the
+// ACLs a test gives it).
 const (
 	AdminUser       = "admin"
 	AdminPassword   = "admin-secret"

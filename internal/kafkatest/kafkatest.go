@@ -52,6 +52,10 @@ type Options struct {
 	// under RemoteDir by the test RemoteStorageManager (scripts/kafka.sh
 	// --tiered), with Kafka's topic-based metadata manager.
 	Tiered bool
+	// NoAuthorizer runs the broker without an authorizer
+	// (scripts/kafka.sh --no-authorizer): ACL requests answer
+	// SECURITY_DISABLED.
+	NoAuthorizer bool
 }
 
 // Broker is a running broker.
@@ -124,6 +128,9 @@ func Start(opts Options) (*Broker, error) {
 	if opts.Tiered {
 		args = append(args, "--tiered")
 		b.RemoteDir = filepath.Join(dir, "remote")
+	}
+	if opts.NoAuthorizer {
+		args = append(args, "--no-authorizer")
 	}
 	for _, p := range opts.Props {
 		args = append(args, "--prop", p)

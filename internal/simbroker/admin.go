@@ -94,19 +94,43 @@ func (a *Admin) RemoveDefaultProducerQuota(ctx context.Context) error {
 	return err
 }
 
-// LoadOwnership reads every agent's record (the broker keeps the
-// ownership topic in memory).
-func (a *Admin) LoadOwnership(ctx context.Context) (map[int32]enforcer.Ownership, error) {
-	return call(ctx, a, func(b *Broker) (map[int32]enforcer.Ownership, error) {
-		return maps.Clone(b.ownership), nil
-	})
+// LoadRecords reads every agent's protection record and lift (the broker
+// keeps the ownership topic in memory).
+func (a *Admin) LoadRecords(ctx context.Context) (enforcer.Records, error) {
+	return call(ctx, a, func(b *Broker) (enforcer.Records, error) { return b.records.Clone(), nil })
 }
 
-func (a *Admin) StoreOwnership(ctx context.Context, o enforcer.Ownership) error {
+// StoreRecord writes an agent's record, as the topic holds it (encoded).
+func (a *Admin) StoreRecord(ctx context.Context, r enforcer.Record) error {
+	data, err := enforcer.EncodeRecord(r)
+	if err != nil {
+		return err
+	}
+	_, err = call(ctx, a, func(b *Broker) (struct{}, error) {
+		r, err := enforcer.DecodeRecord(data)
+		b.records.Agents[r.BrokerID] = r
+		return struct{}{}, err
+	})
+	return err
+}
+
+// StoreLift writes a lift of an agent's claims.
+func (a *Admin) StoreLift(ctx context.Context, l enforcer.Lift) error {
 	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
-		o.LogDirs, o.ACLs = slices.Clone(o.LogDirs), slices.Clone(o.ACLs)
-		b.ownership[o.BrokerID] = o
+		l.Topics = slices.Clone(l.Topics)
+		b.records.Lifts[l.BrokerID] = l
 		return struct{}{}, nil
 	})
 	return err
+}
+
+// LiveBrokers: the simulated cluster is this one broker.
+func (a *Admin) LiveBrokers(ctx context.Context) ([]int32, error) {
+	return call(ctx, a, func(b *Broker) ([]int32, error) { return []int32{b.cfg.NodeID}, nil })
+}
+
+// AllowEveryoneIfNoACLFound: the simulated broker allows nothing an ACL
+// does not (Kafka's default), so protection adds no ALLOW.
+func (a *Admin) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.AllowEveryone, error) {
+	return call(ctx, a, func(*Broker) (enforcer.AllowEveryone, error) { return enforcer.AllowEveryoneFalse, nil })
 }

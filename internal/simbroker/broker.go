@@ -81,8 +81,8 @@ type Broker struct {
 	order     []*topicState // as configured
 	parts     []*partState  // as generated: by topic, then partition
 	acls      map[enforcer.ACL]bool
-	quota     int64 // the default client's producer_byte_rate; 0: none
-	ownership map[int32]enforcer.Ownership
+	quota     int64            // the default client's producer_byte_rate; 0: none
+	records   enforcer.Records // the ownership topic, in memory
 	pending   []pendingFile
 	nextCheck time.Time
 	last      time.Time
@@ -125,7 +125,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	spec := logdirgen.Spec{Now: cfg.Now, NodeID: cfg.NodeID, ClusterID: cfg.ClusterID, Extras: true,
 		SegmentIndexBytes: cfg.SegmentIndexBytes}
 	b := &Broker{cfg: cfg, logger: logger.With("component", "simbroker"), topics: map[string]*topicState{},
-		acls: map[enforcer.ACL]bool{}, ownership: map[int32]enforcer.Ownership{},
+		acls: map[enforcer.ACL]bool{}, records: enforcer.NewRecords(),
 		nextCheck: cfg.Now.Add(cfg.InitialDelay), last: cfg.Now}
 	for _, t := range cfg.Topics {
 		if err := agent.ValidateTopicConfig(t.Config); err != nil {
@@ -414,7 +414,7 @@ func literal(a enforcer.ACL) enforcer.ACL {
 type State struct {
 	ACLs             []enforcer.ACL
 	ProducerByteRate int64
-	Ownership        map[int32]enforcer.Ownership
+	Ownership        map[int32]enforcer.Record
 	// Refused lists the topics whose producers are refused now.
 	Refused []string
 	// LogStart is every partition's log start offset.
@@ -425,7 +425,7 @@ type State struct {
 func (b *Broker) State() State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := State{ACLs: slices.Collect(maps.Keys(b.acls)), ProducerByteRate: b.quota, Ownership: maps.Clone(b.ownership),
+	s := State{ACLs: slices.Collect(maps.Keys(b.acls)), ProducerByteRate: b.quota, Ownership: maps.Clone(b.records.Agents),
 		LogStart: map[enforcer.TopicPartition]int64{}}
 	for _, t := range b.order {
 		if t.refused != "" {

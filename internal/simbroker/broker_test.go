@@ -242,13 +242,17 @@ func TestAdminProtection(t *testing.T) {
 	if err := a.RemoveDefaultProducerQuota(ctx); err != nil || len(b.State().Refused) != 0 || b.State().ProducerByteRate != 0 {
 		t.Errorf("after lifting: %v, %+v", err, b.State())
 	}
-	own := enforcer.Ownership{BrokerID: 1, LogDirs: []string{"/d"}, ACLs: []enforcer.ACL{deny}}
-	if err := a.StoreOwnership(ctx, own); err != nil {
+	shape := enforcer.Shape{Deny: []string{enforcer.AnyPrincipal}}
+	own := enforcer.Record{BrokerID: 1, LogDirs: []string{"/d"}, Owned: []enforcer.Owned{{Kind: enforcer.OwnedACL, Shape: &shape, Topics: []string{"orders"}}}}
+	if err := a.StoreRecord(ctx, own); err != nil {
 		t.Fatal(err)
 	}
 	own.LogDirs[0] = "/changed"
-	got, err := a.LoadOwnership(ctx)
-	if err != nil || len(got) != 1 || got[1].LogDirs[0] != "/d" || len(got[1].ACLs) != 1 {
-		t.Errorf("ownership %+v, %v", got, err)
+	if err := a.StoreLift(ctx, enforcer.Lift{ID: "l", BrokerID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.LoadRecords(ctx)
+	if err != nil || len(got.Agents) != 1 || got.Agents[1].LogDirs[0] != "/d" || len(got.Agents[1].ACLTopics()) != 1 || got.Lifts[1].ID != "l" {
+		t.Errorf("records %+v, %v", got, err)
 	}
 }

@@ -160,7 +160,7 @@ func TestEnforceModeAcrossTheBands(t *testing.T) {
 		t.Error("the simulated producers were not refused, then accepted")
 	}
 	st := r.final
-	if len(st.ACLs) != 0 || len(st.Refused) != 0 || len(st.Ownership[1].LogDirs) != 0 || len(st.Ownership[1].ACLs) != 0 {
+	if len(st.ACLs) != 0 || len(st.Refused) != 0 || len(st.Ownership[1].LogDirs) != 0 || st.Ownership[1].Claims() {
 		t.Errorf("protection left behind: %+v", st)
 	}
 	if r.peak >= 0.97 {

@@ -15,6 +15,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -77,6 +78,8 @@ func newTyped(gvk schema.GroupVersionKind) (any, error) {
 		return &corev1.ServiceAccount{}, nil
 	case appsv1.SchemeGroupVersion.WithKind("DaemonSet"):
 		return &appsv1.DaemonSet{}, nil
+	case batchv1.SchemeGroupVersion.WithKind("Job"):
+		return &batchv1.Job{}, nil
 	case monitoringv1.SchemeGroupVersion.WithKind("ServiceMonitor"):
 		return &monitoringv1.ServiceMonitor{}, nil
 	case monitoringv1.SchemeGroupVersion.WithKind("PodMonitor"):

@@ -202,3 +202,64 @@ func TestNetworkPolicy(t *testing.T) {
 		})
 	}
 }
+
+const goodJob = `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: kdg-lift
+  namespace: kafka
+  annotations:
+    helm.sh/hook: pre-delete
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  backoffLimit: 2
+  activeDeadlineSeconds: 300
+  template:
+    spec:
+      restartPolicy: Never
+      automountServiceAccountToken: false
+      securityContext: {runAsNonRoot: true, runAsUser: 65532}
+      containers:
+        - name: lift
+          image: example/kdg:1
+          args: [protection, lift, --all, --config=/etc/kafka-disk-guard/config.yaml]
+          resources:
+            requests: {cpu: 10m, memory: 32Mi}
+            limits: {cpu: 200m, memory: 128Mi}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities: {drop: [ALL]}
+          volumeMounts:
+            - {name: config, mountPath: /etc/kafka-disk-guard/config.yaml, subPath: config.yaml, readOnly: true}
+      volumes:
+        - {name: config, configMap: {name: kdg}}
+`
+
+// The uninstall hook: a pre-delete Job lifting protection with the agent's
+// config, locked down like the agent.
+func TestUninstallHookJob(t *testing.T) {
+	base := goodConfigMap + "---\n" + goodDaemonSet + "---\n"
+	if p := check(t, base+goodJob); len(p) != 0 {
+		t.Fatalf("problems in a valid Job: %v", p)
+	}
+	for _, tt := range []struct{ name, job, want string }{
+		{"not a pre-delete hook", strings.Replace(goodJob, "helm.sh/hook: pre-delete", "helm.sh/hook: post-install", 1), "want pre-delete"},
+		{"kept after success", strings.Replace(goodJob, ",hook-succeeded", "", 1), "does not delete the Job"},
+		{"no deadline", strings.Replace(goodJob, "  activeDeadlineSeconds: 300\n", "", 1), "no activeDeadlineSeconds"},
+		{"restarted in place", strings.Replace(goodJob, "restartPolicy: Never", "restartPolicy: Always", 1), "want Never or OnFailure"},
+		{"runs something else", strings.Replace(goodJob, "[protection, lift, --all,", "[protection, status,", 1), "do not run protection lift --all"},
+		{"root user", strings.Replace(goodJob, "runAsUser: 65532", "runAsUser: 0", 1), "runs as uid 0"},
+		{"config not mounted", strings.Replace(goodJob, "{name: config, mountPath: /etc/kafka-disk-guard/config.yaml, subPath: config.yaml, readOnly: true}", "{name: config, mountPath: /etc/other, readOnly: true}", 1), "mounts no config.yaml"},
+		{"token mounted", strings.Replace(goodJob, "automountServiceAccountToken: false", "automountServiceAccountToken: true", 1), "automountServiceAccountToken is not false"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, p := range check(t, base+tt.job) {
+				if strings.Contains(p, tt.want) {
+					return
+				}
+			}
+			t.Fatalf("want a problem containing %q", tt.want)
+		})
+	}
+}

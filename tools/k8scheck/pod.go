@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -15,6 +16,65 @@ import (
 // checkPodSpec checks the agent's pod (or, for a sidecar snippet, its
 // container with external volumes that the Kafka pod provides).
 func checkPodSpec(spec *corev1.PodSpec, external map[string]bool, configMaps map[string]*corev1.ConfigMap) []error {
+	vols, errs := checkVolumes(spec)
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	psc := spec.SecurityContext
+	if len(spec.Containers) == 0 {
+		fail("no containers")
+	}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		for _, e := range checkContainer(c, psc, vols, external, true) {
+			fail("container %q: %v", c.Name, e)
+		}
+		for _, e := range checkAgentConfig(c, vols, configMaps, true) {
+			fail("container %q: %v", c.Name, e)
+		}
+	}
+	return errs
+}
+
+// checkJob checks the uninstall hook: a Helm pre-delete hook, deleted
+// once it succeeded, whose one container runs `kafka-disk-guard
+// protection lift --all` with the agent's config and Secret files, as
+// locked down as the agent, never restarted in place, bounded in time.
+func checkJob(j *batchv1.Job, configMaps map[string]*corev1.ConfigMap) []error {
+	spec := &j.Spec.Template.Spec
+	vols, errs := checkVolumes(spec)
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if j.Annotations["helm.sh/hook"] != "pre-delete" {
+		fail("annotation helm.sh/hook %q, want pre-delete", j.Annotations["helm.sh/hook"])
+	}
+	if !strings.Contains(j.Annotations["helm.sh/hook-delete-policy"], "hook-succeeded") {
+		fail("annotation helm.sh/hook-delete-policy %q does not delete the Job once it succeeded", j.Annotations["helm.sh/hook-delete-policy"])
+	}
+	if spec.RestartPolicy != corev1.RestartPolicyNever && spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		fail("restartPolicy %q, want Never or OnFailure", spec.RestartPolicy)
+	}
+	if j.Spec.ActiveDeadlineSeconds == nil || *j.Spec.ActiveDeadlineSeconds <= 0 {
+		fail("no activeDeadlineSeconds: an uninstall could wait forever")
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		fail("automountServiceAccountToken is not false")
+	}
+	if len(spec.Containers) != 1 {
+		return append(errs, fmt.Errorf("%d containers, want 1", len(spec.Containers)))
+	}
+	c := &spec.Containers[0]
+	for _, e := range checkContainer(c, spec.SecurityContext, vols, nil, false) {
+		fail("container %q: %v", c.Name, e)
+	}
+	for _, e := range checkAgentConfig(c, vols, configMaps, false) {
+		fail("container %q: %v", c.Name, e)
+	}
+	if len(c.Args) < 3 || c.Args[0] != "protection" || c.Args[1] != "lift" || !argsHave(c.Args, "--all") {
+		fail("container %q: args %v do not run protection lift --all", c.Name, c.Args)
+	}
+	return errs
+}
+
+// checkVolumes checks a pod's volumes and returns them by name.
+func checkVolumes(spec *corev1.PodSpec) (map[string]corev1.Volume, []error) {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	vols := map[string]corev1.Volume{}
@@ -40,20 +100,7 @@ func checkPodSpec(spec *corev1.PodSpec, external map[string]bool, configMaps map
 			}
 		}
 	}
-	psc := spec.SecurityContext
-	if len(spec.Containers) == 0 {
-		fail("no containers")
-	}
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		for _, e := range checkContainer(c, psc, vols, external) {
-			fail("container %q: %v", c.Name, e)
-		}
-		for _, e := range checkAgentConfig(c, vols, configMaps) {
-			fail("container %q: %v", c.Name, e)
-		}
-	}
-	return errs
+	return vols, errs
 }
 
 func countSources(s corev1.VolumeSource) int {
@@ -67,7 +114,9 @@ func countSources(s corev1.VolumeSource) int {
 	return n
 }
 
-func checkContainer(c *corev1.Container, psc *corev1.PodSecurityContext, vols map[string]corev1.Volume, external map[string]bool) []error {
+// checkContainer checks a container; probes: it serves (the agent) and
+// must have its liveness and readiness probes.
+func checkContainer(c *corev1.Container, psc *corev1.PodSecurityContext, vols map[string]corev1.Volume, external map[string]bool, probes bool) []error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, m := range validation.IsDNS1123Label(c.Name) {
@@ -87,6 +136,9 @@ func checkContainer(c *corev1.Container, psc *corev1.PodSecurityContext, vols ma
 		ports[p.Name] = p.ContainerPort
 	}
 	for name, pr := range map[string]*corev1.Probe{"livenessProbe": c.LivenessProbe, "readinessProbe": c.ReadinessProbe} {
+		if !probes {
+			break
+		}
 		switch {
 		case pr == nil:
 			fail("%s missing", name)
@@ -207,10 +259,15 @@ type agentConfig struct {
 		} `yaml:"tls"`
 	} `yaml:"kafka"`
 	Enforcer struct {
-		Enabled    bool   `yaml:"enabled"`
-		Profile    string `yaml:"profile"`
-		Protection struct {
-			Strategy string `yaml:"strategy"`
+		Enabled        bool   `yaml:"enabled"`
+		Profile        string `yaml:"profile"`
+		OwnershipTopic string `yaml:"ownershipTopic"`
+		Protection     struct {
+			Strategy                  string   `yaml:"strategy"`
+			AllowEveryoneIfNoACLFound string   `yaml:"allowEveryoneIfNoAclFound"`
+			ExemptPrincipals          []string `yaml:"exemptPrincipals"`
+			ExemptTopics              []string `yaml:"exemptTopics"`
+			LeaseDuration             string   `yaml:"leaseDuration"`
 		} `yaml:"protection"`
 		Purge struct {
 			MaxPercentPerPass float64 `yaml:"maxPercentPerPass"`
@@ -241,7 +298,7 @@ type agentConfig struct {
 // checkAgentConfig finds the config file the container mounts, decodes it
 // strictly, and checks that every path it names is mounted: log dirs
 // read-only, secret files present in the projected Secret volume.
-func checkAgentConfig(c *corev1.Container, vols map[string]corev1.Volume, configMaps map[string]*corev1.ConfigMap) []error {
+func checkAgentConfig(c *corev1.Container, vols map[string]corev1.Volume, configMaps map[string]*corev1.ConfigMap, logDirsMounted bool) []error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	var raw string
@@ -297,7 +354,7 @@ func checkAgentConfig(c *corev1.Container, vols map[string]corev1.Volume, config
 		if !path.IsAbs(d) {
 			fail("config.yaml: log dir %q is not absolute", d)
 		}
-		if !underAny(d, roDirs) {
+		if logDirsMounted && !underAny(d, roDirs) {
 			fail("config.yaml: log dir %q is not under a read-only mount", d)
 		}
 	}

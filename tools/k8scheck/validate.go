@@ -11,6 +11,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/prometheus/promql/parser"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,10 @@ func Validate(objs []Object) []error {
 				add(o, "%v", e)
 			}
 			pods = append(pods, podSource{labels: t.Spec.Template.Labels, containers: t.Spec.Template.Spec.Containers})
+		case *batchv1.Job:
+			for _, e := range checkJob(t, configMaps) {
+				add(o, "%v", e)
+			}
 		case *monitoringv1.PrometheusRule:
 			for _, e := range checkRules(t) {
 				add(o, "%v", e)

@@ -141,8 +141,13 @@ app.kubernetes.io/part-of: kafka-disk-guard
 {{- $_ := set $kafka "tls" $tls -}}
 {{- $_ := set $cfg "kafka" $kafka -}}
 {{- end -}}
-{{- $enforcer := dict "enabled" .Values.enforcer.enabled "profile" .Values.enforcer.profile "protection" (dict "strategy" .Values.enforcer.protection.strategy) -}}
+{{- $prot := dict "strategy" .Values.enforcer.protection.strategy "allowEveryoneIfNoAclFound" .Values.enforcer.protection.allowEveryoneIfNoAclFound -}}
+{{- with .Values.enforcer.protection.exemptPrincipals }}{{ $_ := set $prot "exemptPrincipals" . }}{{ end -}}
+{{- with .Values.enforcer.protection.exemptTopics }}{{ $_ := set $prot "exemptTopics" . }}{{ end -}}
+{{- with .Values.enforcer.protection.leaseDuration }}{{ $_ := set $prot "leaseDuration" . }}{{ end -}}
+{{- $enforcer := dict "enabled" .Values.enforcer.enabled "profile" .Values.enforcer.profile "protection" $prot -}}
 {{- with .Values.enforcer.purge }}{{ $_ := set $enforcer "purge" . }}{{ end -}}
+{{- with .Values.enforcer.ownershipTopic }}{{ $_ := set $enforcer "ownershipTopic" . }}{{ end -}}
 {{- $_ := set $cfg "enforcer" $enforcer -}}
 {{- $web := dict "listenAddress" (printf ":%d" (int .Values.web.port)) -}}
 {{- if .Values.web.configSecret -}}

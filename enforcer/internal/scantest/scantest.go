@@ -42,10 +42,6 @@ type Source struct {
 	// Topics, when set, limits the snapshot (and a configured capacity's
 	// used bytes) to these topics: tests share one broker.
 	Topics map[string]bool
-	// Node, when > 0, is the node id the snapshot's log dir names instead
-	// of its meta.properties' (agents that stand for other brokers on the
-	// one test broker).
-	Node int32
 
 	mu      sync.Mutex
 	scanner *agent.Scanner
@@ -210,9 +206,6 @@ func (s *Source) scan() *agent.Snapshot {
 		out.Partitions = append(out.Partitions, p)
 	}
 	out.Usage = s.usage()
-	if s.Node > 0 {
-		out.BrokerID = s.Node
-	}
 	fetched := map[string]agent.TopicConfig{}
 	at := map[string]time.Time{}
 	for _, p := range out.Partitions {

@@ -55,12 +55,15 @@ import org.slf4j.LoggerFactory;
  * wait.window.ms (10000), breaker.failures (3), breaker.open.ms (30000),
  * on.unreachable (allow or refuse), basic.auth.username and
  * basic.auth.password (the guard's web config users), ssl.ca.file (PEM CA
- * for an https URL, instead of the JVM's trust store). See
+ * for an https URL, instead of the JVM's trust store), exempt.topics
+ * (comma-separated; default __kafka_disk_guard_protection, the guard's
+ * ownership topic: set it to the guard's enforcer.ownershipTopic). See
  * docs/admission.md.
  *
  * <p>Kafka's internal topics (__consumer_offsets, __transaction_state,
  * __share_group_state, __cluster_metadata: the guard's list, see
- * {@link InternalTopics}) are always admitted without asking.
+ * {@link InternalTopics}) and the exempt topics are always admitted
+ * without asking.
  */
 public class ReservedSpacePolicy implements CreateTopicPolicy {
     static final String PREFIX = "kafka.disk.guard.";
@@ -74,7 +77,10 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
     public static final String USERNAME_CONFIG = PREFIX + "basic.auth.username";
     public static final String PASSWORD_CONFIG = PREFIX + "basic.auth.password";
     public static final String CA_FILE_CONFIG = PREFIX + "ssl.ca.file";
+    public static final String EXEMPT_TOPICS_CONFIG = PREFIX + "exempt.topics";
     public static final String URL_ENV = "KDG_ADMISSION_URL";
+    /** The guard's ownership topic under its default name (enforcer.ownershipTopic). */
+    static final String DEFAULT_OWNERSHIP_TOPIC = "__kafka_disk_guard_protection";
 
     static final String FALLBACKS_ALLOW = "Kafka-Disk-Guard-Fallbacks-Allow";
     static final String FALLBACKS_REFUSE = "Kafka-Disk-Guard-Fallbacks-Refuse";
@@ -88,6 +94,8 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
     private static final Set<String> INTERNAL_TOPICS = InternalTopics.load();
 
     private URI url;
+    /** Topics admitted without asking besides Kafka's own: the guard's ownership topic. */
+    private Set<String> exemptTopics = Set.of(DEFAULT_OWNERSHIP_TOPIC);
     private long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(1000);
     private long budgetMs = 2500;
     private long windowMs = 10000;
@@ -150,11 +158,21 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
             b.sslContext(sslContext(ca));
         }
         client = b.build();
+        String exempt = string(configs, EXEMPT_TOPICS_CONFIG);
+        if (exempt != null) {
+            Set<String> topics = new java.util.LinkedHashSet<>();
+            for (String t : exempt.split(",")) {
+                if (!t.strip().isEmpty()) {
+                    topics.add(t.strip());
+                }
+            }
+            exemptTopics = Set.copyOf(topics);
+        }
         budget = new WaitBudget(TimeUnit.MILLISECONDS.toNanos(budgetMs), TimeUnit.MILLISECONDS.toNanos(windowMs));
         breaker = new CircuitBreaker((int) Math.min(failures, Integer.MAX_VALUE), TimeUnit.MILLISECONDS.toNanos(openMs));
         log.info("kafka-disk-guard reserved-space policy asks {} (timeout {} ms, waiting at most {} ms per {} ms, "
-            + "breaker after {} failures for {} ms, on unreachable: {}, basic auth: {}, CA file: {})",
-            url, timeoutMs, budgetMs, windowMs, failures, openMs, os, user != null ? "yes" : "no", ca != null ? ca : "none");
+            + "breaker after {} failures for {} ms, on unreachable: {}, basic auth: {}, CA file: {}, admitted without asking: {})",
+            url, timeoutMs, budgetMs, windowMs, failures, openMs, os, user != null ? "yes" : "no", ca != null ? ca : "none", exemptTopics);
     }
 
     private static String string(Map<String, ?> configs, String key) {
@@ -209,6 +227,11 @@ public class ReservedSpacePolicy implements CreateTopicPolicy {
     public void validate(RequestMetadata md) throws PolicyViolationException {
         if (INTERNAL_TOPICS.contains(md.topic())) {
             log.info("kafka-disk-guard admits Kafka's internal topic {} without asking", md.topic());
+            return;
+        }
+        if (exemptTopics.contains(md.topic())) {
+            // Write protection must never wait for admission (the guard's spec R8.4).
+            log.info("kafka-disk-guard admits its ownership topic {} without asking", md.topic());
             return;
         }
         long now = System.nanoTime();

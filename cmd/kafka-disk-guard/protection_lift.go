@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+)
+
+// runProtectionLift lifts protection as an operator: the lift is
+// recorded (the agents acknowledge it), then every binding it voids that
+// no other live record claims is deleted; bindings no record claims are
+// never touched. One log line (JSON, stderr) says what was done.
+func runProtectionLift(ctx context.Context, args []string, getenv env, out streams) error {
+	p := newProtectionFlags("lift", getenv, out.stderr)
+	var scope brokerScope
+	scope.register(p.fs, true)
+	why := p.fs.String("reason", "", "why, recorded with the lift (e.g. \"disk grown\", \"uninstall\")")
+	admin, ctx, done, err := p.open(ctx, args, func() error { return scope.check("lift", true) })
+	if admin == nil {
+		return err
+	}
+	defer done()
+	req := enforcer.LiftRequest{All: scope.all, Broker: int32(scope.broker), Topic: scope.topic,
+		By: operatorName(getenv), Reason: *why, Now: time.Now()}
+	res, err := enforcer.LiftProtection(ctx, admin, req)
+	logger := slog.New(slog.NewJSONHandler(out.stderr, nil))
+	var ids []int32
+	var liftIDs []string
+	for _, l := range res.Lifts {
+		ids = append(ids, l.BrokerID)
+		liftIDs = append(liftIDs, l.ID)
+	}
+	attrs := []any{"by", req.By, "reason", req.Reason, "broker_ids", ids, "topic", req.Topic, "all", req.All,
+		"lift_ids", liftIDs, "acls_deleted", len(res.Released.ACLs), "acls_kept", res.Released.Kept, "quota_removed", res.Released.QuotaRemoved}
+	if err != nil {
+		logger.Error("protection lift by an operator failed", append(attrs, "err", err)...)
+		return err
+	}
+	if len(res.Lifts) == 0 {
+		fmt.Fprintln(out.stdout, "Nothing to lift: no record claims protection in that scope.")
+		return nil
+	}
+	logger.Warn("protection lifted by an operator", attrs...)
+	fmt.Fprintf(out.stdout, "Lifted the protection of broker(s) %v: %d binding(s) deleted, %d kept (claimed by another agent)", ids,
+		len(res.Released.ACLs), res.Released.Kept)
+	if res.Released.QuotaRemoved {
+		fmt.Fprint(out.stdout, ", default client quota removed")
+	}
+	fmt.Fprintln(out.stdout, ".")
+	fmt.Fprintln(out.stdout, "A running agent acknowledges the lift and does not protect that scope again until its disk calms down;")
+	fmt.Fprintln(out.stdout, "`kafka-disk-guard protection resume` lets it protect again at once.")
+	return nil
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+)
+
+// runProtectionStatus prints every protection in place as the records and
+// the cluster hold it.
+func runProtectionStatus(ctx context.Context, args []string, getenv env, out streams) error {
+	p := newProtectionFlags("status", getenv, out.stderr)
+	format := p.fs.String("format", "table", "table or json")
+	topics := p.fs.Bool("topics", false, "table: list every protected topic with its bindings")
+	admin, ctx, done, err := p.open(ctx, args, func() error {
+		if *format != "table" && *format != "json" {
+			return usageError{fmt.Sprintf("protection status: --format %q is not table or json", *format)}
+		}
+		return nil
+	})
+	if admin == nil {
+		return err
+	}
+	defer done()
+
+	in := enforcer.StatusInput{Now: time.Now()}
+	if in.Records, err = admin.LoadRecords(ctx); err != nil {
+		return fmt.Errorf("read the protection records: %w", err)
+	}
+	switch acls, err := admin.TopicACLs(ctx); {
+	case errors.Is(err, enforcer.ErrNoAuthorizer):
+		in.NoAuthorizer = true
+	case err != nil:
+		return fmt.Errorf("list acls: %w", err)
+	default:
+		in.ACLs = acls
+	}
+	if in.DefaultProducerByteRate, err = admin.DefaultProducerQuota(ctx); err != nil {
+		return fmt.Errorf("describe client quotas: %w", err)
+	}
+	live, err := admin.LiveBrokers(ctx)
+	if err != nil {
+		return fmt.Errorf("list brokers: %w", err)
+	}
+	in.Live = map[int32]bool{}
+	for _, id := range live {
+		in.Live[id] = true
+	}
+	st := enforcer.BuildStatus(in)
+	if *format == "json" {
+		enc := json.NewEncoder(out.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	writeStatus(out.stdout, st, *topics, in.Now)
+	return nil
+}
+
+// writeStatus prints the status as tables.
+func writeStatus(w io.Writer, st enforcer.Status, topics bool, now time.Time) {
+	if st.NoAuthorizer {
+		fmt.Fprintln(w, "The brokers run without an authorizer: ACL protection cannot apply (use protection.strategy quota).")
+	}
+	if len(st.Brokers) == 0 {
+		fmt.Fprintln(w, "No protection record: the guard has protected nothing.")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "BROKER\tSTATE\tSTRATEGY\tSINCE\tLEASE\tTOPICS\tBINDINGS IN PLACE\tWHY")
+		for _, b := range st.Brokers {
+			bindings := fmt.Sprintf("%d/%d", b.Present, b.Claimed)
+			if b.Quota > 0 {
+				bindings += fmt.Sprintf(" + quota %d B/s (%s)", b.Quota, map[bool]string{true: "in place", false: "not in place"}[b.QuotaSet])
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", b.BrokerID, b.State, dash(b.Strategy), since(b.Since, now),
+				lease(b), len(b.Topics), bindings, why(b))
+		}
+		tw.Flush()
+		for _, b := range st.Brokers {
+			if l := b.Lift; l != nil {
+				ack := "not acknowledged yet"
+				if b.LiftAcked {
+					ack = "acknowledged"
+				}
+				scope := "everything"
+				if len(l.Topics) > 0 {
+					scope = "topics " + strings.Join(l.Topics, ",")
+				}
+				fmt.Fprintf(w, "broker %d: lifted (%s) by %s at %s: %s (%s)%s\n", b.BrokerID, l.Kind, l.By,
+					l.At.UTC().Format(time.RFC3339), scope, ack, reason(l.Reason))
+			}
+			if s := b.Suppressed; s != nil {
+				fmt.Fprintf(w, "broker %d: not protecting again until its disk calms down or `protection resume --broker %d`\n", b.BrokerID, b.BrokerID)
+			}
+		}
+	}
+	if topics {
+		for _, b := range st.Brokers {
+			if len(b.Topics) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "\nbroker %d protects:\n", b.BrokerID)
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOPIC\tBINDINGS\tIN PLACE\tLIFTED")
+			for _, t := range b.Topics {
+				fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%v\n", t.Topic, t.Shape, t.Present, t.Claimed, !t.Live)
+			}
+			tw.Flush()
+		}
+	}
+	if len(st.Unattributed) > 0 || st.UnattributedQuota > 0 {
+		fmt.Fprintln(w, "\nUnattributed: look like the guard's, but no record claims them (the guard may have set them and")
+		fmt.Fprintln(w, "died before recording them, or an operator made them). The guard never lifts them: decide yourself.")
+		for _, a := range st.Unattributed {
+			fmt.Fprintf(w, "  topic %s: %s %s %s from %s\n", a.Topic, a.Permission, a.Operation, a.Principal, a.Host)
+		}
+		if st.UnattributedQuota > 0 {
+			fmt.Fprintf(w, "  default client quota: producer_byte_rate=%d\n", st.UnattributedQuota)
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func since(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), now.Sub(t).Round(time.Second))
+}
+
+func lease(b enforcer.BrokerStatus) string {
+	if b.Renewed.IsZero() || b.Lease == 0 {
+		return "-"
+	}
+	age := b.LeaseAge.Round(time.Second)
+	if b.ExpiresIn < 0 {
+		return fmt.Sprintf("renewed %s ago, expired %s ago", age, (-b.ExpiresIn).Round(time.Second))
+	}
+	return fmt.Sprintf("renewed %s ago, %s left", age, b.ExpiresIn.Round(time.Second))
+}
+
+func why(b enforcer.BrokerStatus) string {
+	var parts []string
+	for _, w := range b.Why {
+		parts = append(parts, fmt.Sprintf("%s: %s band at %.1f%%", w.LogDir, w.Band, w.Usage*100))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func reason(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
+}

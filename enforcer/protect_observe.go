@@ -1,0 +1,301 @@
+package enforcer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ErrNoAuthorizer is what the admin API answers when the brokers run
+// without an authorizer (DescribeAcls or CreateAcls answered
+// SECURITY_DISABLED): ACL protection cannot work there. Match it with
+// errors.Is.
+var ErrNoAuthorizer = errors.New("no authorizer on the brokers: protection.strategy acl needs one (authorizer.class.name), or use protection.strategy quota")
+
+// allowEveryoneRefresh: how often the brokers' allow.everyone.if.no.acl.found
+// is read again (auto mode).
+const allowEveryoneRefresh = 5 * time.Minute
+
+// protectionState is the enforcer's memory of protection between passes,
+// owned by the single worker.
+type protectionState struct {
+	// records: the ownership topic as last read or written (nil until
+	// read once); loaded: when.
+	records *Records
+	loaded  time.Time
+	// virtual: observe mode's record, what enforcing would have set.
+	virtual Record
+	// unrecorded: bindings (and a quota) this agent set whose claim no
+	// written record holds yet; dirty: the last record write failed.
+	unrecorded      map[ACL]bool
+	unrecordedQuota int64
+	dirty           bool
+	// leases: for each other agent, its record's renewal as last seen and
+	// when this agent first saw it (its own clock); gone: when a broker
+	// was first seen missing from the cluster's metadata.
+	leases map[int32]leaseSeen
+	gone   map[int32]time.Time
+	live   map[int32]bool // the cluster's brokers, nil when unknown
+	// allowEveryone as last read (auto mode), and when.
+	allowEveryone     AllowEveryone
+	allowEveryoneRead time.Time
+	// errs: the problems of the last pass with protection observed.
+	errs map[ProtectionError]bool
+	// observeLift: observe mode has logged that it lifts what it set.
+	observeLift bool
+	// sizedAt: the Updated of the record whose size the gauge shows.
+	sizedAt time.Time
+	// missingSince: since when wanted protection has been missing from
+	// what is read back (zero: all in place).
+	missingSince time.Time
+}
+
+type leaseSeen struct {
+	renewed time.Time // the record's Renewed
+	since   time.Time // when this agent first saw that value
+}
+
+// mine is this agent's record, as last read or written (in observe mode,
+// the virtual one when virtual is set).
+func (e *Enforcer) mine() Record {
+	if e.dryRun {
+		return e.prot.virtual
+	}
+	return e.real()
+}
+
+// real is this agent's record on the cluster, as last read or written.
+func (e *Enforcer) real() Record {
+	if e.prot.records == nil {
+		return Record{BrokerID: e.brokerID}
+	}
+	return e.prot.records.Agents[e.brokerID]
+}
+
+// recordsDue reports whether the records must be read before anything
+// else: never read yet, or an interval old (or the clock went back),
+// unless a log dir is just switching protection on (that must not wait
+// for a read: it uses the cached records).
+func (e *Enforcer) recordsDue(o Observed) bool {
+	if e.prot.records == nil {
+		return true
+	}
+	for d := range e.policy.protectDirs(o) {
+		if !o.Protected[d] {
+			return false // switching on: use the cached records
+		}
+	}
+	return o.Now.Sub(e.prot.loaded) >= e.cfg.Interval || o.Now.Before(e.prot.loaded)
+}
+
+// protectionRelevant: protection must be observed this pass: this agent
+// claims or wants something, set something unrecorded, or another agent's
+// record claims something (the cluster-wide view, expired leases).
+func (e *Enforcer) protectionRelevant(o Observed) bool {
+	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 {
+		return true
+	}
+	if e.prot.records != nil {
+		for _, r := range e.prot.records.Agents {
+			if r.Claims() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readRecords reads every agent's record and lift, and the cluster's
+// brokers, and follows the other agents' leases.
+func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
+	recs, err := e.admin.LoadRecords(ctx)
+	if err != nil {
+		return fmt.Errorf("load protection records: %w", err)
+	}
+	live, err := e.admin.LiveBrokers(ctx)
+	if err != nil {
+		return fmt.Errorf("list brokers: %w", err)
+	}
+	recs = recs.Clone()
+	e.prot.records = &recs
+	e.prot.loaded = o.Now
+	e.prot.live = nil // nil: unknown (no cluster)
+	if live != nil {
+		e.prot.live = map[int32]bool{}
+		for _, id := range live {
+			e.prot.live[id] = true
+		}
+	}
+	for id, r := range recs.Agents {
+		if id == e.brokerID {
+			continue
+		}
+		if s, ok := e.prot.leases[id]; !ok || !s.renewed.Equal(r.Renewed) || o.Now.Before(s.since) {
+			e.prot.leases[id] = leaseSeen{renewed: r.Renewed, since: o.Now}
+		}
+		if e.prot.live == nil || e.prot.live[id] {
+			delete(e.prot.gone, id)
+		} else if _, ok := e.prot.gone[id]; !ok {
+			e.prot.gone[id] = o.Now
+		}
+	}
+	for id := range e.prot.leases {
+		if _, ok := recs.Agents[id]; !ok {
+			delete(e.prot.leases, id)
+			delete(e.prot.gone, id)
+		}
+	}
+	return nil
+}
+
+// expired lists the other agents whose protection is to be lifted: a
+// lease seen unrenewed for its length on this agent's clock (immune to
+// clock differences between hosts), or a broker missing from the
+// cluster's metadata that long.
+func (e *Enforcer) expired(now time.Time) map[int32]string {
+	out := map[int32]string{}
+	if e.prot.records == nil {
+		return out
+	}
+	for id, r := range e.prot.records.Agents {
+		if id == e.brokerID || !r.Claims() {
+			continue
+		}
+		lease := r.Lease()
+		if lease <= 0 {
+			lease = e.cfg.Protection.LeaseDuration // a version 1 record has none
+		}
+		if s, ok := e.prot.leases[id]; ok && now.Sub(s.since) >= lease {
+			out[id] = LiftLeaseExpired
+		}
+		if since, ok := e.prot.gone[id]; ok && now.Sub(since) >= lease {
+			out[id] = LiftBrokerGone
+		}
+	}
+	return out
+}
+
+// readProtection reads the cluster's protection state: every topic ACL
+// and the default producer quota, as the strategy and the records need.
+// A cluster without an authorizer is not a failed read: it is recorded
+// (NoAuthorizer) and reported as its own error.
+func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
+	cfg := e.cfg.Protection
+	recs := NewRecords()
+	if e.prot.records != nil {
+		recs = e.prot.records.Clone()
+	}
+	po := &ProtectionObserved{
+		BrokerID: e.brokerID, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun,
+		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, UnrecordedQuota: e.prot.unrecordedQuota,
+		ProducerByteRate: cfg.ProducerByteRate, Lease: cfg.LeaseDuration, OwnershipTopic: e.cfg.OwnershipTopic,
+		ExemptTopics: cfg.ExemptTopics, ExemptPrincipals: cfg.ExemptPrincipals,
+	}
+	for a := range e.prot.unrecorded {
+		po.Unrecorded = append(po.Unrecorded, a)
+	}
+	sortACLs(po.Unrecorded)
+	needACLs, needQuota := cfg.Strategy == StrategyACL || len(po.Unrecorded) > 0, cfg.Strategy == StrategyQuota || po.UnrecordedQuota > 0
+	for _, r := range append(valuesOf(recs.Agents), e.prot.virtual) {
+		needACLs = needACLs || len(r.ACLTopics()) > 0
+		needQuota = needQuota || r.Quota() > 0
+	}
+	if needACLs {
+		acls, err := e.admin.TopicACLs(ctx)
+		switch {
+		case errors.Is(err, ErrNoAuthorizer):
+			po.NoAuthorizer = true
+		case err != nil:
+			return fmt.Errorf("list acls: %w", err)
+		default:
+			po.ACLs, po.ACLsRead = acls, true
+		}
+	}
+	if needQuota {
+		rate, err := e.admin.DefaultProducerQuota(ctx)
+		if err != nil {
+			return fmt.Errorf("describe client quotas: %w", err)
+		}
+		po.DefaultProducerByteRate, po.QuotaRead = rate, true
+	}
+	if cfg.Strategy == StrategyACL {
+		po.AllowEveryone = e.allowEveryone(ctx, o.Now)
+	}
+	o.Protection = po
+	if e.dryRun {
+		o.WouldProtect = e.wouldProtect(po)
+	}
+	return nil
+}
+
+// wouldProtect is observe mode's view: this agent's record is the virtual
+// one (what enforcing would have set), its bindings and quota count as
+// set, and it enforces; no peer is lifted in it.
+func (e *Enforcer) wouldProtect(po *ProtectionObserved) *ProtectionObserved {
+	v := *po
+	v.Records = po.Records.Clone()
+	v.Records.Agents[e.brokerID] = e.prot.virtual
+	delete(v.Records.Lifts, e.brokerID)
+	v.Enforcing, v.Expired, v.Unrecorded, v.UnrecordedQuota, v.RecordDirty = true, nil, nil, 0, false
+	v.ACLs = slices.Clone(po.ACLs)
+	e.prot.virtual.Bindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
+	if q := e.prot.virtual.Quota(); q > 0 && po.DefaultProducerByteRate == 0 {
+		v.DefaultProducerByteRate = q
+	}
+	return &v
+}
+
+// allowEveryone is the brokers' allow.everyone.if.no.acl.found: as
+// configured, or read (auto) every allowEveryoneRefresh. A failed read is
+// unknown, which never adds an ALLOW.
+func (e *Enforcer) allowEveryone(ctx context.Context, now time.Time) AllowEveryone {
+	v, auto := e.cfg.Protection.AllowEveryone()
+	if !auto {
+		return v
+	}
+	if !e.prot.allowEveryoneRead.IsZero() && now.Sub(e.prot.allowEveryoneRead) < allowEveryoneRefresh && !now.Before(e.prot.allowEveryoneRead) {
+		return e.prot.allowEveryone
+	}
+	got, err := e.admin.AllowEveryoneIfNoACLFound(ctx)
+	if err != nil {
+		e.logger.Warn("could not read allow.everyone.if.no.acl.found from the brokers: taken as unknown (no ALLOW is added)", "err", err)
+		got = AllowEveryoneUnknown
+	} else if got != e.prot.allowEveryone || e.prot.allowEveryoneRead.IsZero() {
+		e.logger.Info("allow.everyone.if.no.acl.found read from the brokers", "value", got.String(),
+			"note", "unknown: set but hidden by the brokers; set enforcer.protection.allowEveryoneIfNoAclFound to say")
+	}
+	e.prot.allowEveryone, e.prot.allowEveryoneRead = got, now
+	return got
+}
+
+func valuesOf[K comparable, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// claimsMissing reports whether a binding (or the quota) this agent's
+// record claims is not in place.
+func (e *Enforcer) claimsMissing(po *ProtectionObserved) bool {
+	me := e.real()
+	if !me.Claims() || !po.Enforcing {
+		return false
+	}
+	if q := me.Quota(); q > 0 && po.QuotaRead && po.DefaultProducerByteRate != q {
+		return true
+	}
+	if !po.ACLsRead {
+		return false
+	}
+	present := make(map[ACL]bool, len(po.ACLs))
+	for _, a := range po.ACLs {
+		present[normACL(a)] = true
+	}
+	missing := false
+	me.Bindings(nil, func(a ACL) { missing = missing || !present[a] })
+	return missing
+}

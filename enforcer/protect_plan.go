@@ -1,0 +1,408 @@
+package enforcer
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// ProtectionObserved is the cluster's protection state as observe read
+// it (spec R8), and the settings the protection plan decides by.
+type ProtectionObserved struct {
+	BrokerID int32
+	Strategy string
+	// Records: the ownership topic's content, every agent's record and
+	// lift (as last read: switching protection on does not wait for a
+	// read).
+	Records Records
+	// ACLs: every topic ACL in the cluster; ACLsRead says they were read
+	// this pass.
+	ACLs     []ACL
+	ACLsRead bool
+	// NoAuthorizer: DescribeAcls answered SECURITY_DISABLED: the brokers
+	// run without an authorizer and ACLs cannot protect.
+	NoAuthorizer bool
+	// DefaultProducerByteRate: the default client entity's
+	// producer_byte_rate now (0: none); QuotaRead says it was read.
+	DefaultProducerByteRate int64
+	QuotaRead               bool
+	// AllowEveryone: the brokers' allow.everyone.if.no.acl.found, as
+	// configured or read.
+	AllowEveryone AllowEveryone
+	// Expired: other agents whose protection must be lifted, with the
+	// lift's kind: their lease was seen unrenewed for its length, or their
+	// broker left the cluster's metadata that long.
+	Expired map[int32]string
+	// Unrecorded: bindings (and a quota) this agent set that no written
+	// record claims yet: its record write failed or timed out after it
+	// protected. Only this agent knows them; it lifts them like its own.
+	Unrecorded      []ACL
+	UnrecordedQuota int64
+	// RecordDirty: the last write of this agent's record failed.
+	RecordDirty bool
+	// Enforcing: false in observe mode, where the agent wants nothing on
+	// the cluster and lifts what it owns (spec R4.4).
+	Enforcing bool
+
+	// Settings (enforcer.protection, enforcer.ownershipTopic).
+	ProducerByteRate int64
+	Lease            time.Duration
+	OwnershipTopic   string
+	ExemptTopics     []string
+	ExemptPrincipals []string
+}
+
+// TopicProtection is a protection change on one topic.
+type TopicProtection struct {
+	Topic string
+	ACLs  []ACL
+}
+
+// PeerLift is another agent's protection this agent lifts (its lease
+// expired).
+type PeerLift struct {
+	BrokerID int32
+	Kind     string // LiftLeaseExpired or LiftBrokerGone
+	// Release: the bindings its record claims that are in place;
+	// ReleaseQuota the quota it claims. Deleted only where no live record
+	// claims them once the lift is written.
+	Release      []ACL
+	ReleaseQuota int64
+	Topics       int
+}
+
+// ProtectionPlan is how the protection state changes this pass.
+type ProtectionPlan struct {
+	// Record is this agent's record after the pass; Write: it must be
+	// written (changed, the lease is due for renewal, or the last write
+	// failed).
+	Record Record
+	Write  bool
+	// Create: bindings to add, by topic. SetQuota > 0: set the default
+	// producer_byte_rate.
+	Create   []TopicProtection
+	SetQuota int64
+	// Release: bindings this agent gives up, by topic; ReleaseQuota the
+	// quota it gives up. They are deleted after the smaller record is
+	// written and the records are read to their end, and only those no
+	// live record claims then (two agents dropping one claim at once:
+	// the later writer deletes it).
+	Release      []TopicProtection
+	ReleaseQuota int64
+	// Lifts: expired protection of other agents.
+	Lifts []PeerLift
+	// Acked: a lift of this agent's claims it acknowledges in Record.
+	Acked *Lift
+	// Problems, reported in logs and kafka_disk_guard_write_protection_error.
+	OperatorQuota bool     // an operator's default quota is in place: quota protection not applied
+	NoAuthorizer  bool     // protection wanted, but the brokers have no authorizer
+	Impossible    []string // topics where an exempt principal cannot be left out (an ALLOW WRITE for User:*)
+}
+
+// Empty reports whether the protection plan changes nothing.
+func (pp ProtectionPlan) Empty() bool {
+	return !pp.Write && len(pp.Create) == 0 && pp.SetQuota == 0 && len(pp.Release) == 0 && pp.ReleaseQuota == 0 && len(pp.Lifts) == 0
+}
+
+// Grows reports whether the plan protects more: its record is written
+// first, with the short deadline, and protection applied whatever the
+// outcome (spec R8.4).
+func (pp ProtectionPlan) Grows() bool { return len(pp.Create) > 0 || pp.SetQuota > 0 }
+
+// trusted: the agent may renew its lease: a fresh snapshot, the broker
+// reachable and its own broker alive.
+func trusted(o Observed) bool { return !o.Stale && !o.BrokerUnreachable && !o.BrokerNotAlive }
+
+// planProtection computes this agent's record, the ACL or quota changes
+// and the peer lifts. It is pure.
+func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
+	po := o.Protection
+	me := po.Records.Agents[po.BrokerID]
+	var pp ProtectionPlan
+	rec := Record{BrokerID: po.BrokerID, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(),
+		Since: me.Since, Renewed: me.Renewed, Ack: me.Ack, Suppressed: me.Suppressed, Updated: me.Updated}
+
+	// The log dirs under protection, with why each entered it.
+	oldWhy := map[string]Why{}
+	for _, w := range me.Why {
+		oldWhy[w.LogDir] = w
+	}
+	dirs := map[string]bool{}
+	for _, g := range goals {
+		if g.Protect && po.Enforcing {
+			dirs[g.LogDir] = true
+			rec.LogDirs = append(rec.LogDirs, g.LogDir)
+			w, ok := oldWhy[g.LogDir]
+			if !ok {
+				w = Why{LogDir: g.LogDir, Band: g.Band.Name, Usage: g.Usage}
+			}
+			rec.Why = append(rec.Why, w)
+		}
+	}
+	slices.Sort(rec.LogDirs)
+	slices.SortFunc(rec.Why, func(a, b Why) int { return cmp.Compare(a.LogDir, b.LogDir) })
+
+	// A lift of this agent's claims: acknowledge it. An operator's is
+	// honoured until the episode ends or it is withdrawn; a peer's
+	// (expired lease) means: protect again only on trusted inputs.
+	_, liftExists := po.Records.Lifts[po.BrokerID]
+	if rec.Suppressed != nil && (len(dirs) == 0 || !liftExists) {
+		rec.Suppressed = nil
+	}
+	wantNothing := !po.Enforcing
+	if l, ok := po.Records.PendingLift(po.BrokerID); ok {
+		pp.Acked = &l
+		rec.Ack = l.ID
+		switch {
+		case l.Kind == LiftOperator && len(dirs) > 0:
+			s := Suppression{LiftID: l.ID, Topics: l.Topics}
+			if rec.Suppressed != nil && len(rec.Suppressed.Topics) > 0 && len(l.Topics) > 0 {
+				s.Topics = unionStrings(rec.Suppressed.Topics, l.Topics)
+			} else if rec.Suppressed != nil {
+				s.Topics = nil
+			}
+			rec.Suppressed = &s
+		case l.Kind != LiftOperator && !trusted(o):
+			wantNothing = true
+		}
+	}
+	if len(dirs) == 0 {
+		rec.Since = time.Time{}
+	} else if rec.Since.IsZero() {
+		rec.Since = o.Now
+	}
+
+	topics := protectedTopics(o.Snapshot, dirs, po)
+	if s := rec.Suppressed; s != nil {
+		if len(s.Topics) == 0 {
+			topics = nil
+		} else {
+			topics = slices.DeleteFunc(topics, func(t string) bool { _, found := slices.BinarySearch(s.Topics, t); return found })
+		}
+	}
+	if wantNothing {
+		topics = nil
+	}
+
+	// What this agent wants in place.
+	want := map[ACL]bool{}
+	if po.Strategy == StrategyACL && len(topics) > 0 {
+		switch {
+		case po.NoAuthorizer:
+			pp.NoAuthorizer = true
+		case po.ACLsRead:
+			rec.Owned = append(rec.Owned, aclOwned(topics, po, want, &pp)...)
+		}
+	}
+	if po.Strategy == StrategyQuota && len(topics) > 0 && po.QuotaRead {
+		othersClaim := false
+		for id, r := range po.Records.Agents {
+			if id != po.BrokerID && r.Quota() > 0 && po.Records.Live(id, "") {
+				othersClaim = true
+			}
+		}
+		switch {
+		case me.Quota() > 0 || po.UnrecordedQuota > 0 || othersClaim || po.DefaultProducerByteRate == 0:
+			rec.Owned = append(rec.Owned, quotaOwned(po.ProducerByteRate))
+			if po.DefaultProducerByteRate == 0 {
+				pp.SetQuota = po.ProducerByteRate
+			}
+		default:
+			pp.OperatorQuota = true
+		}
+	}
+
+	// Changes to the bindings: create what is missing; release what this
+	// agent claimed (or set unrecorded) and no longer wants.
+	present := make(map[ACL]bool, len(po.ACLs))
+	for _, a := range po.ACLs {
+		present[normACL(a)] = true
+	}
+	create := map[string][]ACL{}
+	for a := range want {
+		if !present[a] {
+			create[a.Topic] = append(create[a.Topic], a)
+		}
+	}
+	pp.Create = byTopic(create)
+	release := map[string][]ACL{}
+	seen := map[ACL]bool{}
+	drop := func(a ACL) {
+		a = normACL(a)
+		if !want[a] && present[a] && !seen[a] {
+			seen[a] = true
+			release[a.Topic] = append(release[a.Topic], a)
+		}
+	}
+	if po.ACLsRead {
+		me.Bindings(nil, drop)
+		for _, a := range po.Unrecorded {
+			drop(a)
+		}
+	}
+	pp.Release = byTopic(release)
+	if rec.Quota() == 0 {
+		pp.ReleaseQuota = max(me.Quota(), po.UnrecordedQuota)
+	}
+
+	// Write the record when it changed, when the lease is due (renewed
+	// only on trusted inputs), or when the last write failed.
+	changed := !sameOwned(me.Owned, rec.Owned) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
+		!sameSuppression(me.Suppressed, rec.Suppressed) || (rec.Claims() && (me.Strategy != rec.Strategy || me.LeaseMs != rec.LeaseMs))
+	renew := trusted(o) && rec.Claims() && (o.Now.Sub(me.Renewed) >= po.Lease/3 || o.Now.Before(me.Renewed))
+	if trusted(o) && (renew || (changed && rec.Claims())) {
+		rec.Renewed = o.Now
+	}
+	if !rec.Claims() {
+		rec.Renewed = time.Time{}
+	}
+	pp.Write = changed || renew || po.RecordDirty
+	if pp.Write {
+		rec.Updated = o.Now
+	}
+	pp.Record = rec
+
+	// Other agents' expired protection.
+	for _, id := range slices.Sorted(maps.Keys(po.Expired)) {
+		r, ok := po.Records.Agents[id]
+		if _, pending := po.Records.PendingLift(id); id == po.BrokerID || !ok || !r.Claims() || pending {
+			continue
+		}
+		pl := PeerLift{BrokerID: id, Kind: po.Expired[id], ReleaseQuota: r.Quota(), Topics: len(r.ACLTopics())}
+		r.Bindings(nil, func(a ACL) {
+			if present[normACL(a)] {
+				pl.Release = append(pl.Release, normACL(a))
+			}
+		})
+		sortACLs(pl.Release)
+		pp.Lifts = append(pp.Lifts, pl)
+	}
+	return pp
+}
+
+// aclOwned decides each topic's shape, fills want with the bindings and
+// returns the claims grouped by shape.
+func aclOwned(topics []string, po *ProtectionObserved, want map[ACL]bool, pp *ProtectionPlan) []Owned {
+	guard := po.Records.GuardBindings()
+	for _, a := range po.Unrecorded {
+		guard[normACL(a)] = true
+	}
+	in := shapeInputs{allowEveryone: po.AllowEveryone, exempt: po.ExemptPrincipals}
+	for _, a := range po.ACLs {
+		if !guard[normACL(a)] {
+			in.operator = append(in.operator, a)
+		}
+	}
+	byShape := map[string]*Owned{}
+	var keys []string
+	for _, t := range topics {
+		s, impossible := shapeFor(t, in)
+		if impossible {
+			pp.Impossible = append(pp.Impossible, t)
+		}
+		if s.Empty() {
+			continue // only exempt principals (and super users) can write
+		}
+		for _, a := range s.Bindings(t) {
+			want[a] = true
+		}
+		k := s.key()
+		o := byShape[k]
+		if o == nil {
+			sc := s
+			o = &Owned{Kind: OwnedACL, Shape: &sc}
+			byShape[k] = o
+			keys = append(keys, k)
+		}
+		o.Topics = append(o.Topics, t)
+	}
+	slices.Sort(keys)
+	out := make([]Owned, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *byShape[k])
+	}
+	return out
+}
+
+func sameSuppression(a, b *Suppression) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.LiftID == b.LiftID && slices.Equal(a.Topics, b.Topics)
+}
+
+// protectedTopics lists, sorted, the topics with a live or future replica
+// in the log dirs, except exempt ones (exemptTopic).
+func protectedTopics(s *agent.Snapshot, dirs map[string]bool, po *ProtectionObserved) []string {
+	set := map[string]bool{}
+	for _, ld := range s.LogDirs {
+		if !dirs[ld.Path] {
+			continue
+		}
+		for _, p := range ld.Partitions {
+			if (p.Kind == agent.KindLive || p.Kind == agent.KindFuture) && !exemptTopic(p.Topic, po.OwnershipTopic, po.ExemptTopics) {
+				set[p.Topic] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func byTopic(m map[string][]ACL) []TopicProtection {
+	out := make([]TopicProtection, 0, len(m))
+	for t, acls := range m {
+		sortACLs(acls)
+		out = append(out, TopicProtection{Topic: t, ACLs: acls})
+	}
+	slices.SortFunc(out, func(a, b TopicProtection) int { return cmp.Compare(a.Topic, b.Topic) })
+	return out
+}
+
+func flatten(tps []TopicProtection) []ACL {
+	var out []ACL
+	for _, tp := range tps {
+		out = append(out, tp.ACLs...)
+	}
+	return out
+}
+
+// unionOwned is what a record claims while it grows from a to b: both
+// sets of claims (a topic whose shape changes claims both shapes until
+// the old bindings are released).
+func unionOwned(a, b []Owned) []Owned {
+	type acc struct {
+		o      Owned
+		topics map[string]bool
+	}
+	var order []string
+	m := map[string]*acc{}
+	for _, o := range append(slices.Clone(a), b...) {
+		k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key
+		if o.Kind == OwnedACL && o.Shape != nil {
+			k += "|" + o.Shape.key()
+		}
+		x, ok := m[k]
+		if !ok {
+			x = &acc{o: o, topics: map[string]bool{}}
+			m[k] = x
+			order = append(order, k)
+		} else if o.Kind != OwnedACL {
+			x.o = o // the later value wins
+		}
+		for _, t := range o.Topics {
+			x.topics[t] = true
+		}
+	}
+	out := make([]Owned, 0, len(order))
+	for _, k := range order {
+		x := m[k]
+		if x.o.Kind == OwnedACL {
+			x.o.Topics = slices.Sorted(maps.Keys(x.topics))
+		}
+		out = append(out, x.o)
+	}
+	return out
+}

@@ -1,0 +1,519 @@
+package enforcer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The ownership topic (enforcer.ownershipTopic, one partition, compacted)
+// holds two kinds of records, JSON values keyed by broker id:
+//
+//   - "broker-<id>": the Record of that broker's agent: every change it
+//     owns (Owned), why and since when, and its lease. Only that agent
+//     writes the key, so agents never overwrite each other.
+//   - "lift-broker-<id>": the latest Lift of that broker's claims, written
+//     by an operator (kafka-disk-guard protection lift) or by a peer agent
+//     that found the lease expired. A lift voids the claims it covers
+//     until the agent acknowledges it in its own record (Record.Ack).
+//
+// The partition's total order is what makes reference counting safe: an
+// agent that gives up a claim writes its smaller record (acks=all), then
+// reads the topic to its end, then deletes every binding it claimed that
+// no live record claims now. Of two agents dropping the same claim at once,
+// the later writer sees the earlier one's drop and deletes it.
+
+// Record keys.
+const (
+	recordKeyPrefix = "broker-"
+	liftKeyPrefix   = "lift-broker-"
+)
+
+// RecordKey is the key of broker id's record.
+func RecordKey(id int32) string { return recordKeyPrefix + strconv.Itoa(int(id)) }
+
+// LiftKey is the key of the lift of broker id's claims.
+func LiftKey(id int32) string { return liftKeyPrefix + strconv.Itoa(int(id)) }
+
+// ParseKey tells which record a key names: ok is false for a key the
+// guard does not know (left alone).
+func ParseKey(key string) (id int32, lift, ok bool) {
+	rest, isLift := strings.CutPrefix(key, liftKeyPrefix)
+	if !isLift {
+		var found bool
+		if rest, found = strings.CutPrefix(key, recordKeyPrefix); !found {
+			return 0, false, false
+		}
+	}
+	n, err := strconv.ParseInt(rest, 10, 32)
+	if err != nil || n < 0 {
+		return 0, false, false
+	}
+	return int32(n), isLift, true
+}
+
+// RecordVersion is the version of the record format this guard writes.
+// Version 1 (no "v"): the first format, full ACL triples in "acls" and a
+// "producer_byte_rate"; read and converted, never written.
+const RecordVersion = 2
+
+// Kinds of owned changes.
+const (
+	// OwnedACL: ACL bindings on topics, one Shape for a list of topics.
+	OwnedACL = "acl"
+	// OwnedQuota: a client quota the guard set (Entity, Key, Value).
+	OwnedQuota = "quota"
+	// OwnedTopicConfig: a topic config the guard changed (Topic, Key,
+	// Value) and the operator's value to restore (Original; nil when the
+	// key was not set on the topic). Reserved for lowering a tiered
+	// topic's local.retention.* (spec R7.4); recorded, leased and lifted
+	// like the others.
+	OwnedTopicConfig = "topic_config"
+)
+
+// DefaultClientEntity names the default client-id quota entity.
+const DefaultClientEntity = "client-id=<default>"
+
+// Owned is one change the guard owns on the cluster, by Kind. Topics are
+// stored by name with the Shape that derives their bindings (a few bytes a
+// topic, not the full triples).
+type Owned struct {
+	Kind string `json:"kind"`
+	// acl: the shape and the topics protected with it (sorted).
+	Shape  *Shape   `json:"shape,omitempty"`
+	Topics []string `json:"topics,omitempty"`
+	Entity string   `json:"entity,omitempty"` // quota: e.g. client-id=<default>
+	Topic  string   `json:"topic,omitempty"`  // topic_config
+	Key    string   `json:"key,omitempty"`    // quota, topic_config
+	Value  string   `json:"value,omitempty"`  // quota, topic_config: what the guard set
+	Orig   *string  `json:"original,omitempty"`
+}
+
+// Why says why a log dir is protected: its band and usage when it entered
+// protection.
+type Why struct {
+	LogDir string  `json:"log_dir"`
+	Band   string  `json:"band"`
+	Usage  float64 `json:"usage"`
+}
+
+// Suppression is an operator's lift this agent honours: it does not
+// protect the lifted scope again until its protection episode ends (no
+// log dir wants protection any more) or the lift is withdrawn
+// (kafka-disk-guard protection resume).
+type Suppression struct {
+	LiftID string   `json:"lift_id"`
+	Topics []string `json:"topics,omitempty"` // empty: everything
+}
+
+// Record is one broker agent's protection record.
+type Record struct {
+	Version  int32  `json:"v"`
+	BrokerID int32  `json:"broker_id"`
+	Strategy string `json:"strategy,omitempty"`
+	// Since: when the current protection episode began (zero: none).
+	Since time.Time `json:"since,omitzero"`
+	// Renewed: when the lease was last renewed (the writer's clock). The
+	// lease holds until Renewed + Lease; a peer declares it expired only
+	// after seeing no renewal for Lease on its own clock.
+	Renewed time.Time `json:"renewed,omitzero"`
+	LeaseMs int64     `json:"lease_ms,omitempty"`
+	// Why and LogDirs: the log dirs under protection (the hysteresis
+	// state, R3.7), with why each entered it.
+	Why     []Why    `json:"why,omitempty"`
+	LogDirs []string `json:"log_dirs,omitempty"`
+	Owned   []Owned  `json:"owned,omitempty"`
+	// Ack: the ID of the last lift of this broker's claims the agent has
+	// seen; from then on its claims are its own again.
+	Ack        string       `json:"ack,omitempty"`
+	Suppressed *Suppression `json:"suppressed,omitempty"`
+	Updated    time.Time    `json:"updated,omitzero"`
+}
+
+// Lease is the record's lease duration.
+func (r Record) Lease() time.Duration { return time.Duration(r.LeaseMs) * time.Millisecond }
+
+// Claims reports whether the record owns anything.
+func (r Record) Claims() bool { return len(r.Owned) > 0 }
+
+// Empty reports whether the record neither owns anything nor has a log
+// dir under protection.
+func (r Record) Empty() bool { return len(r.Owned) == 0 && len(r.LogDirs) == 0 && r.Suppressed == nil }
+
+// ACLTopics is every topic the record protects with ACLs.
+func (r Record) ACLTopics() []string {
+	var out []string
+	for _, o := range r.Owned {
+		if o.Kind == OwnedACL {
+			out = append(out, o.Topics...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Quota is the producer_byte_rate of the default client entity the record
+// owns (0: none).
+func (r Record) Quota() int64 {
+	for _, o := range r.Owned {
+		if o.Kind == OwnedQuota && o.Entity == DefaultClientEntity && o.Key == producerByteRateKey {
+			n, _ := strconv.ParseInt(o.Value, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// Bindings calls f for every ACL binding the record owns (its topic
+// shapes), topics in scope only (nil: all).
+func (r Record) Bindings(scope func(topic string) bool, f func(ACL)) {
+	for _, o := range r.Owned {
+		if o.Kind != OwnedACL || o.Shape == nil {
+			continue
+		}
+		for _, t := range o.Topics {
+			if scope == nil || scope(t) {
+				for _, a := range o.Shape.Bindings(t) {
+					f(a)
+				}
+			}
+		}
+	}
+}
+
+// TopicShapes maps each protected topic to its shape.
+func (r Record) TopicShapes() map[string]Shape {
+	out := map[string]Shape{}
+	for _, o := range r.Owned {
+		if o.Kind == OwnedACL && o.Shape != nil {
+			for _, t := range o.Topics {
+				out[t] = *o.Shape
+			}
+		}
+	}
+	return out
+}
+
+const producerByteRateKey = "producer_byte_rate"
+
+func quotaOwned(rate int64) Owned {
+	return Owned{Kind: OwnedQuota, Entity: DefaultClientEntity, Key: producerByteRateKey, Value: strconv.FormatInt(rate, 10)}
+}
+
+// Lift kinds.
+const (
+	// LiftOperator: an operator lifted the protection
+	// (kafka-disk-guard protection lift, the chart's uninstall hook). The
+	// agent acknowledges it and does not protect that scope again in the
+	// same episode.
+	LiftOperator = "operator"
+	// LiftLeaseExpired: a peer agent saw no renewal of the lease for its
+	// length. The agent, once back and healthy, protects again as needed.
+	LiftLeaseExpired = "lease_expired"
+	// LiftBrokerGone: the broker is no longer in the cluster's metadata.
+	LiftBrokerGone = "broker_gone"
+)
+
+// Lift voids a broker's claims (all of them, or on Topics) until the
+// agent acknowledges it.
+type Lift struct {
+	ID       string    `json:"id"`
+	BrokerID int32     `json:"broker_id"`
+	Kind     string    `json:"kind"`
+	By       string    `json:"by"`
+	At       time.Time `json:"at"`
+	Topics   []string  `json:"topics,omitempty"` // empty: everything the broker claims
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// All reports whether the lift covers every claim of the broker.
+func (l Lift) All() bool { return len(l.Topics) == 0 }
+
+// Covers reports whether the lift covers the topic ("" is the quota:
+// covered only by a lift of everything).
+func (l Lift) Covers(topic string) bool {
+	if l.All() {
+		return true
+	}
+	_, found := slices.BinarySearch(l.Topics, topic)
+	return topic != "" && found
+}
+
+// Merge widens an unacknowledged earlier lift of the same broker by l, so
+// a second lift never gives back what the first took.
+func (l Lift) Merge(earlier Lift) Lift {
+	if earlier.All() || l.All() {
+		l.Topics = nil
+		return l
+	}
+	l.Topics = unionStrings(l.Topics, earlier.Topics)
+	return l
+}
+
+// Records is the ownership topic's content: every broker's latest record
+// and lift.
+type Records struct {
+	Agents map[int32]Record
+	Lifts  map[int32]Lift
+}
+
+// NewRecords returns an empty set.
+func NewRecords() Records {
+	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}}
+}
+
+// Clone copies the maps (records are values).
+func (rs Records) Clone() Records {
+	out := Records{Agents: maps.Clone(rs.Agents), Lifts: maps.Clone(rs.Lifts)}
+	if out.Agents == nil {
+		out.Agents = map[int32]Record{}
+	}
+	if out.Lifts == nil {
+		out.Lifts = map[int32]Lift{}
+	}
+	return out
+}
+
+// PendingLift returns the lift of broker id the agent has not
+// acknowledged yet.
+func (rs Records) PendingLift(id int32) (Lift, bool) {
+	l, ok := rs.Lifts[id]
+	if !ok || l.ID == "" || rs.Agents[id].Ack == l.ID {
+		return Lift{}, false
+	}
+	return l, true
+}
+
+// voidScope returns the scope of broker id's claims a pending lift voids
+// (nil: none).
+func (rs Records) voidScope(id int32) func(string) bool {
+	l, ok := rs.PendingLift(id)
+	if !ok {
+		return nil
+	}
+	return l.Covers
+}
+
+// Live reports whether broker id's claim on topic ("" for the quota)
+// stands: not voided by a pending lift.
+func (rs Records) Live(id int32, topic string) bool {
+	v := rs.voidScope(id)
+	return v == nil || !v(topic)
+}
+
+// LiveBindings is every ACL binding some record claims and no pending
+// lift voids: what must stay.
+func (rs Records) LiveBindings() map[ACL]bool {
+	out := map[ACL]bool{}
+	for id, r := range rs.Agents {
+		v := rs.voidScope(id)
+		r.Bindings(func(t string) bool { return v == nil || !v(t) }, func(a ACL) { out[a] = true })
+	}
+	return out
+}
+
+// GuardBindings is every ACL binding any record names, voided or not: the
+// guard's, never an operator's.
+func (rs Records) GuardBindings() map[ACL]bool {
+	out := map[ACL]bool{}
+	for _, r := range rs.Agents {
+		r.Bindings(nil, func(a ACL) { out[a] = true })
+	}
+	return out
+}
+
+// LiveQuota is the default client producer_byte_rate some live record
+// claims (0: none).
+func (rs Records) LiveQuota() int64 {
+	for id, r := range rs.Agents {
+		if q := r.Quota(); q > 0 && rs.Live(id, "") {
+			return q
+		}
+	}
+	return 0
+}
+
+// LiveTopics lists the topics broker id's record protects with live
+// claims, sorted.
+func (rs Records) LiveTopics(id int32) []string {
+	r := rs.Agents[id]
+	v := rs.voidScope(id)
+	var out []string
+	for _, t := range r.ACLTopics() {
+		if v == nil || !v(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// maxPlainRecord: a record encoded larger than this is gzipped (topic
+// names compress well; 10,000 topics stay far below the producer's 1 MiB).
+const maxPlainRecord = 16 << 10
+
+// gzip's magic bytes: a JSON value starts with '{'.
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// EncodeRecord encodes a record as the topic holds it: JSON, gzipped when
+// large.
+func EncodeRecord(r Record) ([]byte, error) {
+	r.Version = RecordVersion
+	return encode(r)
+}
+
+// EncodeLift encodes a lift.
+func EncodeLift(l Lift) ([]byte, error) { return encode(l) }
+
+func encode(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) <= maxPlainRecord {
+		return data, nil
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func decodeJSON(data []byte, v any) error {
+	if bytes.HasPrefix(data, gzipMagic) {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		if data, err = io.ReadAll(io.LimitReader(zr, 64<<20)); err != nil {
+			return err
+		}
+	}
+	return json.Unmarshal(data, v)
+}
+
+// recordV1 is the first format: full ACL triples and a quota rate.
+type recordV1 struct {
+	ACLs             []ACL `json:"acls"`
+	ProducerByteRate int64 `json:"producer_byte_rate"`
+}
+
+// DecodeRecord decodes a record of any version this guard knows.
+func DecodeRecord(data []byte) (Record, error) {
+	var r Record
+	if err := decodeJSON(data, &r); err != nil {
+		return Record{}, err
+	}
+	switch {
+	case r.Version == 0:
+		var v1 recordV1
+		if err := decodeJSON(data, &v1); err != nil {
+			return Record{}, err
+		}
+		r.Owned = ownedFromBindings(v1.ACLs)
+		if v1.ProducerByteRate > 0 {
+			r.Owned = append(r.Owned, quotaOwned(v1.ProducerByteRate))
+		}
+	case r.Version > RecordVersion:
+		return Record{}, fmt.Errorf("record version %d is newer than this guard's %d", r.Version, RecordVersion)
+	}
+	return r, nil
+}
+
+// DecodeLift decodes a lift.
+func DecodeLift(data []byte) (Lift, error) {
+	var l Lift
+	if err := decodeJSON(data, &l); err != nil {
+		return Lift{}, err
+	}
+	if l.ID == "" {
+		return Lift{}, errors.New("lift without an id")
+	}
+	slices.Sort(l.Topics)
+	return l, nil
+}
+
+// ownedFromBindings groups explicit bindings (a version 1 record) into
+// topic shapes.
+func ownedFromBindings(acls []ACL) []Owned {
+	shapes := map[string]*Shape{}
+	for _, a := range acls {
+		s := shapes[a.Topic]
+		if s == nil {
+			s = &Shape{}
+			shapes[a.Topic] = s
+		}
+		switch {
+		case a.Permission == PermDeny && a.Operation == OpWrite:
+			s.Deny = append(s.Deny, a.Principal)
+		case a.Permission == PermAllow && a.Operation == OpWrite:
+			s.AllowWrite = append(s.AllowWrite, a.Principal)
+		case a.Permission == PermAllow && a.Principal == AnyPrincipal:
+			s.AllowOps = append(s.AllowOps, a.Operation)
+		}
+	}
+	byShape := map[string]*Owned{}
+	var out []*Owned
+	for _, t := range slices.Sorted(maps.Keys(shapes)) {
+		s := shapes[t].canonical()
+		k := s.key()
+		o := byShape[k]
+		if o == nil {
+			o = &Owned{Kind: OwnedACL, Shape: &s}
+			byShape[k] = o
+			out = append(out, o)
+		}
+		o.Topics = append(o.Topics, t)
+	}
+	res := make([]Owned, len(out))
+	for i, o := range out {
+		res[i] = *o
+	}
+	return res
+}
+
+// sameOwned reports whether two owned lists are equal (topics and shapes
+// as sets).
+func sameOwned(a, b []Owned) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	norm := func(os []Owned) []string {
+		out := make([]string, 0, len(os))
+		for _, o := range os {
+			k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key + "|" + o.Value
+			if o.Orig != nil {
+				k += "|" + *o.Orig
+			}
+			if o.Shape != nil {
+				k += "|" + o.Shape.key()
+			}
+			k += "|" + strings.Join(o.Topics, ",")
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(norm(a), norm(b))
+}
+
+func unionStrings(a, b []string) []string {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,259 @@
+package enforcer
+
+import (
+	"cmp"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// ACL is one ACL binding on a topic. The guard's own are always literal,
+// from host *.
+type ACL struct {
+	Topic      string `json:"topic"`
+	Pattern    string `json:"pattern,omitempty"` // literal (default) or prefixed; observed only
+	Principal  string `json:"principal"`
+	Host       string `json:"host"`
+	Operation  string `json:"operation"`  // WRITE, READ, DESCRIBE, ...
+	Permission string `json:"permission"` // ALLOW or DENY
+}
+
+// ACL fields the guard uses.
+const (
+	PatternLiteral  = "literal"
+	PatternPrefixed = "prefixed"
+	AnyPrincipal    = "User:*"
+	AnyHost         = "*"
+	OpAll           = "ALL"
+	OpWrite         = "WRITE"
+	OpRead          = "READ"
+	OpDescribe      = "DESCRIBE"
+	OpCreate        = "CREATE"
+	OpDelete        = "DELETE"
+	OpAlter         = "ALTER"
+	OpAlterConfigs  = "ALTER_CONFIGS"
+	OpDescribeConfs = "DESCRIBE_CONFIGS"
+	PermAllow       = "ALLOW"
+	PermDeny        = "DENY"
+)
+
+// opsButWrite are the topic operations a broker with
+// allow.everyone.if.no.acl.found=true gives everyone on a topic without
+// ACLs, WRITE left out: what the "absence" shape keeps. DESCRIBE and
+// DESCRIBE_CONFIGS need no binding of their own: an ALLOW of READ, DELETE
+// or ALTER implies DESCRIBE, one of ALTER_CONFIGS implies DESCRIBE_CONFIGS
+// (Kafka's StandardAuthorizer, and AclAuthorizer before it).
+var opsButWrite = []string{OpAlter, OpAlterConfigs, OpCreate, OpDelete, OpRead}
+
+func literalACL(topic, principal, op, perm string) ACL {
+	return ACL{Topic: topic, Pattern: PatternLiteral, Principal: principal, Host: AnyHost, Operation: op, Permission: perm}
+}
+
+// matches reports whether the binding applies to topic as the authorizer
+// decides it: literal on the name or on "*", or prefixed.
+func (a ACL) matches(topic string) bool {
+	switch a.Pattern {
+	case PatternPrefixed:
+		return strings.HasPrefix(topic, a.Topic)
+	case PatternLiteral, "":
+		return a.Topic == topic || a.Topic == "*"
+	}
+	return false
+}
+
+func normACL(a ACL) ACL {
+	if a.Pattern == "" {
+		a.Pattern = PatternLiteral
+	}
+	return a
+}
+
+func sortACLs(acls []ACL) {
+	slices.SortFunc(acls, func(a, b ACL) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Permission, b.Permission),
+			cmp.Compare(a.Operation, b.Operation), cmp.Compare(a.Principal, b.Principal))
+	})
+}
+
+// Shape is how one topic is write-protected (spec R8.3): the bindings the
+// guard adds, derived from the topic name, so a record stores the topic
+// and its shape, not the bindings.
+type Shape struct {
+	// Deny: principals denied WRITE (User:* for everyone).
+	Deny []string `json:"deny,omitempty"`
+	// AllowOps: operations allowed to User:*: on a topic without ACLs of
+	// a broker with allow.everyone.if.no.acl.found=true, every operation
+	// but WRITE, which the first ACL on the topic would take away.
+	AllowOps []string `json:"allow_ops,omitempty"`
+	// AllowWrite: principals allowed WRITE beside AllowOps (the exempt
+	// principals; everyone else is denied by absence).
+	AllowWrite []string `json:"allow_write,omitempty"`
+}
+
+// Bindings lists the shape's bindings on topic.
+func (s Shape) Bindings(topic string) []ACL {
+	out := make([]ACL, 0, len(s.Deny)+len(s.AllowOps)+len(s.AllowWrite))
+	for _, p := range s.Deny {
+		out = append(out, literalACL(topic, p, OpWrite, PermDeny))
+	}
+	for _, op := range s.AllowOps {
+		out = append(out, literalACL(topic, AnyPrincipal, op, PermAllow))
+	}
+	for _, p := range s.AllowWrite {
+		out = append(out, literalACL(topic, p, OpWrite, PermAllow))
+	}
+	return out
+}
+
+// Empty reports whether the shape adds no binding.
+func (s Shape) Empty() bool { return len(s.Deny)+len(s.AllowOps)+len(s.AllowWrite) == 0 }
+
+func (s Shape) canonical() Shape {
+	sorted := func(x []string) []string {
+		if len(x) == 0 {
+			return nil
+		}
+		y := slices.Clone(x)
+		slices.Sort(y)
+		return slices.Compact(y)
+	}
+	return Shape{Deny: sorted(s.Deny), AllowOps: sorted(s.AllowOps), AllowWrite: sorted(s.AllowWrite)}
+}
+
+func (s Shape) key() string {
+	return strings.Join(s.Deny, ",") + "|" + strings.Join(s.AllowOps, ",") + "|" + strings.Join(s.AllowWrite, ",")
+}
+
+// String names the shape for logs and the status command.
+func (s Shape) String() string {
+	var parts []string
+	if len(s.Deny) > 0 {
+		parts = append(parts, "DENY WRITE "+strings.Join(s.Deny, ","))
+	}
+	if len(s.AllowOps) > 0 {
+		parts = append(parts, "ALLOW "+strings.Join(s.AllowOps, ",")+" "+AnyPrincipal)
+	}
+	if len(s.AllowWrite) > 0 {
+		parts = append(parts, "ALLOW WRITE "+strings.Join(s.AllowWrite, ","))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// AllowEveryone is what the guard knows of the brokers'
+// allow.everyone.if.no.acl.found.
+type AllowEveryone int8
+
+// Values of AllowEveryone. The brokers report the setting through
+// DescribeConfigs as a sensitive entry without a value (it is the
+// authorizer's, not a broker config Kafka defines): an absent entry means
+// unset, Kafka's default false; a present one is unknown unless the
+// operator says (enforcer.protection.allowEveryoneIfNoAclFound).
+const (
+	AllowEveryoneUnknown AllowEveryone = iota
+	AllowEveryoneFalse
+	AllowEveryoneTrue
+)
+
+func (a AllowEveryone) String() string {
+	switch a {
+	case AllowEveryoneTrue:
+		return "true"
+	case AllowEveryoneFalse:
+		return "false"
+	}
+	return "unknown"
+}
+
+// shapeInputs are what decides a topic's shape.
+type shapeInputs struct {
+	// operator: every topic ACL not named by any guard record.
+	operator      []ACL
+	allowEveryone AllowEveryone
+	// exempt: principals that keep writing (enforcer.protection.exemptPrincipals).
+	exempt []string
+}
+
+// shapeFor decides how to protect topic without widening access (spec
+// R8.3). Any ACL that matches a topic switches
+// allow.everyone.if.no.acl.found off for it, and a DENY beats every
+// ALLOW, so:
+//
+//   - no ACL on the topic, allow.everyone true: the broker let everyone do
+//     everything. ALLOW every operation but WRITE to User:*, ALLOW WRITE
+//     to the exempt principals: everyone else is denied WRITE by absence,
+//     and keeps every other right (reading, altering configs, deleting
+//     records);
+//   - no ACL on the topic, allow.everyone false or unknown: only super
+//     users had access, and they bypass ACLs. DENY WRITE User:* changes
+//     nothing for anyone but shows the protection; no ALLOW is added
+//     (unknown is never taken for true);
+//   - operator ACLs on the topic: they decide, nothing is allowed. Without
+//     exempt principals, DENY WRITE User:*. With them, DENY WRITE for each
+//     principal an ALLOW of WRITE or ALL matches, exempt ones left out;
+//     when such an ALLOW names User:* no principal can be left out, and
+//     the topic gets DENY WRITE User:* (impossible is true).
+func shapeFor(topic string, in shapeInputs) (s Shape, impossible bool) {
+	var matching []ACL
+	for _, a := range in.operator {
+		if a.matches(topic) {
+			matching = append(matching, a)
+		}
+	}
+	deny := Shape{Deny: []string{AnyPrincipal}}
+	if len(matching) == 0 {
+		if in.allowEveryone == AllowEveryoneTrue {
+			return Shape{AllowOps: slices.Clone(opsButWrite), AllowWrite: slices.Clone(in.exempt)}.canonical(), false
+		}
+		return deny, false
+	}
+	if len(in.exempt) == 0 {
+		return deny, false
+	}
+	var writers []string
+	for _, a := range matching {
+		if a.Permission != PermAllow || (a.Operation != OpWrite && a.Operation != OpAll) {
+			continue
+		}
+		if a.Principal == AnyPrincipal {
+			return deny, true
+		}
+		if !slices.Contains(in.exempt, a.Principal) {
+			writers = append(writers, a.Principal)
+		}
+	}
+	return Shape{Deny: writers}.canonical(), false
+}
+
+// looksLikeGuard reports whether a binding has the form of one the guard
+// sets: literal, host *, DENY WRITE, or ALLOW for User:* of an operation
+// but WRITE. Such a binding that no record claims is shown as
+// unattributed (the guard may have set it and died before recording it,
+// or an operator made it); the guard never lifts it.
+func looksLikeGuard(a ACL) bool {
+	a = normACL(a)
+	if a.Pattern != PatternLiteral || a.Host != AnyHost {
+		return false
+	}
+	if a.Permission == PermDeny {
+		return a.Operation == OpWrite
+	}
+	return a.Principal == AnyPrincipal && a.Operation != OpWrite && a.Operation != OpAll
+}
+
+// exemptTopic reports whether topic is never protected: internal by
+// convention (agent.HasInternalPrefix: Kafka's own, the guard's ownership
+// topic), the ownership topic by its configured name, or matching one of
+// the exempt patterns (path.Match globs, e.g. "connect-*").
+func exemptTopic(topic, ownershipTopic string, patterns []string) bool {
+	if agent.HasInternalPrefix(topic) || topic == ownershipTopic {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, topic); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,171 @@
+package enforcer
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// StatusInput is what the protection status is made of, read from the
+// cluster (kafka-disk-guard protection status).
+type StatusInput struct {
+	Records Records
+	// ACLs: every topic ACL; NoAuthorizer when the brokers have none.
+	ACLs         []ACL
+	NoAuthorizer bool
+	// DefaultProducerByteRate: the default client quota now (0: none).
+	DefaultProducerByteRate int64
+	// Live: the brokers in the cluster's metadata (nil: unknown).
+	Live map[int32]bool
+	Now  time.Time
+}
+
+// Broker states in the status.
+const (
+	StateActive  = "active"      // live claims, lease current
+	StateExpired = "expired"     // live claims, lease past its end (by the timestamps)
+	StateGone    = "broker_gone" // live claims, the broker is not in the cluster
+	StateLifted  = "lifted"      // every claim voided by a lift the agent has not acknowledged
+	StatePartial = "partly_lifted"
+	StateIdle    = "idle" // nothing claimed
+)
+
+// Status is the protection in place, cluster-wide.
+type Status struct {
+	Brokers []BrokerStatus `json:"brokers"`
+	// Unattributed: bindings that look like the guard's (literal, host *,
+	// DENY WRITE, or ALLOW of a non-write operation for User:*) that no
+	// record claims, for an operator to decide: the guard may have set
+	// them and died before recording them, or an operator made them. The
+	// guard never lifts them.
+	Unattributed []ACL `json:"unattributed_acls,omitempty"`
+	// UnattributedQuota: a default client producer_byte_rate no record
+	// claims (an operator's, or the guard's unrecorded).
+	UnattributedQuota int64 `json:"unattributed_quota,omitempty"`
+	NoAuthorizer      bool  `json:"no_authorizer,omitempty"`
+}
+
+// BrokerStatus is one agent's protection.
+type BrokerStatus struct {
+	BrokerID   int32         `json:"broker_id"`
+	State      string        `json:"state"`
+	InCluster  *bool         `json:"in_cluster,omitempty"`
+	Strategy   string        `json:"strategy,omitempty"`
+	Since      time.Time     `json:"since,omitzero"`
+	Renewed    time.Time     `json:"renewed,omitzero"`
+	Lease      time.Duration `json:"lease_ns,omitempty"`
+	LeaseAge   time.Duration `json:"lease_age_ns,omitempty"`
+	ExpiresIn  time.Duration `json:"expires_in_ns,omitempty"` // negative: expired that long ago
+	Why        []Why         `json:"why,omitempty"`
+	LogDirs    []string      `json:"log_dirs,omitempty"`
+	Topics     []TopicStatus `json:"topics,omitempty"`
+	Quota      int64         `json:"quota,omitempty"`
+	QuotaSet   bool          `json:"quota_in_place,omitempty"`
+	Claimed    int           `json:"bindings_claimed"`
+	Present    int           `json:"bindings_in_place"`
+	Lift       *Lift         `json:"lift,omitempty"`
+	LiftAcked  bool          `json:"lift_acknowledged,omitempty"`
+	Suppressed *Suppression  `json:"suppressed,omitempty"`
+	Updated    time.Time     `json:"updated,omitzero"`
+}
+
+// TopicStatus is one protected topic.
+type TopicStatus struct {
+	Topic   string `json:"topic"`
+	Shape   string `json:"shape"`
+	Live    bool   `json:"live"` // not voided by a lift
+	Claimed int    `json:"bindings_claimed"`
+	Present int    `json:"bindings_in_place"`
+}
+
+// BuildStatus computes the status. Pure.
+func BuildStatus(in StatusInput) Status {
+	var st Status
+	st.NoAuthorizer = in.NoAuthorizer
+	present := map[ACL]bool{}
+	for _, a := range in.ACLs {
+		present[normACL(a)] = true
+	}
+	ids := slices.Sorted(maps.Keys(in.Records.Agents))
+	for id := range in.Records.Lifts {
+		if _, ok := in.Records.Agents[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r := in.Records.Agents[id]
+		b := BrokerStatus{BrokerID: id, Strategy: r.Strategy, Since: r.Since, Renewed: r.Renewed, Lease: r.Lease(),
+			Why: r.Why, LogDirs: r.LogDirs, Quota: r.Quota(), Suppressed: r.Suppressed, Updated: r.Updated}
+		if in.Live != nil {
+			ok := in.Live[id]
+			b.InCluster = &ok
+		}
+		if l, ok := in.Records.Lifts[id]; ok {
+			b.Lift = &l
+			b.LiftAcked = r.Ack == l.ID
+		}
+		if !r.Renewed.IsZero() && b.Lease > 0 {
+			b.LeaseAge = in.Now.Sub(r.Renewed)
+			b.ExpiresIn = b.Lease - b.LeaseAge
+		}
+		shapes := r.TopicShapes()
+		liveClaims, voided := 0, 0
+		for _, t := range slices.Sorted(maps.Keys(shapes)) {
+			s := shapes[t]
+			ts := TopicStatus{Topic: t, Shape: s.String(), Live: in.Records.Live(id, t)}
+			for _, a := range s.Bindings(t) {
+				ts.Claimed++
+				if present[a] {
+					ts.Present++
+				}
+			}
+			b.Claimed += ts.Claimed
+			b.Present += ts.Present
+			if ts.Live {
+				liveClaims++
+			} else {
+				voided++
+			}
+			b.Topics = append(b.Topics, ts)
+		}
+		if b.Quota > 0 {
+			b.QuotaSet = in.DefaultProducerByteRate == b.Quota
+			if in.Records.Live(id, "") {
+				liveClaims++
+			} else {
+				voided++
+			}
+		}
+		switch {
+		case liveClaims == 0 && voided > 0:
+			b.State = StateLifted
+		case liveClaims == 0:
+			b.State = StateIdle
+		case b.InCluster != nil && !*b.InCluster:
+			b.State = StateGone
+		case b.Lease > 0 && b.ExpiresIn < 0:
+			b.State = StateExpired
+		case voided > 0:
+			b.State = StatePartial
+		default:
+			b.State = StateActive
+		}
+		st.Brokers = append(st.Brokers, b)
+	}
+	guard := in.Records.GuardBindings()
+	for _, a := range in.ACLs {
+		if a = normACL(a); looksLikeGuard(a) && !guard[a] {
+			st.Unattributed = append(st.Unattributed, a)
+		}
+	}
+	sortACLs(st.Unattributed)
+	claimsQuota := false
+	for _, r := range in.Records.Agents {
+		claimsQuota = claimsQuota || r.Quota() > 0
+	}
+	if in.DefaultProducerByteRate > 0 && !claimsQuota {
+		st.UnattributedQuota = in.DefaultProducerByteRate
+	}
+	return st
+}
