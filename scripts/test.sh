@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of kafka-disk-guard: go vet, unit tests with -race, and the
-# integration tests against a real Apache Kafka broker (started by the tests
-# through scripts/kafka.sh), then the deployment checks when present.
+# integration tests against real Apache Kafka brokers (started by the tests
+# through scripts/kafka.sh), then the deployment checks when present. Each
+# test runs once: a package with integration tests runs its unit tests in
+# the integration pass.
 # A broker that cannot start fails the run: nothing is skipped.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,12 +28,9 @@ step "go vet"
 go vet ./...
 go vet -tags integration ./...
 
-step "unit tests (-race)"
-go test -race -count=1 ./... | tee -a "$results"
-
-# Packages whose tests change with the integration tag; one broker-using
-# package at a time so timing-sensitive tests get the machine's cores.
-step "integration tests against a real broker (-race)"
+# Packages with integration tests (a test file tagged integration). Their
+# unit tests run once, in the integration pass (the tag adds tests, it
+# takes none away); every other package runs in the unit pass.
 pkgs=$(go list -tags integration -f '{{.ImportPath}} {{.Dir}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}' ./... |
   while read -r pkg dir files; do
     for f in $files; do
@@ -39,6 +38,14 @@ pkgs=$(go list -tags integration -f '{{.ImportPath}} {{.Dir}} {{join .TestGoFile
     done
   done)
 [ -n "$pkgs" ] || fail "no integration test package found"
+unit=$(go list ./... | grep -vxF -f <(printf '%s\n' $pkgs))
+
+step "unit tests (-race) of the packages without integration tests"
+go test -race -count=1 $unit | tee -a "$results"
+
+# One broker-using package at a time so timing-sensitive tests get the
+# machine's cores.
+step "unit and integration tests of the other packages, against real brokers (-race)"
 go test -race -count=1 -p 1 -timeout 30m -tags integration $pkgs | tee -a "$results"
 
 if [ -x scripts/check-deploy.sh ]; then
