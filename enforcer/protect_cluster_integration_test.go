@@ -65,8 +65,10 @@ func TestR8_1KilledAgentIsLiftedByAPeerWithinTheLease(t *testing.T) {
 			t.Fatalf("R8.1/not lifted %s after the kill (lease %s)", time.Since(killed), lease)
 		}
 		if hasACL(topicACLs(t, admin, topic), enforcer.AnyPrincipal, enforcer.OpWrite, enforcer.PermDeny) {
-			// Still blocked: the cluster-wide view still says so.
-			if v := metric(peer.reg, "kafka_disk_guard_cluster_write_protection", map[string]string{"broker_id": "2"}); v != 1 && time.Since(killed) < lease {
+			// Still blocked: the cluster-wide view still says so while the
+			// lease runs. It runs from the last renewal, which on a loaded
+			// machine may precede the kill by a few passes: half the lease.
+			if v := metric(peer.reg, "kafka_disk_guard_cluster_write_protection", map[string]string{"broker_id": "2"}); v != 1 && time.Since(killed) < lease/2 {
 				t.Fatalf("R8.2/producers blocked but the peer's view of broker 2 is %v", v)
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -415,7 +417,11 @@ func TestR8_4ThreeThousandTopicsProtected(t *testing.T) {
 	admin := clusterAdmin(t, c, own)
 	full, calm := capacities(t, c.Node(2).LogDir, topics...)
 	capacity := &fixedCapacity{v: calm}
-	g := nodeAgent(t, c, 2, enforcer.Config{Interval: time.Second}, own, capacity, topics...)
+	// The pass is measured at this size, not the record's bound (its own
+	// test): a cluster whose node a test before restarted may take more
+	// than the default 500 ms for the first write to a new ownership topic.
+	g := nodeAgent(t, c, 2, enforcer.Config{Interval: time.Second, Protection: enforcer.ProtectionConfig{RecordTimeout: 15 * time.Second}},
+		own, capacity, topics...)
 	scan := func() { g.src.(*scantest.Source).ScanOnce() }
 	scan()
 	if err := g.e.Reconcile(context.Background()); err != nil {

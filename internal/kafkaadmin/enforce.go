@@ -226,19 +226,30 @@ func NewEnforceFromConfig(c Config, ownershipTopic string) (*Enforce, error) {
 }
 
 // viaController runs a request that the metadata's controller answers
-// (ACLs, client quotas, topic descriptions), and once more after asking
-// the cluster again which broker that is when the first attempt failed on
-// the connection: the cached "controller" may be a broker that stopped
-// (KRaft names a random live broker). A Kafka error code is an answer, not
-// a connection failure: it is returned as is.
+// (ACLs, client quotas, topic descriptions). When an attempt fails on the
+// connection it asks the cluster again which broker that is and retries,
+// up to controllerAttempts in all: the cached "controller" may be a broker
+// that stopped, and KRaft names a random live broker, which for a session
+// timeout after a shutdown may still be the stopped one (a rolling
+// restart). A Kafka error code is an answer, not a connection failure: it
+// is returned as is.
 func (c *conn) viaController(f func() error) error {
-	err := f()
-	var kerr sarama.KError
-	if err == nil || errors.As(err, &kerr) {
-		return err
+	var err error
+	for attempt := range controllerAttempts {
+		if attempt > 0 {
+			if _, rerr := c.client.RefreshController(); rerr != nil {
+				return err
+			}
+		}
+		err = f()
+		var kerr sarama.KError
+		if err == nil || errors.As(err, &kerr) {
+			return err
+		}
 	}
-	if _, rerr := c.client.RefreshController(); rerr != nil {
-		return err
-	}
-	return f()
+	return err
 }
+
+// controllerAttempts bounds viaController: with one stopped broker of
+// three still named, all attempts land on it about once in 240 calls.
+const controllerAttempts = 5

@@ -307,7 +307,7 @@ func TestRightsOnRealCluster(t *testing.T) {
 		"observe cluster:DESCRIBE", "observe cluster:DESCRIBE_CONFIGS",
 		"observe topics:DESCRIBE rights.a,rights.b", "observe topics:DESCRIBE_CONFIGS rights.a,rights.b ?",
 		"delete_records topics:DESCRIBE rights.a,rights.b", "delete_records topics:DELETE rights.a,rights.b ?",
-		"protect_acl cluster:DESCRIBE", "protect_acl cluster:ALTER",
+		"protect_acl cluster:DESCRIBE", "protect_acl cluster:ALTER", "protect_acl cluster:DESCRIBE_CONFIGS",
 		"protect_acl ownership:CREATE", "protect_acl ownership:DESCRIBE", "protect_acl ownership:READ ?", "protect_acl ownership:WRITE ?",
 		"protect_quota cluster:DESCRIBE_CONFIGS", "protect_quota cluster:ALTER_CONFIGS",
 		"protect_quota ownership:CREATE", "protect_quota ownership:DESCRIBE", "protect_quota ownership:READ ?", "protect_quota ownership:WRITE ?",
@@ -343,7 +343,7 @@ func TestRightsOnRealCluster(t *testing.T) {
 			[]string{"observe cluster:DESCRIBE", "protect_acl cluster:DESCRIBE", "protect_acl cluster:ALTER", "admission cluster:DESCRIBE"}},
 		{[]acl{onCluster(sarama.AclOperationDescribeConfigs), onCluster(sarama.AclOperationAlterConfigs), onCluster(sarama.AclOperationDescribe), onCluster(sarama.AclOperationAlter)},
 			[]string{"observe cluster:DESCRIBE", "observe cluster:DESCRIBE_CONFIGS", "protect_acl cluster:DESCRIBE", "protect_acl cluster:ALTER",
-				"protect_quota cluster:DESCRIBE_CONFIGS", "protect_quota cluster:ALTER_CONFIGS", "admission cluster:DESCRIBE", "admission cluster:DESCRIBE_CONFIGS"}},
+				"protect_acl cluster:DESCRIBE_CONFIGS", "protect_quota cluster:DESCRIBE_CONFIGS", "protect_quota cluster:ALTER_CONFIGS", "admission cluster:DESCRIBE", "admission cluster:DESCRIBE_CONFIGS"}},
 	} {
 		names := make([]string, len(tc.drop))
 		for i, a := range tc.drop {
