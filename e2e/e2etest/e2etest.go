@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -135,15 +136,22 @@ func RenderedConfig(t testing.TB, objs []Object) string {
 	return ""
 }
 
-// FreePort returns a port free on 127.0.0.1 just now.
+// FreePort returns a port free on 127.0.0.1 just now, below Linux's
+// ephemeral range (32768-60999), where no client's outgoing connection
+// takes it before the server the test starts binds it.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 12000 + rand.IntN(32768-12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port on 127.0.0.1 below 32768")
+	return 0
 }
 
 // WriteFile writes a file under dir and returns its path.

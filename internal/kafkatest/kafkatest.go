@@ -353,10 +353,13 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// freePorts finds a base port with n consecutive free ports on 127.0.0.1.
+// freePorts finds a base port with n consecutive free ports on 127.0.0.1,
+// below Linux's ephemeral range (32768-60999): a port found free there
+// could be taken by any client's outgoing connection before the broker
+// binds it (a broker failed to start on "Address already in use").
 func freePorts(n int) (int, error) {
 	for range 200 {
-		base := 20000 + rand.IntN(30000)
+		base := 12000 + rand.IntN(32768-12000-n)
 		ok := true
 		var ls []net.Listener
 		for i := range n {
