@@ -173,8 +173,16 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	// A lift of this agent's claims: acknowledge it. An operator's is
 	// honoured until the episode ends or it is withdrawn; a peer's
 	// (expired lease) means: protect again only on trusted inputs.
+	// The lowering episode of tiered topics' local retention (spec R7.4)
+	// lasts while a log dir is above its restore bound: an operator's lift
+	// holds for it too.
+	lowering := false
+	for _, g := range goals {
+		lowering = lowering || (po.ConfigsRead && !g.Foreign && g.Usage >= po.LowerFrom)
+	}
+	episode := len(dirs) > 0 || lowering
 	_, liftExists := po.Records.Lifts[po.BrokerID]
-	if rec.Suppressed != nil && (len(dirs) == 0 || !liftExists) {
+	if rec.Suppressed != nil && (!episode || !liftExists) {
 		rec.Suppressed = nil
 	}
 	wantNothing := !po.Enforcing
@@ -182,7 +190,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		pp.Acked = &l
 		rec.Ack = l.ID
 		switch {
-		case l.Kind == LiftOperator && len(dirs) > 0:
+		case l.Kind == LiftOperator && episode:
 			s := Suppression{LiftID: l.ID, Topics: l.Topics}
 			if rec.Suppressed != nil && len(rec.Suppressed.Topics) > 0 && len(l.Topics) > 0 {
 				s.Topics = unionStrings(rec.Suppressed.Topics, l.Topics)
