@@ -77,7 +77,8 @@ type Admin interface {
 	AllowEveryoneIfNoACLFound(ctx context.Context) (AllowEveryone, error)
 	// TopicConfigOverrides reads key of each topic as set on the topic
 	// itself (nil: not set there, inherited from the broker or Kafka's
-	// default).
+	// default). A topic the cluster does not have is left out of the map;
+	// any other failure fails the call.
 	TopicConfigOverrides(ctx context.Context, topics []string, key string) (map[string]*string, error)
 	// AlterTopicConfig sets key on topic (IncrementalAlterConfigs), or
 	// deletes the topic's override when value is nil.

@@ -121,7 +121,10 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 			errs = append(errs, fmt.Errorf("read %s of topic %s: %w", c.Key, c.Topic, err))
 			continue
 		}
-		v := cur[c.Topic]
+		v, ok := cur[c.Topic]
+		if !ok {
+			continue // the topic is gone, and its config with it
+		}
 		if !recs.guardSet(c, v) {
 			out.ConfigsChanged = append(out.ConfigsChanged, ConfigChange{Topic: c.Topic, Key: c.Key, Value: v, From: strPtr(c.Value)})
 			continue

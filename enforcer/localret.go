@@ -119,7 +119,7 @@ func (p Policy) tieredLowerable(o Observed, topic string) bool {
 // planLower computes, for a log dir whose goal lowers, the local
 // retention of each tiered topic that frees enough uploaded bytes: with
 // a target, the gentlest values that together free what usage is above
-// it (topics with the most to free first); with a fraction
+// the restore bound (topics with the most to free first); with a fraction
 // (purge_fraction), each topic keeps (1 - fraction) of its largest
 // partition. A topic whose value would not be lower than its local
 // retention now is left out. It is pure.
@@ -157,9 +157,13 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 		}
 		return 1
 	})
+	// The aim is the restore bound (the target minus the hysteresis), not
+	// the target: once usage is under it the operator's value comes back,
+	// and the cycle ends without data lost. Kafka does not fetch deleted
+	// local copies back, so restoring frees nothing and fills nothing.
 	need := int64(math.MaxInt64)
 	if g.Free.Action == ActionPurge && g.Free.Target > 0 {
-		need = needBytes(*ld, g.Free.Target, ld.PendingDeleteBytes)
+		need = needBytes(*ld, min(g.Free.Target, p.lowerFrom()), ld.PendingDeleteBytes)
 	}
 	for _, c := range cands {
 		if need <= 0 {
@@ -358,7 +362,8 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 		case !po.Records.Live(po.BrokerID, c.Topic):
 			// Lifted by a peer or an operator, who restored it: given up.
 		case !read:
-			out = append(out, c) // not read this pass: decided later
+			// The topic is gone (deleted): so is its config; the claim
+			// goes with it.
 		case !po.Records.guardSet(c, cur):
 			pp.DroppedConfigs = append(pp.DroppedConfigs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: cur, From: strPtr(c.Value)})
 		case wantNothing || suppressed(c.Topic) || !keep[c.Topic]:

@@ -60,11 +60,13 @@ func TestR7_4PlanLowersLocalRetention(t *testing.T) {
 		freed     int64
 		deletions []del
 	}{
-		// 870 of 1000, target 85%: 21 bytes to free. One uploaded segment
-		// per partition (local size 500 -> 400) frees 200.
+		// 870 of 1000, target 85%, restore bound 80%: 71 bytes to free.
+		// One uploaded segment per partition (local size 500 -> 400)
+		// frees 200.
 		{"purge band, gentlest value", tieredSnap(870), map[string]int64{"tiered": 400}, 200, []del{}},
-		// 890: 41 bytes; still one segment each.
-		{"purge band, a little more", tieredSnap(890), map[string]int64{"tiered": 400}, 200, []del{}},
+		// 1020 (the protect band frees with purge): 221 bytes; two
+		// segments each.
+		{"protect band, more", tieredSnap(1020), map[string]int64{"tiered": 300}, 400, []del{}},
 		// Nothing uploaded: lowering frees nothing, "a" is purged.
 		{"nothing uploaded", withTiered(snap(870, 1000, tieredPart(0, 5, 0),
 			part("a", 0, 0, 40, seg(0, 1, agent.StateClosed), seg(10, 2, agent.StateClosed), seg(20, 3, agent.StateOpen)))),
@@ -307,5 +309,26 @@ func TestR7_4NeedsTheRights(t *testing.T) {
 	goals := Desired(Policy{Profile: CloudProfile(), HysteresisPoints: 5}, o)
 	if len(goals[0].Lower.values) != 0 {
 		t.Fatalf("R7.4/lowered without the rights: %v", goals[0].Lower.values)
+	}
+}
+
+// R7.4, R6: a lowered topic that is deleted takes its claim with it; the
+// pass carries on (protection and deletions are not held back).
+func TestR7_4DeletedTopicDropsTheClaim(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, tieredSnap(870), f, clock)
+	passAt(t, e, clock, tieredSnap(870))
+	if len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatal("not lowered")
+	}
+	f.gone = map[string]bool{"tiered": true}
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, e, clock, tieredSnap(100))
+	if len(f.records.Agents[1].ConfigClaims()) != 0 {
+		t.Fatalf("R7.4/claim on a deleted topic kept: %+v", f.records.Agents[1])
+	}
+	if v := gather(t, reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "broker_unreachable"}); v != 0 {
+		t.Errorf("R6/a deleted topic held the pass back")
 	}
 }

@@ -225,8 +225,12 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 	if cfg.Strategy == StrategyACL {
 		po.AllowEveryone = e.allowEveryone(ctx, o.Now)
 	}
+	// Reading the topic configs never stands between a full disk and
+	// protection: without them, claims stay as they are this pass and
+	// nothing is lowered.
 	if err := e.readConfigs(ctx, o, po); err != nil {
-		return err
+		po.ConfigsRead, po.TopicConfigs = false, nil
+		e.logError(fmt.Errorf("tiered topics' local retention left as it is this pass: %w", err))
 	}
 	o.Protection = po
 	if e.dryRun {

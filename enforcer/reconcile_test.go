@@ -35,8 +35,10 @@ type fakeAdmin struct {
 	// min.insync.replicas).
 	storeErr error
 	writes   int
-	// configs: topic config overrides (topic -> key -> value).
+	// configs: topic config overrides (topic -> key -> value); gone:
+	// topics the cluster no longer has.
 	configs map[string]map[string]string
+	gone    map[string]bool
 	// Reads, for tests of what a pass reads.
 	loads       int
 	offsetCalls [][]TopicPartition
@@ -204,6 +206,9 @@ func (f *fakeAdmin) TopicConfigOverrides(_ context.Context, topics []string, key
 	}
 	out := map[string]*string{}
 	for _, t := range topics {
+		if f.gone[t] {
+			continue
+		}
 		out[t] = nil
 		if v, ok := f.configs[t][key]; ok {
 			out[t] = &v

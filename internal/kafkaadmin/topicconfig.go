@@ -2,6 +2,7 @@ package kafkaadmin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/IBM/sarama"
@@ -10,7 +11,8 @@ import (
 // TopicConfigOverrides reads one config key of each topic as a topic
 // override (spec R7.4): the value set on the topic itself
 // (DYNAMIC_TOPIC_CONFIG), or nil when the topic inherits it (a broker
-// setting or Kafka's default). A topic that cannot be described fails the
+// setting or Kafka's default). A topic the cluster does not have is left
+// out of the map; any other topic that cannot be described fails the
 // whole call: the guard changes nothing it could not read.
 func (e *Enforce) TopicConfigOverrides(ctx context.Context, topics []string, key string) (map[string]*string, error) {
 	c, err := e.src.conn()
@@ -28,7 +30,11 @@ func (e *Enforce) TopicConfigOverrides(ctx context.Context, topics []string, key
 			entries, err = c.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: t, ConfigNames: []string{key}})
 			return err
 		})
-		if err != nil {
+		var derr *sarama.DescribeConfigError
+		switch {
+		case errors.As(err, &derr) && derr.Err == sarama.ErrUnknownTopicOrPartition, errors.Is(err, sarama.ErrUnknownTopicOrPartition):
+			continue // deleted: left out of the map
+		case err != nil:
 			return nil, fmt.Errorf("describe configs of topic %s: %w", t, err)
 		}
 		out[t] = nil
