@@ -112,7 +112,7 @@ func TestR7_4TieredFloodLowersLocalRetention(t *testing.T) {
 	src := &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond,
 		Configs: tieredConfigs(t, b, topic), Remote: remoteOffsets(t, b, topic, 1), Topics: map[string]bool{topic: true}}
 	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src: src,
-		ownTopic: enforcer.DefaultOwnershipTopic, echo: true})
+		ownTopic: enforcer.DefaultOwnershipTopic})
 
 	acked, maxRatio := floodTiered(t, b, topic, 320<<20)
 	if !b.Running() {
