@@ -384,7 +384,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 	}
 	for _, t := range slices.Sorted(maps.Keys(want)) {
 		cur, read := po.TopicConfigs[t]
-		if mine[t] || !read || suppressed(t) {
+		if mine[t] || !read || suppressed(t) || po.OperatorTopics[t] {
 			continue
 		}
 		v := want[t]

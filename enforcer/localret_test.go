@@ -208,6 +208,15 @@ func TestR7_4OperatorChangedValueIsLeft(t *testing.T) {
 	if v := gather(t, reg, "kafka_disk_guard_local_retention_operator_changed_total", nil); v != 1 {
 		t.Errorf("operator_changed_total %v", v)
 	}
+	// Still in the band: the operator's value is not lowered again in
+	// this episode, whatever the model says.
+	for range 2 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, tieredSnap(870))
+	}
+	if v, _ := localRetention(f, "tiered"); v != "12345" {
+		t.Fatalf("R7.4/operator's value lowered again in the episode: %q", v)
+	}
 	clock.t = clock.t.Add(time.Second)
 	passAt(t, e, clock, tieredSnap(100))
 	if v, _ := localRetention(f, "tiered"); v != "12345" {

@@ -120,6 +120,10 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 		}
 	}
 	for _, c := range pp.DroppedConfigs {
+		if e.prot.operatorTopics == nil {
+			e.prot.operatorTopics = map[string]bool{}
+		}
+		e.prot.operatorTopics[c.Topic] = true
 		e.m.operatorChanged.Inc()
 		e.logger.Warn("local retention changed by an operator: the guard's claim is dropped and the value left as it is",
 			"topic", c.Topic, "key", c.Key, "value", show(c.Value), "guard_value", show(c.From))
@@ -457,6 +461,7 @@ func (e *Enforcer) reportNoProtection(goals []DirGoal) {
 	}
 	none := map[ProtectionError]bool{}
 	e.m.prot.setErrors(none)
+	e.m.lowered.Set(0)
 	e.logProblems(none, ProtectionPlan{})
 	e.prot.missingSince = time.Time{}
 	view := map[int32]clusterEntry{}

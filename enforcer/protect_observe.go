@@ -46,6 +46,10 @@ type protectionState struct {
 	errs map[ProtectionError]bool
 	// observeLift: observe mode has logged that it lifts what it set.
 	observeLift bool
+	// operatorTopics: tiered topics whose lowered local retention an
+	// operator changed in this lowering episode: not lowered again until
+	// the episode ends (in memory: a restart forgets it).
+	operatorTopics map[string]bool
 	// sizedAt: the Updated of the record whose size the gauge shows.
 	sizedAt time.Time
 	// missingSince: since when wanted protection has been missing from
@@ -247,6 +251,14 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 // the operator's).
 func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionObserved) error {
 	po.LowerFrom = e.policy.lowerFrom()
+	episode := false
+	for i := range o.Snapshot.LogDirs {
+		episode = episode || o.Snapshot.LogDirs[i].Usage.Ratio() >= po.LowerFrom
+	}
+	if !episode && !o.Stale {
+		e.prot.operatorTopics = nil
+	}
+	po.OperatorTopics = e.prot.operatorTopics
 	cands := e.policy.lowerCandidates(*o)
 	topics := configTopics(po.Records, e.prot.virtual, cands)
 	if len(topics) == 0 {

@@ -53,8 +53,10 @@ type ProtectionObserved struct {
 	TopicConfigs map[string]*string
 	ConfigsRead  bool
 	// LowerFrom: usage under which lowered local retention is restored
-	// (Policy.lowerFrom).
-	LowerFrom float64
+	// (Policy.lowerFrom). OperatorTopics: topics whose lowered value an
+	// operator changed in this episode: not lowered again.
+	LowerFrom      float64
+	OperatorTopics map[string]bool
 
 	// Settings (enforcer.protection, enforcer.ownershipTopic).
 	ProducerByteRate int64
