@@ -341,3 +341,34 @@ func TestR7_4DeletedTopicDropsTheClaim(t *testing.T) {
 		t.Errorf("R6/a deleted topic held the pass back")
 	}
 }
+
+// R8.1, R7.4: protection status lists the lowered local retention with
+// the operator's value and whether the value in place is the guard's.
+func TestR7_4StatusListsLoweredLocalRetention(t *testing.T) {
+	recs := NewRecords()
+	recs.Agents[1] = Record{BrokerID: 1, LeaseMs: 60000, Renewed: t0, Owned: []Owned{
+		{Kind: OwnedTopicConfig, Topic: "events", Key: LocalRetentionBytesKey, Value: "1000"},
+		{Kind: OwnedTopicConfig, Topic: "clicks", Key: LocalRetentionBytesKey, Value: "2000", Orig: strPtr("9000")},
+	}}
+	if got := recs.ConfigTopics(); len(got) != 2 || got[0] != "clicks" {
+		t.Fatalf("config topics %v", got)
+	}
+	st := BuildStatus(StatusInput{Records: recs, Now: t0.Add(time.Second),
+		TopicConfigs: map[string]*string{"events": strPtr("1000"), "clicks": strPtr("5")}})
+	b := st.Brokers[0]
+	if b.State != StateActive || len(b.Configs) != 2 {
+		t.Fatalf("status %+v", b)
+	}
+	for _, c := range b.Configs {
+		switch c.Topic {
+		case "events":
+			if !c.InPlace || c.Original != nil {
+				t.Errorf("events %+v", c)
+			}
+		case "clicks":
+			if c.InPlace || show(c.Original) != "9000" {
+				t.Errorf("clicks: an operator's value shown as the guard's: %+v", c)
+			}
+		}
+	}
+}
