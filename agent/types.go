@@ -149,6 +149,14 @@ func (c TopicConfig) localRetention(copyEnabled bool) (ms, bytes int64) {
 	return ms, bytes
 }
 
+// LocalRetention returns the retention.ms and retention.bytes Kafka
+// applies to the topic's local log: local.retention.* (-2: retention.*)
+// for a tiered topic with copying on, retention.* otherwise. It is the
+// local disk footprint's bound (the reserved-space formula uses it).
+func (c TopicConfig) LocalRetention(topic string) (ms, bytes int64) {
+	return c.localRetention(c.Tiered(topic) && !c.RemoteCopyDisable)
+}
+
 // DefaultTopicConfig is Apache Kafka's broker default for each setting.
 func DefaultTopicConfig() TopicConfig {
 	return TopicConfig{

@@ -142,6 +142,9 @@ type DirGoal struct {
 	// Foreign: the log dir was found by a glob and belongs to another
 	// cluster or broker (R7.1): observed only, never acted on, not a hold.
 	Foreign bool
+	// Lower: the tiered topics whose local retention the pass lowers
+	// instead of purging them (spec R7.4; localret.go).
+	Lower lowerPlan
 }
 
 // Desired computes every log dir's goal from the policy and what is
@@ -166,6 +169,7 @@ func Desired(p Policy, o Observed) []DirGoal {
 		if g.Free.Action != "" {
 			p.gate(o, ld, other[ld.Path], &g)
 		}
+		g.Lower = p.planLower(o, ld, g)
 		goals = append(goals, g)
 	}
 	return goals

@@ -75,6 +75,14 @@ type Admin interface {
 	// AllowEveryoneIfNoACLFound reads the brokers'
 	// allow.everyone.if.no.acl.found (see AllowEveryone).
 	AllowEveryoneIfNoACLFound(ctx context.Context) (AllowEveryone, error)
+	// TopicConfigOverrides reads key of each topic as set on the topic
+	// itself (nil: not set there, inherited from the broker or Kafka's
+	// default). A topic the cluster does not have is left out of the map;
+	// any other failure fails the call.
+	TopicConfigOverrides(ctx context.Context, topics []string, key string) (map[string]*string, error)
+	// AlterTopicConfig sets key on topic (IncrementalAlterConfigs), or
+	// deletes the topic's override when value is nil.
+	AlterTopicConfig(ctx context.Context, topic, key string, value *string) error
 }
 
 // Preparer is optionally implemented by an Admin: Run calls Prepare once

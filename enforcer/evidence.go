@@ -393,6 +393,9 @@ func enforcerFeatures(p Profile, strategy string, extra []rights.Feature) []righ
 	if f := protectFeature(p, strategy); f != "" {
 		fs = append(fs, f)
 	}
+	if p.lowestPurgeBand() != "" {
+		fs = append(fs, rights.Tiered) // lowering tiered topics' local retention (R7.4)
+	}
 	for _, f := range extra {
 		if !slices.Contains(fs, f) {
 			fs = append(fs, f)

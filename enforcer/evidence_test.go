@@ -147,7 +147,7 @@ func TestRightsThroughReconcile(t *testing.T) {
 	if v := gather(t, reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "protection_unavailable"}); v != 1 {
 		t.Errorf("blocked{protection_unavailable} %v", v)
 	}
-	if got := e.features; len(got) != 3 || got[2] != rights.ProtectACL {
+	if got := e.features; len(got) != 4 || got[2] != rights.ProtectACL || got[3] != rights.Tiered {
 		t.Errorf("features checked %v", got)
 	}
 }

@@ -214,7 +214,7 @@ func TestRightsGate(t *testing.T) {
 		t.Errorf("seed 000 (no protect band) waits for %q", f)
 	}
 	if got := enforcerFeatures(LocalProfile(), StrategyQuota, []rights.Feature{rights.Admission}); !slices.Equal(got,
-		[]rights.Feature{rights.Observe, rights.DeleteRecords, rights.ProtectQuota, rights.Admission}) {
+		[]rights.Feature{rights.Observe, rights.DeleteRecords, rights.ProtectQuota, rights.Tiered, rights.Admission}) {
 		t.Errorf("local profile, quota strategy: features %v", got)
 	}
 }

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 		// file.delete.delay.ms is the topic-level name; the broker reads log.segment.delete.delay.ms.
 		Props: []string{"log.segment.delete.delay.ms=1000"}}, &shared)
 	stopCluster()
+	stopTiered()
 	os.Exit(code)
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,8 @@ type ReleaseAdmin interface {
 	DeleteACLs(ctx context.Context, acls []ACL) error
 	DefaultProducerQuota(ctx context.Context) (int64, error)
 	RemoveDefaultProducerQuota(ctx context.Context) error
+	TopicConfigOverrides(ctx context.Context, topics []string, key string) (map[string]*string, error)
+	AlterTopicConfig(ctx context.Context, topic, key string, value *string) error
 }
 
 // Released is what ReleaseUnclaimed removed.
@@ -25,6 +28,13 @@ type Released struct {
 	// Kept: candidates a live record still claims.
 	Kept         int
 	QuotaRemoved bool
+	// Configs: topic configs restored to the operator's value (Value; nil:
+	// the override deleted); ConfigsKept: claims a live record still
+	// holds; ConfigsChanged: values an operator changed since the guard
+	// set them, left alone.
+	Configs        []ConfigChange
+	ConfigsKept    int
+	ConfigsChanged []ConfigChange
 	// Records as read before deleting.
 	Records Records
 }
@@ -35,8 +45,11 @@ type Released struct {
 // candidates no live record claims, and the default producer quota when
 // quota > 0, no live record claims one, and it is still at quota (an
 // operator's change is left alone). The candidates must be bindings the
-// guard's records named: nothing else is ever deleted.
-func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quota int64) (Released, error) {
+// guard's records named: nothing else is ever deleted. Topic config
+// claims (configs) no live record claims are restored to the operator's
+// value, each only while the value in place is one the guard set (spec
+// R7.4): an operator's change since is left alone.
+func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quota int64, configs []Owned) (Released, error) {
 	var out Released
 	recs, err := a.LoadRecords(ctx)
 	if err != nil {
@@ -71,7 +84,58 @@ func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quo
 			}
 		}
 	}
+	if err := restoreConfigs(ctx, a, recs, configs, &out); err != nil {
+		errs = append(errs, err)
+	}
 	return out, errors.Join(errs...)
+}
+
+// restoreConfigs restores the claimed topic configs no live record
+// claims: read what is in place, and put the operator's value back only
+// where the value in place is one the guard set.
+func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs []Owned, out *Released) error {
+	live := recs.LiveConfigClaims()
+	byKey := map[[2]string]Owned{}
+	for _, c := range configs {
+		k := [2]string{c.Topic, c.Key}
+		if _, dup := byKey[k]; dup {
+			continue
+		}
+		if live[k] {
+			out.ConfigsKept++
+			continue
+		}
+		byKey[k] = c
+	}
+	if len(byKey) == 0 {
+		return nil
+	}
+	keys := slices.SortedFunc(maps.Keys(byKey), func(x, y [2]string) int {
+		return strings.Compare(x[0]+"\x00"+x[1], y[0]+"\x00"+y[1])
+	})
+	var errs []error
+	for _, k := range keys {
+		c := byKey[k]
+		cur, err := a.TopicConfigOverrides(ctx, []string{c.Topic}, c.Key)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read %s of topic %s: %w", c.Key, c.Topic, err))
+			continue
+		}
+		v, ok := cur[c.Topic]
+		if !ok {
+			continue // the topic is gone, and its config with it
+		}
+		if !recs.guardSet(c, v) {
+			out.ConfigsChanged = append(out.ConfigsChanged, ConfigChange{Topic: c.Topic, Key: c.Key, Value: v, From: strPtr(c.Value)})
+			continue
+		}
+		if err := a.AlterTopicConfig(ctx, c.Topic, c.Key, c.Orig); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s of topic %s: %w", c.Key, c.Topic, err))
+			continue
+		}
+		out.Configs = append(out.Configs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: c.Orig, From: v})
+	}
+	return errors.Join(errs...)
 }
 
 // LiftAdmin is what a lift needs of the admin API.
@@ -119,6 +183,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 	}
 	var cands []ACL
 	var quota int64
+	var configs []Owned
 	for _, id := range slices.Sorted(maps.Keys(recs.Agents)) {
 		r := recs.Agents[id]
 		if !req.All && req.Topic == "" && id != req.Broker {
@@ -139,6 +204,12 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 		if q := r.Quota(); q > 0 && req.Topic == "" && recs.Live(id, "") {
 			live, quota = true, q
 		}
+		for _, c := range r.ConfigClaims() {
+			if scope(c.Topic) && recs.Live(id, c.Topic) {
+				live = true
+				configs = append(configs, c)
+			}
+		}
 		if !live {
 			continue
 		}
@@ -153,7 +224,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 	if len(res.Lifts) == 0 {
 		return res, nil
 	}
-	res.Released, err = ReleaseUnclaimed(ctx, a, cands, quota)
+	res.Released, err = ReleaseUnclaimed(ctx, a, cands, quota, configs)
 	return res, err
 }
 

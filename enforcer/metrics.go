@@ -45,6 +45,12 @@ const (
 	actionUnprotect = Action("unprotect")
 )
 
+// Tiered topics' local retention changes (spec R7.4), in the same label.
+const (
+	actionLowerLocalRetention   = Action("lower_local_retention")
+	actionRestoreLocalRetention = Action("restore_local_retention")
+)
+
 type metrics struct {
 	enabled        prometheus.Gauge
 	band           *prometheus.GaugeVec
@@ -54,6 +60,11 @@ type metrics struct {
 	reconciles     *prometheus.CounterVec
 	duration       prometheus.Histogram
 	blocked        *prometheus.GaugeVec
+	// Tiered topics (spec R7.4): topics whose local retention this agent
+	// has lowered, and claims dropped because an operator changed the
+	// value.
+	lowered         prometheus.Gauge
+	operatorChanged prometheus.Counter
 	// ev: the evidence gates' metrics (evidence_metrics.go); prot: write
 	// protection's (protect_metrics.go).
 	ev   *evidenceMetrics
@@ -79,8 +90,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Reconcile pass duration.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
 		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "enforcer_blocked",
 			Help: "1 when destructive actions are held back, by reason."}, []string{"reason"}),
+		lowered: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "local_retention_lowered_topics",
+			Help: "Tiered topics whose local.retention.bytes this agent has lowered and not yet restored (its ownership record)."}),
+		operatorChanged: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "local_retention_operator_changed_total",
+			Help: "Lowered local retention the guard left alone because an operator changed the value after the guard set it."}),
 	}
-	for _, c := range []prometheus.Collector{m.enabled, m.band, m.actions, m.actionBytes, m.unexpiredBytes, m.reconciles, m.duration, m.blocked} {
+	for _, c := range []prometheus.Collector{m.enabled, m.band, m.actions, m.actionBytes, m.unexpiredBytes, m.reconciles, m.duration, m.blocked,
+		m.lowered, m.operatorChanged} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -124,6 +140,14 @@ func (m *metrics) initActionSeries(p Profile) {
 			m.actionBytes.WithLabelValues(string(act), b.Name)
 			if act == ActionPurge || act == ActionPurgeFraction {
 				m.unexpiredBytes.WithLabelValues(b.Name)
+				for _, r := range results {
+					m.actions.WithLabelValues(string(actionLowerLocalRetention), string(r), b.Name)
+				}
+			}
+		}
+		if b.Name == p.lowestPurgeBand() {
+			for _, r := range results {
+				m.actions.WithLabelValues(string(actionRestoreLocalRetention), string(r), b.Name)
 			}
 		}
 		if i == pi {

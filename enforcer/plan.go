@@ -128,7 +128,9 @@ type partState struct {
 // planDir chooses the segments of one log dir.
 func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 	eligibleOnly := g.Free.Action == ActionScheduled || g.Free.Action == ActionPeriodic
-	var already int64 = ld.PendingDeleteBytes
+	// Bytes Kafka frees from tiered topics whose local retention the pass
+	// lowers (R7.4) come first: they lose no record.
+	already := ld.PendingDeleteBytes + g.Lower.freed
 	var parts []*partState
 	for i := range ld.Partitions {
 		p := &ld.Partitions[i]

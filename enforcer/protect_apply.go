@@ -88,12 +88,52 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 			}
 		}
 	}
+	// Lowering tiered topics' local retention (spec R7.4): never before a
+	// record claiming the new value, with the operator's value, is
+	// written; a value set unrecorded could not be restored.
+	if len(pp.SetConfigs) > 0 {
+		recorded := !growFailed && pp.Grows()
+		if !recorded {
+			grown := rec
+			grown.Owned = unionOwned(me.Owned, rec.Owned)
+			grown.LogDirs = unionStrings(me.LogDirs, rec.LogDirs)
+			if err := e.storeRecord(ctx, grown); err != nil {
+				problems[ErrorRecordFailed] = true
+				errs = append(errs, fmt.Errorf("local retention not lowered: %w", err))
+				for _, c := range pp.SetConfigs {
+					e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
+				}
+			} else {
+				recorded = true
+				wrote = sameOwned(grown.Owned, rec.Owned) && slices.Equal(grown.LogDirs, rec.LogDirs)
+			}
+		}
+		if recorded {
+			for _, c := range pp.SetConfigs {
+				err := e.admin.AlterTopicConfig(ctx, c.Topic, c.Key, c.Value)
+				e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
+				if err != nil {
+					problems[ErrorCreateFailed] = true
+					errs = append(errs, fmt.Errorf("lower %s of topic %s: %w", c.Key, c.Topic, err))
+				}
+			}
+		}
+	}
+	for _, c := range pp.DroppedConfigs {
+		if e.prot.operatorTopics == nil {
+			e.prot.operatorTopics = map[string]bool{}
+		}
+		e.prot.operatorTopics[c.Topic] = true
+		e.m.operatorChanged.Inc()
+		e.logger.Warn("local retention changed by an operator: the guard's claim is dropped and the value left as it is",
+			"topic", c.Topic, "key", c.Key, "value", show(c.Value), "guard_value", show(c.From))
+	}
 	switch {
 	case growFailed:
 		// The ownership topic just failed the grown record: the smaller
 		// one waits for a later pass, and so does anything released.
 		errs = append(errs, errors.New("the protection record could not be written: recorded by a later pass"))
-	case len(pp.Release) > 0 || pp.ReleaseQuota > 0:
+	case pp.releases():
 		if err := e.storeRecord(ctx, rec); err != nil {
 			// Nothing is deleted before the smaller record is written:
 			// protection stays until a later pass can record it.
@@ -101,7 +141,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 			errs = append(errs, err)
 			break
 		}
-		rel, err := e.release(ctx, flatten(pp.Release), pp.ReleaseQuota)
+		rel, err := e.release(ctx, flatten(pp.Release), pp.ReleaseQuota, pp.ReleaseConfigs)
 		e.unprotected(rel, band, "", pp.ReleaseQuota)
 		if err != nil {
 			problems[ErrorLiftFailed] = true
@@ -161,8 +201,8 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 }
 
 // release runs ReleaseUnclaimed and keeps the records it read.
-func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64) (Released, error) {
-	rel, err := ReleaseUnclaimed(ctx, e.admin, cands, quota)
+func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64, configs []Owned) (Released, error) {
+	rel, err := ReleaseUnclaimed(ctx, e.admin, cands, quota, configs)
 	if rel.Records.Agents != nil {
 		rs := rel.Records.Clone()
 		e.prot.records = &rs
@@ -185,9 +225,10 @@ func (e *Enforcer) liftPeer(ctx context.Context, pl PeerLift, band string) error
 	if e.prot.records != nil {
 		e.prot.records.Lifts[pl.BrokerID] = l
 	}
-	rel, err := e.release(ctx, pl.Release, pl.ReleaseQuota)
+	rel, err := e.release(ctx, pl.Release, pl.ReleaseQuota, pl.ReleaseConfigs)
 	e.logger.Warn("write protection of another agent lifted", "broker_id", pl.BrokerID, "reason", pl.Kind, "topics", pl.Topics,
-		"acls_deleted", len(rel.ACLs), "acls_kept", rel.Kept, "quota_removed", rel.QuotaRemoved, "lift_id", l.ID, "dry_run", false)
+		"acls_deleted", len(rel.ACLs), "acls_kept", rel.Kept, "quota_removed", rel.QuotaRemoved,
+		"configs_restored", len(rel.Configs), "configs_kept", rel.ConfigsKept, "lift_id", l.ID, "dry_run", false)
 	e.unprotected(rel, band, pl.Kind, 0)
 	if err != nil {
 		return fmt.Errorf("lift broker %d: %w", pl.BrokerID, err)
@@ -214,6 +255,52 @@ func (e *Enforcer) unprotected(rel Released, band, reason string, quota int64) {
 	if rel.QuotaRemoved {
 		e.quotaAction(actionUnprotect, quota, band, ResultOK, nil)
 	}
+	restoreBand := e.policy.Profile.lowestPurgeBand()
+	for _, c := range rel.Configs {
+		e.configAction(actionRestoreLocalRetention, c, restoreBand, nil, "reason", cmpOr(reason, "usage_below_band"))
+	}
+	for _, c := range rel.ConfigsChanged {
+		e.m.operatorChanged.Inc()
+		e.logger.Warn("local retention changed by an operator: not restored, the value is left as it is",
+			"topic", c.Topic, "key", c.Key, "value", show(c.Value), "guard_value", show(c.From))
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// bandOf is the band a log dir was in at the last pass.
+func (e *Enforcer) bandOf(logDir string) string { return e.bands[logDir] }
+
+// configAction logs and counts one change of a tiered topic's local
+// retention: lowered at WARN, restored at INFO, failed at ERROR.
+func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err error, attrs ...any) {
+	res := actionResult(err)
+	if e.dryRun {
+		res = ResultDryRun
+	}
+	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
+	attrs = append([]any{"action", action, "topic", c.Topic, "key", c.Key, "value", show(c.Value), "from", show(c.From),
+		"band", band, "dry_run", e.dryRun}, attrs...)
+	if c.LogDir != "" {
+		attrs = append(attrs, "log_dir", c.LogDir, "bytes", c.Bytes)
+	}
+	switch {
+	case err != nil:
+		e.logger.Error("local retention change failed", append(attrs, "err", err)...)
+	case action == actionLowerLocalRetention && e.dryRun:
+		e.logger.Info("would lower local retention", attrs...)
+	case action == actionLowerLocalRetention:
+		e.logger.Warn("local retention lowered", attrs...)
+	case e.dryRun:
+		e.logger.Info("would restore local retention", attrs...)
+	default:
+		e.logger.Info("local retention restored", attrs...)
+	}
 }
 
 // reportWouldProtect logs and counts observe mode's plan, once per change
@@ -230,6 +317,13 @@ func (e *Enforcer) reportWouldProtect(pp ProtectionPlan, band string) {
 	}
 	if pp.ReleaseQuota > 0 {
 		e.quotaAction(actionUnprotect, 0, band, ResultDryRun, nil)
+	}
+	for _, c := range pp.SetConfigs {
+		e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), nil)
+	}
+	for _, c := range pp.ReleaseConfigs {
+		e.configAction(actionRestoreLocalRetention, ConfigChange{Topic: c.Topic, Key: c.Key, Value: c.Orig, From: strPtr(c.Value)},
+			e.policy.Profile.lowestPurgeBand(), nil)
 	}
 	if pp.Write {
 		e.prot.virtual = pp.Record
@@ -346,6 +440,7 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 		view[id] = v
 	}
 	e.m.prot.setCluster(view)
+	e.m.lowered.Set(float64(len(e.real().ConfigClaims())))
 	if u := e.real().Updated; !u.Equal(e.prot.sizedAt) {
 		if data, err := EncodeRecord(e.real()); err == nil {
 			e.m.prot.recordBytes.Set(float64(len(data)))
@@ -366,6 +461,7 @@ func (e *Enforcer) reportNoProtection(goals []DirGoal) {
 	}
 	none := map[ProtectionError]bool{}
 	e.m.prot.setErrors(none)
+	e.m.lowered.Set(0)
 	e.logProblems(none, ProtectionPlan{})
 	e.prot.missingSince = time.Time{}
 	view := map[int32]clusterEntry{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -45,6 +46,10 @@ type protectionState struct {
 	errs map[ProtectionError]bool
 	// observeLift: observe mode has logged that it lifts what it set.
 	observeLift bool
+	// operatorTopics: tiered topics whose lowered local retention an
+	// operator changed in this lowering episode: not lowered again until
+	// the episode ends (in memory: a restart forgets it).
+	operatorTopics map[string]bool
 	// sizedAt: the Updated of the record whose size the gauge shows.
 	sizedAt time.Time
 	// missingSince: since when wanted protection has been missing from
@@ -94,7 +99,8 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 // claims or wants something, set something unrecorded, or another agent's
 // record claims something (the cluster-wide view, expired leases).
 func (e *Enforcer) protectionRelevant(o Observed) bool {
-	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 {
+	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 ||
+		len(e.policy.lowerCandidates(o)) > 0 {
 		return true
 	}
 	if e.prot.records != nil {
@@ -223,9 +229,59 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 	if cfg.Strategy == StrategyACL {
 		po.AllowEveryone = e.allowEveryone(ctx, o.Now)
 	}
+	// Reading the topic configs never stands between a full disk and
+	// protection: without them, claims stay as they are this pass and
+	// nothing is lowered.
+	if err := e.readConfigs(ctx, o, po); err != nil {
+		po.ConfigsRead, po.TopicConfigs = false, nil
+		e.logError(fmt.Errorf("tiered topics' local retention left as it is this pass: %w", err))
+	}
 	o.Protection = po
 	if e.dryRun {
 		o.WouldProtect = e.wouldProtect(po)
+	}
+	return nil
+}
+
+// readConfigs reads the local retention of the topics a record claims or
+// a pass may lower (spec R7.4). When this agent may make a new claim, the
+// records are read again after the configs: an agent writes its record
+// before it sets a value, so a value in place that another agent set is
+// found in its record, and its operator's value is kept (never taken for
+// the operator's).
+func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionObserved) error {
+	po.LowerFrom = e.policy.lowerFrom()
+	episode := false
+	for i := range o.Snapshot.LogDirs {
+		episode = episode || o.Snapshot.LogDirs[i].Usage.Ratio() >= po.LowerFrom
+	}
+	if !episode && !o.Stale {
+		e.prot.operatorTopics = nil
+	}
+	po.OperatorTopics = e.prot.operatorTopics
+	cands := e.policy.lowerCandidates(*o)
+	topics := configTopics(po.Records, e.prot.virtual, cands)
+	if len(topics) == 0 {
+		po.ConfigsRead = true
+		return nil
+	}
+	got, err := e.admin.TopicConfigOverrides(ctx, topics, LocalRetentionBytesKey)
+	if err != nil {
+		return fmt.Errorf("describe topic configs: %w", err)
+	}
+	po.TopicConfigs, po.ConfigsRead = got, true
+	mine := map[string]bool{}
+	for _, c := range e.real().ConfigClaims() {
+		mine[c.Topic] = true
+	}
+	for _, t := range cands {
+		if !mine[t] {
+			if err := e.readRecords(ctx, o); err != nil {
+				return err
+			}
+			po.Records, po.Expired = e.prot.records.Clone(), e.expired(o.Now)
+			break
+		}
 	}
 	return nil
 }
@@ -243,6 +299,12 @@ func (e *Enforcer) wouldProtect(po *ProtectionObserved) *ProtectionObserved {
 	e.prot.virtual.Bindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
 	if q := e.prot.virtual.Quota(); q > 0 && po.DefaultProducerByteRate == 0 {
 		v.DefaultProducerByteRate = q
+	}
+	if vc := e.prot.virtual.ConfigClaims(); len(vc) > 0 && po.ConfigsRead {
+		v.TopicConfigs = maps.Clone(po.TopicConfigs)
+		for _, c := range vc {
+			v.TopicConfigs[c.Topic] = strPtr(c.Value)
+		}
 	}
 	return &v
 }

@@ -47,6 +47,17 @@ type ProtectionObserved struct {
 	// the cluster and lifts what it owns (spec R4.4).
 	Enforcing bool
 
+	// TopicConfigs: the local.retention.bytes override of the topics whose
+	// config a record claims or a pass may lower (nil: not set on the
+	// topic); ConfigsRead says they were read this pass (spec R7.4).
+	TopicConfigs map[string]*string
+	ConfigsRead  bool
+	// LowerFrom: usage under which lowered local retention is restored
+	// (Policy.lowerFrom). OperatorTopics: topics whose lowered value an
+	// operator changed in this episode: not lowered again.
+	LowerFrom      float64
+	OperatorTopics map[string]bool
+
 	// Settings (enforcer.protection, enforcer.ownershipTopic).
 	ProducerByteRate int64
 	Lease            time.Duration
@@ -71,7 +82,10 @@ type PeerLift struct {
 	// claims them once the lift is written.
 	Release      []ACL
 	ReleaseQuota int64
-	Topics       int
+	// ReleaseConfigs: the topic configs it claims, restored where no live
+	// record claims them once the lift is written.
+	ReleaseConfigs []Owned
+	Topics         int
 }
 
 // ProtectionPlan is how the protection state changes this pass.
@@ -92,6 +106,13 @@ type ProtectionPlan struct {
 	// the later writer deletes it).
 	Release      []TopicProtection
 	ReleaseQuota int64
+	// SetConfigs: topic configs to lower (spec R7.4), set only once the
+	// record claiming them is written. ReleaseConfigs: claims given up,
+	// restored like Release. DroppedConfigs: claims dropped because an
+	// operator changed the value since (left as the operator set it).
+	SetConfigs     []ConfigChange
+	ReleaseConfigs []Owned
+	DroppedConfigs []ConfigChange
 	// Lifts: expired protection of other agents.
 	Lifts []PeerLift
 	// Acked: a lift of this agent's claims it acknowledges in Record.
@@ -104,7 +125,13 @@ type ProtectionPlan struct {
 
 // Empty reports whether the protection plan changes nothing.
 func (pp ProtectionPlan) Empty() bool {
-	return !pp.Write && len(pp.Create) == 0 && pp.SetQuota == 0 && len(pp.Release) == 0 && pp.ReleaseQuota == 0 && len(pp.Lifts) == 0
+	return !pp.Write && len(pp.Create) == 0 && pp.SetQuota == 0 && len(pp.Release) == 0 && pp.ReleaseQuota == 0 && len(pp.Lifts) == 0 &&
+		len(pp.SetConfigs) == 0 && len(pp.ReleaseConfigs) == 0
+}
+
+// releases reports whether the plan gives claims up.
+func (pp ProtectionPlan) releases() bool {
+	return len(pp.Release) > 0 || pp.ReleaseQuota > 0 || len(pp.ReleaseConfigs) > 0
 }
 
 // Grows reports whether the plan protects more: its record is written
@@ -148,8 +175,16 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	// A lift of this agent's claims: acknowledge it. An operator's is
 	// honoured until the episode ends or it is withdrawn; a peer's
 	// (expired lease) means: protect again only on trusted inputs.
+	// The lowering episode of tiered topics' local retention (spec R7.4)
+	// lasts while a log dir is above its restore bound: an operator's lift
+	// holds for it too.
+	lowering := false
+	for _, g := range goals {
+		lowering = lowering || (po.ConfigsRead && !g.Foreign && g.Usage >= po.LowerFrom)
+	}
+	episode := len(dirs) > 0 || lowering
 	_, liftExists := po.Records.Lifts[po.BrokerID]
-	if rec.Suppressed != nil && (len(dirs) == 0 || !liftExists) {
+	if rec.Suppressed != nil && (!episode || !liftExists) {
 		rec.Suppressed = nil
 	}
 	wantNothing := !po.Enforcing
@@ -157,7 +192,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		pp.Acked = &l
 		rec.Ack = l.ID
 		switch {
-		case l.Kind == LiftOperator && len(dirs) > 0:
+		case l.Kind == LiftOperator && episode:
 			s := Suppression{LiftID: l.ID, Topics: l.Topics}
 			if rec.Suppressed != nil && len(rec.Suppressed.Topics) > 0 && len(l.Topics) > 0 {
 				s.Topics = unionStrings(rec.Suppressed.Topics, l.Topics)
@@ -215,6 +250,17 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		}
 	}
 
+	// Tiered topics' local retention (spec R7.4).
+	suppressed := func(t string) bool {
+		s := rec.Suppressed
+		if s == nil {
+			return false
+		}
+		_, found := slices.BinarySearch(s.Topics, t)
+		return len(s.Topics) == 0 || found
+	}
+	rec.Owned = append(rec.Owned, planConfigs(o, goals, me, wantNothing, suppressed, &pp)...)
+
 	// Changes to the bindings: create what is missing; release what this
 	// agent claimed (or set unrecorded) and no longer wants.
 	present := make(map[ACL]bool, len(po.ACLs))
@@ -271,7 +317,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		if _, pending := po.Records.PendingLift(id); id == po.BrokerID || !ok || !r.Claims() || pending {
 			continue
 		}
-		pl := PeerLift{BrokerID: id, Kind: po.Expired[id], ReleaseQuota: r.Quota(), Topics: len(r.ACLTopics())}
+		pl := PeerLift{BrokerID: id, Kind: po.Expired[id], ReleaseQuota: r.Quota(), Topics: len(r.ACLTopics()), ReleaseConfigs: r.ConfigClaims()}
 		r.Bindings(nil, func(a ACL) {
 			if present[normACL(a)] {
 				pl.Release = append(pl.Release, normACL(a))

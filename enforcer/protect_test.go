@@ -194,7 +194,7 @@ func TestR8_1ConcurrentLiftsLeaveNoUnclaimedBinding(t *testing.T) {
 					}
 					continue
 				}
-				if _, err := ReleaseUnclaimed(t.Context(), f, []ACL{denyAll("x")}, 0); err != nil {
+				if _, err := ReleaseUnclaimed(t.Context(), f, []ACL{denyAll("x")}, 0, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -35,6 +35,10 @@ type fakeAdmin struct {
 	// min.insync.replicas).
 	storeErr error
 	writes   int
+	// configs: topic config overrides (topic -> key -> value); gone:
+	// topics the cluster no longer has.
+	configs map[string]map[string]string
+	gone    map[string]bool
 	// Reads, for tests of what a pass reads.
 	loads       int
 	offsetCalls [][]TopicPartition
@@ -192,6 +196,46 @@ func (f *fakeAdmin) LiveBrokers(context.Context) ([]int32, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.live), f.check()
+}
+
+func (f *fakeAdmin) TopicConfigOverrides(_ context.Context, topics []string, key string) (map[string]*string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	out := map[string]*string{}
+	for _, t := range topics {
+		if f.gone[t] {
+			continue
+		}
+		out[t] = nil
+		if v, ok := f.configs[t][key]; ok {
+			out[t] = &v
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeAdmin) AlterTopicConfig(_ context.Context, topic, key string, value *string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return err
+	}
+	f.writes++
+	if f.configs == nil {
+		f.configs = map[string]map[string]string{}
+	}
+	if value == nil {
+		delete(f.configs[topic], key)
+		return nil
+	}
+	if f.configs[topic] == nil {
+		f.configs[topic] = map[string]string{}
+	}
+	f.configs[topic][key] = *value
+	return nil
 }
 
 func (f *fakeAdmin) AllowEveryoneIfNoACLFound(context.Context) (AllowEveryone, error) {

@@ -73,9 +73,9 @@ const (
 	OwnedQuota = "quota"
 	// OwnedTopicConfig: a topic config the guard changed (Topic, Key,
 	// Value) and the operator's value to restore (Original; nil when the
-	// key was not set on the topic). Reserved for lowering a tiered
-	// topic's local.retention.* (spec R7.4); recorded, leased and lifted
-	// like the others.
+	// key was not set on the topic): a tiered topic's
+	// local.retention.bytes (spec R7.4, localret.go); recorded, leased and
+	// lifted like the others.
 	OwnedTopicConfig = "topic_config"
 )
 
@@ -95,6 +95,9 @@ type Owned struct {
 	Key    string   `json:"key,omitempty"`    // quota, topic_config
 	Value  string   `json:"value,omitempty"`  // quota, topic_config: what the guard set
 	Orig   *string  `json:"original,omitempty"`
+	// Prev: topic_config: the guard's own earlier value, while it lowers
+	// the value further (a value in place equal to it is the guard's).
+	Prev *string `json:"prev,omitempty"`
 }
 
 // Why says why a log dir is protected: its band and usage when it entered

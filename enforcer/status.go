@@ -17,7 +17,10 @@ type StatusInput struct {
 	DefaultProducerByteRate int64
 	// Live: the brokers in the cluster's metadata (nil: unknown).
 	Live map[int32]bool
-	Now  time.Time
+	// TopicConfigs: the local.retention.bytes override of each topic a
+	// record claims a config of (nil value: not set; missing: not read).
+	TopicConfigs map[string]*string
+	Now          time.Time
 }
 
 // Broker states in the status.
@@ -66,7 +69,26 @@ type BrokerStatus struct {
 	Lift       *Lift         `json:"lift,omitempty"`
 	LiftAcked  bool          `json:"lift_acknowledged,omitempty"`
 	Suppressed *Suppression  `json:"suppressed,omitempty"`
-	Updated    time.Time     `json:"updated,omitzero"`
+	// Configs: topic configs the agent changed (tiered topics' local
+	// retention, spec R7.4).
+	Configs []ConfigStatus `json:"topic_configs,omitempty"`
+	Updated time.Time      `json:"updated,omitzero"`
+}
+
+// ConfigStatus is one topic config a record claims.
+type ConfigStatus struct {
+	Topic string `json:"topic"`
+	Key   string `json:"key"`
+	// Value: what the guard set; Original: the operator's value it
+	// restores (nil: the override is deleted).
+	Value    string  `json:"value"`
+	Original *string `json:"original"`
+	// Current: the value in place (nil: not set on the topic); InPlace:
+	// it is the guard's; Read: it was read.
+	Current *string `json:"current"`
+	InPlace bool    `json:"in_place"`
+	Read    bool    `json:"read"`
+	Live    bool    `json:"live"` // not voided by a lift
 }
 
 // TopicStatus is one protected topic.
@@ -129,6 +151,17 @@ func BuildStatus(in StatusInput) Status {
 			}
 			b.Topics = append(b.Topics, ts)
 		}
+		for _, c := range r.ConfigClaims() {
+			cur, read := in.TopicConfigs[c.Topic]
+			cs := ConfigStatus{Topic: c.Topic, Key: c.Key, Value: c.Value, Original: c.Orig, Current: cur, Read: read,
+				InPlace: read && in.Records.guardSet(c, cur), Live: in.Records.Live(id, c.Topic)}
+			if cs.Live {
+				liveClaims++
+			} else {
+				voided++
+			}
+			b.Configs = append(b.Configs, cs)
+		}
 		if b.Quota > 0 {
 			b.QuotaSet = in.DefaultProducerByteRate == b.Quota
 			if in.Records.Live(id, "") {
@@ -168,4 +201,15 @@ func BuildStatus(in StatusInput) Status {
 		st.UnattributedQuota = in.DefaultProducerByteRate
 	}
 	return st
+}
+
+// ConfigTopics lists the topics whose configs the records claim.
+func (rs Records) ConfigTopics() []string {
+	set := map[string]bool{}
+	for _, r := range rs.Agents {
+		for _, c := range r.ConfigClaims() {
+			set[c.Topic] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }

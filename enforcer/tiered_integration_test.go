@@ -20,6 +20,37 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 )
 
+// The tiered broker of the R7.4 tests: its only log dir is a 256 MiB
+// tmpfs (remote storage on the ordinary disk), started by the first test
+// that asks for it and shared by the rest (stopped in TestMain).
+var (
+	tieredMu  sync.Mutex
+	tiered    *kafkatest.Broker
+	tieredErr error
+)
+
+func sharedTiered(t testing.TB) *kafkatest.Broker {
+	t.Helper()
+	tieredMu.Lock()
+	defer tieredMu.Unlock()
+	if tiered == nil && tieredErr == nil {
+		tiered, tieredErr = kafkatest.Start(kafkatest.Options{Tiered: true, TmpfsSize: "256m", RetentionCheckMs: 1000, FileDeleteDelayMs: 1000})
+	}
+	if tieredErr != nil {
+		t.Fatalf("the tiered tests need a real broker with tiered storage and it did not start: %v", tieredErr)
+	}
+	return tiered
+}
+
+func stopTiered() {
+	tieredMu.Lock()
+	defer tieredMu.Unlock()
+	if tiered != nil {
+		tiered.Stop()
+		tiered = nil
+	}
+}
+
 // R7.4, R1.7: a producer floods a tiered topic on a broker whose only log
 // dir is a 256 MiB tmpfs (remote storage on the ordinary disk), the guard
 // enforcing on the cloud profile with the topic's real configs. Kafka's
@@ -30,11 +61,7 @@ import (
 // offset 0, through the remote tier.
 func TestR7_4TieredFloodKeepsEveryRecord(t *testing.T) {
 	start := time.Now()
-	b, err := kafkatest.Start(kafkatest.Options{Tiered: true, TmpfsSize: "256m", RetentionCheckMs: 1000, FileDeleteDelayMs: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Stop() })
+	b := sharedTiered(t)
 	const topic = "tflood"
 	b.CreateTopic(t, topic, 1, map[string]string{"segment.bytes": "1048576", "remote.storage.enable": "true",
 		"local.retention.bytes": "8388608"})
@@ -52,7 +79,8 @@ func TestR7_4TieredFloodKeepsEveryRecord(t *testing.T) {
 	if !configs.Topics[topic].Tiered(topic) {
 		t.Fatalf("%s read as %+v", topic, configs.Topics[topic])
 	}
-	src := &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond, Configs: configs.Topics}
+	src := &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond, Configs: configs.Topics,
+		Topics: map[string]bool{topic: true}} // the broker is shared with the other tiered tests
 	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src: src, ownTopic: enforcer.DefaultOwnershipTopic})
 
 	cfg := b.ClientConfig()

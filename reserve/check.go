@@ -232,6 +232,7 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 	if n := len(st.Brokers); n > 0 && int(d.ReplicationFactor) > n {
 		return Decision{}, invalid("replication factor %d is larger than the %d brokers", d.ReplicationFactor, n)
 	}
+	input.Topic = req.Topic
 	input.CompactFlatBytes = cfg.CompactFlatBytes
 	input.WriteRateBytesPerSecond = req.WriteRateBytesPerSecond
 	d.PartitionBytes, d.Basis = Partition(input)

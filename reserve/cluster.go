@@ -163,7 +163,7 @@ func NewState(info ClusterInfo, cfg Config) (State, error) {
 			return State{}, fmt.Errorf("topic %s: %w", t.Name, err)
 		}
 		ts := TopicState{Name: t.Name, Config: c, Partitions: t.Partitions}
-		per, basis := Partition(PartitionInput{Config: c, CompactFlatBytes: cfg.CompactFlatBytes})
+		per, basis := Partition(PartitionInput{Topic: t.Name, Config: c, CompactFlatBytes: cfg.CompactFlatBytes})
 		for _, p := range t.Partitions {
 			for _, r := range p.Replicas {
 				n := per

@@ -23,6 +23,9 @@ const DefaultCompactFlatBytes = 1 << 30
 
 // PartitionInput is what one partition replica's reservation depends on.
 type PartitionInput struct {
+	// Topic names the topic (internal topics are never tiered); Config is
+	// its config.
+	Topic  string
 	Config agent.TopicConfig
 	// WriteRateBytesPerSecond is the observed write rate, used only when
 	// retention.bytes is -1 (spec R5.2). Zero when unknown.
@@ -37,7 +40,11 @@ type PartitionInput struct {
 //	n        = floor(retention.bytes / segment.bytes) + 1
 //
 // For compact-only topics the flat size; for retention.bytes = -1 the
-// retention bytes are estimated as write rate x retention.ms.
+// retention bytes are estimated as write rate x retention.ms. A tiered
+// topic (remote.storage.enable, copying on) reserves its local footprint:
+// local.retention.bytes and local.retention.ms stand for retention.bytes
+// and retention.ms (-2: the latter), since older segments live in remote
+// storage (spec R1.7).
 func Partition(in PartitionInput) (int64, Basis) {
 	c := in.Config
 	if c.CleanupPolicy.Compact && !c.CleanupPolicy.Delete {
@@ -46,12 +53,13 @@ func Partition(in PartitionInput) (int64, Basis) {
 		}
 		return DefaultCompactFlatBytes, BasisCompactFlat
 	}
-	retention, basis := c.RetentionBytes, BasisRetentionBytes
+	retentionMs, retention := c.LocalRetention(in.Topic)
+	basis := BasisRetentionBytes
 	if retention < 0 {
-		if c.RetentionMs < 0 || in.WriteRateBytesPerSecond <= 0 {
+		if retentionMs < 0 || in.WriteRateBytesPerSecond <= 0 {
 			return formula(0, c), BasisUnbounded
 		}
-		retention = int64(in.WriteRateBytesPerSecond * float64(c.RetentionMs) / 1000)
+		retention = int64(in.WriteRateBytesPerSecond * float64(retentionMs) / 1000)
 		basis = BasisWriteRateEstimate
 	}
 	return formula(retention, c), basis
@@ -71,6 +79,7 @@ func formula(retention int64, c agent.TopicConfig) int64 {
 // observed write rate. The exporter and the demo's table both use it.
 func Replica(snap *agent.Snapshot, p *agent.Partition, compactFlatBytes int64) (int64, Basis) {
 	return Partition(PartitionInput{
+		Topic:                   p.Topic,
 		Config:                  snap.TopicConfig(p.Topic),
 		WriteRateBytesPerSecond: p.WriteRateBytesPerSecond,
 		CompactFlatBytes:        compactFlatBytes,

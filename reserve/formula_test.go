@@ -63,6 +63,15 @@ func TestPartitionBases(t *testing.T) {
 	hourRetention.RetentionMs = 3600 * 1000
 	noTimeLimit := deleteConfig(-1, 1*gib)
 	noTimeLimit.RetentionMs = -1
+	// Tiered (R1.7): 50 GiB in all, 2 GiB locally.
+	tiered := deleteConfig(50*gib, 512*mib)
+	tiered.RemoteStorage, tiered.LocalRetentionBytes = true, 2*gib
+	tieredInherit := tiered
+	tieredInherit.LocalRetentionBytes = -2
+	tieredCopyOff := tiered
+	tieredCopyOff.RemoteCopyDisable = true
+	tieredByTime := deleteConfig(-1, 1*gib)
+	tieredByTime.RemoteStorage, tieredByTime.RetentionMs, tieredByTime.LocalRetentionMs, tieredByTime.LocalRetentionBytes = true, -1, 3600*1000, -2
 
 	tests := []struct {
 		name      string
@@ -98,6 +107,19 @@ func TestPartitionBases(t *testing.T) {
 			100*mib + 512*mib + 2*10*mib*1, BasisRetentionBytes,
 		},
 		{"R5.1 retention.bytes=0", PartitionInput{Config: deleteConfig(0, 512*mib)}, 512*mib + 2*10*mib, BasisRetentionBytes},
+		{"R1.7 tiered: the local footprint (local.retention.bytes)", PartitionInput{Topic: "t", Config: tiered},
+			2*gib + 512*mib + 2*10*mib*5, BasisRetentionBytes},
+		{"R1.7 tiered, local.retention.bytes=-2: retention.bytes", PartitionInput{Topic: "t", Config: tieredInherit},
+			50*gib + 512*mib + 2*10*mib*101, BasisRetentionBytes},
+		{"R1.7 tiered with copying off: retention.bytes locally", PartitionInput{Topic: "t", Config: tieredCopyOff},
+			50*gib + 512*mib + 2*10*mib*101, BasisRetentionBytes},
+		{"R1.7 tiered internal topic name: not tiered", PartitionInput{Topic: "__consumer_offsets", Config: tiered},
+			50*gib + 512*mib + 2*10*mib*101, BasisRetentionBytes},
+		{
+			"R1.7+R5.2 tiered, no size limit: write rate x local.retention.ms",
+			PartitionInput{Topic: "t", Config: tieredByTime, WriteRateBytesPerSecond: float64(mib)},
+			3600*mib + 1*gib + 2*10*mib*4, BasisWriteRateEstimate,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,7 +34,8 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 		liftIDs = append(liftIDs, l.ID)
 	}
 	attrs := []any{"by", req.By, "reason", req.Reason, "broker_ids", ids, "topic", req.Topic, "all", req.All,
-		"lift_ids", liftIDs, "acls_deleted", len(res.Released.ACLs), "acls_kept", res.Released.Kept, "quota_removed", res.Released.QuotaRemoved}
+		"lift_ids", liftIDs, "acls_deleted", len(res.Released.ACLs), "acls_kept", res.Released.Kept, "quota_removed", res.Released.QuotaRemoved,
+		"configs_restored", len(res.Released.Configs), "configs_kept", res.Released.ConfigsKept, "configs_changed_by_operator", len(res.Released.ConfigsChanged)}
 	if err != nil {
 		logger.Error("protection lift by an operator failed", append(attrs, "err", err)...)
 		return err
@@ -50,6 +51,12 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 		fmt.Fprint(out.stdout, ", default client quota removed")
 	}
 	fmt.Fprintln(out.stdout, ".")
+	for _, c := range res.Released.Configs {
+		fmt.Fprintf(out.stdout, "Restored %s of topic %s to %s (the guard had set %s).\n", c.Key, c.Topic, optional(c.Value), optional(c.From))
+	}
+	for _, c := range res.Released.ConfigsChanged {
+		fmt.Fprintf(out.stdout, "Left %s of topic %s at %s: changed by an operator since the guard set %s.\n", c.Key, c.Topic, optional(c.Value), optional(c.From))
+	}
 	fmt.Fprintln(out.stdout, "A running agent acknowledges the lift and does not protect that scope again until its disk calms down;")
 	fmt.Fprintln(out.stdout, "`kafka-disk-guard protection resume` lets it protect again at once.")
 	return nil

@@ -53,6 +53,11 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	for _, id := range live {
 		in.Live[id] = true
 	}
+	if ts := in.Records.ConfigTopics(); len(ts) > 0 {
+		if in.TopicConfigs, err = admin.TopicConfigOverrides(ctx, ts, enforcer.LocalRetentionBytesKey); err != nil {
+			return fmt.Errorf("describe topic configs: %w", err)
+		}
+	}
 	st := enforcer.BuildStatus(in)
 	if *format == "json" {
 		enc := json.NewEncoder(out.stdout)
@@ -100,6 +105,7 @@ func writeStatus(w io.Writer, st enforcer.Status, topics bool, now time.Time) {
 			}
 		}
 	}
+	writeConfigs(w, st)
 	if topics {
 		for _, b := range st.Brokers {
 			if len(b.Topics) == 0 {
@@ -124,6 +130,41 @@ func writeStatus(w io.Writer, st enforcer.Status, topics bool, now time.Time) {
 			fmt.Fprintf(w, "  default client quota: producer_byte_rate=%d\n", st.UnattributedQuota)
 		}
 	}
+}
+
+// writeConfigs lists the tiered topics' local retention the guard lowered
+// (spec R7.4), with the operator's value it restores.
+func writeConfigs(w io.Writer, st enforcer.Status) {
+	found := false
+	for _, b := range st.Brokers {
+		found = found || len(b.Configs) > 0
+	}
+	if !found {
+		return
+	}
+	fmt.Fprintln(w, "\nLocal retention lowered on tiered topics (restored when the disk calms down, by a peer after the lease, or by `protection lift`):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BROKER\tTOPIC\tCONFIG\tSET TO\tOPERATOR'S VALUE\tNOW\tLIFTED")
+	for _, b := range st.Brokers {
+		for _, c := range b.Configs {
+			now := "not read"
+			if c.Read {
+				now = optional(c.Current)
+				if !c.InPlace {
+					now += " (changed by an operator: left alone)"
+				}
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%v\n", b.BrokerID, c.Topic, c.Key, c.Value, optional(c.Original), now, !c.Live)
+		}
+	}
+	tw.Flush()
+}
+
+func optional(v *string) string {
+	if v == nil {
+		return "not set"
+	}
+	return *v
 }
 
 func dash(s string) string {

@@ -271,6 +271,10 @@ type topicReport struct {
 	Topic          string `json:"topic"`
 	RetentionMs    int64  `json:"retention_ms"`
 	RetentionBytes int64  `json:"retention_bytes"`
+	// LocalRetentionMs/Bytes: a tiered topic's local retention as Kafka
+	// applies it (local.retention.*, -2 resolved; spec R1.7).
+	LocalRetentionMs    *int64 `json:"local_retention_ms,omitempty"`
+	LocalRetentionBytes *int64 `json:"local_retention_bytes,omitempty"`
 	CleanupPolicy  string `json:"cleanup_policy"`
 	Partitions     int    `json:"partitions"`
 	summary
@@ -355,8 +359,13 @@ func buildReport(snap agent.Snapshot) scanReport {
 	}
 	for _, n := range slices.Sorted(maps.Keys(topics)) {
 		c := snap.TopicConfig(n)
-		r.Topics = append(r.Topics, topicReport{Topic: n, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
-			CleanupPolicy: c.CleanupPolicy.String(), Partitions: topics[n].Partitions, summary: newSummary(*topics[n], snap.Time)})
+		tr := topicReport{Topic: n, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
+			CleanupPolicy: c.CleanupPolicy.String(), Partitions: topics[n].Partitions, summary: newSummary(*topics[n], snap.Time)}
+		if c.Tiered(n) && !c.RemoteCopyDisable {
+			ms, bytes := c.LocalRetention(n)
+			tr.LocalRetentionMs, tr.LocalRetentionBytes = &ms, &bytes
+		}
+		r.Topics = append(r.Topics, tr)
 	}
 	return r
 }
@@ -384,7 +393,11 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 	fmt.Fprintln(&b, "\ntopics (segments and disk bytes by state; expired-but-retained disk bytes by reason)")
 	fmt.Fprintln(tw, "TOPIC\tPOLICY\tRETENTION\tPARTS\tOPEN\tCLOSED\tELIGIBLE\tBYTES OPEN\tBYTES CLOSED\tBYTES ELIGIBLE\tEXP OPEN SEG\tEXP AWAITING\tEXP PENDING\tOLDEST ELIGIBLE")
 	for _, t := range r.Topics {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.Topic, t.CleanupPolicy, retentionText(t.RetentionMs, t.RetentionBytes), t.Partitions, summaryCols(t.summary))
+		ret := retentionText(t.RetentionMs, t.RetentionBytes)
+		if t.LocalRetentionMs != nil {
+			ret = "local " + retentionText(*t.LocalRetentionMs, *t.LocalRetentionBytes) + ", total " + ret
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.Topic, t.CleanupPolicy, ret, t.Partitions, summaryCols(t.summary))
 	}
 	tw.Flush()
 	fmt.Fprintln(&b, "\npartitions")

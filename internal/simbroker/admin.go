@@ -134,3 +134,35 @@ func (a *Admin) LiveBrokers(ctx context.Context) ([]int32, error) {
 func (a *Admin) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.AllowEveryone, error) {
 	return call(ctx, a, func(*Broker) (enforcer.AllowEveryone, error) { return enforcer.AllowEveryoneFalse, nil })
 }
+
+// TopicConfigOverrides reads key as set on each topic through the admin
+// API (the simulated broker's topics have no other overrides).
+func (a *Admin) TopicConfigOverrides(ctx context.Context, topics []string, key string) (map[string]*string, error) {
+	return call(ctx, a, func(b *Broker) (map[string]*string, error) {
+		out := make(map[string]*string, len(topics))
+		for _, t := range topics {
+			out[t] = nil
+			if v, ok := b.overrides[t][key]; ok {
+				out[t] = &v
+			}
+		}
+		return out, nil
+	})
+}
+
+// AlterTopicConfig sets (or, for nil, deletes) a topic's override. The
+// simulated broker keeps it and has no tiered topics to apply it to.
+func (a *Admin) AlterTopicConfig(ctx context.Context, topic, key string, value *string) error {
+	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
+		if value == nil {
+			delete(b.overrides[topic], key)
+			return struct{}{}, nil
+		}
+		if b.overrides[topic] == nil {
+			b.overrides[topic] = map[string]string{}
+		}
+		b.overrides[topic][key] = *value
+		return struct{}{}, nil
+	})
+	return err
+}

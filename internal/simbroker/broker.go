@@ -81,8 +81,9 @@ type Broker struct {
 	order     []*topicState // as configured
 	parts     []*partState  // as generated: by topic, then partition
 	acls      map[enforcer.ACL]bool
-	quota     int64            // the default client's producer_byte_rate; 0: none
-	records   enforcer.Records // the ownership topic, in memory
+	quota     int64                        // the default client's producer_byte_rate; 0: none
+	records   enforcer.Records             // the ownership topic, in memory
+	overrides map[string]map[string]string // topic config overrides set through the admin API
 	pending   []pendingFile
 	nextCheck time.Time
 	last      time.Time
@@ -125,7 +126,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	spec := logdirgen.Spec{Now: cfg.Now, NodeID: cfg.NodeID, ClusterID: cfg.ClusterID, Extras: true,
 		SegmentIndexBytes: cfg.SegmentIndexBytes}
 	b := &Broker{cfg: cfg, logger: logger.With("component", "simbroker"), topics: map[string]*topicState{},
-		acls: map[enforcer.ACL]bool{}, records: enforcer.NewRecords(),
+		acls: map[enforcer.ACL]bool{}, records: enforcer.NewRecords(), overrides: map[string]map[string]string{},
 		nextCheck: cfg.Now.Add(cfg.InitialDelay), last: cfg.Now}
 	for _, t := range cfg.Topics {
 		if err := agent.ValidateTopicConfig(t.Config); err != nil {

@@ -42,6 +42,9 @@ type Source struct {
 	// Topics, when set, limits the snapshot (and a configured capacity's
 	// used bytes) to these topics: tests share one broker.
 	Topics map[string]bool
+	// Remote, when set, gives tiered partitions' remote offsets (as the
+	// agent's TieredRefresher does): their segments' upload state.
+	Remote func() map[agent.TopicPartition]agent.RemoteOffsets
 
 	mu      sync.Mutex
 	scanner *agent.Scanner
@@ -190,9 +193,16 @@ func (s *Source) scan() *agent.Snapshot {
 		// tests' deletions on the shared broker are not this test's.
 		out.PendingDeleteBytes, out.DiskBytes, out.OtherBytes = 0, 0, 0
 	}
+	var remote map[agent.TopicPartition]agent.RemoteOffsets
+	if s.Remote != nil {
+		remote = s.Remote()
+	}
 	for _, p := range ld.Partitions {
 		if s.Topics != nil && !s.Topics[p.Topic] {
 			continue
+		}
+		if r, ok := remote[agent.TopicPartition{Topic: p.Topic, Partition: p.Partition}]; ok {
+			p.Remote = &r
 		}
 		if s.Topics != nil {
 			out.PendingDeleteBytes += p.PendingDeleteBytes

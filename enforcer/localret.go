@@ -1,0 +1,462 @@
+package enforcer
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
+)
+
+// Tiered topics (spec R7.4). The guard never moves a tiered topic's log
+// start offset: DeleteRecords would delete its remote copy too. Where it
+// would purge (the purge and purge_fraction bands, and a protect band
+// that frees with one of them) it lowers the topic's
+// local.retention.bytes instead. Kafka then deletes local segments
+// already copied to remote storage, and only those (UnifiedLog's
+// deletableSegments on a remote-enabled log: a segment goes once
+// upperBoundOffset - 1 <= highestOffsetInRemoteStorage), so no record is
+// lost: what is deleted locally stays readable from the remote tier.
+//
+// The change is a claim in the agent's ownership record (OwnedTopicConfig,
+// with the operator's value in Orig: nil when the topic had no override),
+// leased, lifted by a peer or an operator, and restored when usage falls
+// under the lowest purge band minus the hysteresis. A value the guard did
+// not set is never touched: an operator's change after the guard's drops
+// the claim and is left as it is.
+
+// LocalRetentionBytesKey is the topic config the guard lowers.
+const LocalRetentionBytesKey = "local.retention.bytes"
+
+// ConfigChange is one topic config the guard sets (Value) or restores
+// (Value is the operator's value; nil deletes the topic's override).
+type ConfigChange struct {
+	LogDir string
+	Topic  string
+	Key    string
+	Value  *string
+	// From is the value in place before (nil: not set on the topic).
+	From *string
+	// Bytes the change frees, as the model expects (a lowering).
+	Bytes int64
+}
+
+// tieredRights reports whether the rights report says the guard may
+// describe and alter the topic's configs (the tiered feature, checked per
+// topic: a right missing on other topics holds only those).
+func tieredRights(r *rights.Report, topic string) bool {
+	if r == nil || !slices.Contains(r.Features, rights.Tiered) {
+		return false
+	}
+	for _, g := range r.Missing(rights.Tiered) {
+		if _, found := slices.BinarySearch(g.Topics, topic); found || len(g.Topics) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerPlan is what lowering local retention would do in one log dir:
+// the value for each tiered topic and the bytes Kafka would free.
+type lowerPlan struct {
+	values map[string]int64
+	bytes  map[string]int64
+	freed  int64
+}
+
+// lowers reports whether the band's freeing action purges: the bands in
+// which tiered topics get their local retention lowered.
+func lowers(f Free) bool { return f.Action == ActionPurge || f.Action == ActionPurgeFraction }
+
+// lowerFrom is the usage under which lowered local retention is restored:
+// the lowest purging band's lower bound minus the hysteresis (R3.7); +Inf
+// when the profile never purges.
+func (p Policy) lowerFrom() float64 {
+	for _, b := range p.Profile.Bands {
+		if b.Action == ActionPurge || b.Action == ActionPurgeFraction {
+			return b.From - p.HysteresisPoints/100
+		}
+	}
+	return math.Inf(1)
+}
+
+// lowestPurgeBand names the lowest band that purges ("" when none): the
+// band label of restores.
+func (p Profile) lowestPurgeBand() string {
+	for _, b := range p.Bands {
+		if b.Action == ActionPurge || b.Action == ActionPurgeFraction {
+			return b.Name
+		}
+	}
+	return ""
+}
+
+// tieredLowerable reports whether the guard may lower the topic's local
+// retention from this log dir's view: tiered with copying on (with
+// remote.log.copy.disable Kafka applies retention.* locally, and
+// local.retention.* means nothing), its configs fresh from the cluster
+// (R7.2), the Tiered rights held (nil rights: not known yet, held).
+func (p Policy) tieredLowerable(o Observed, topic string) bool {
+	c := o.Snapshot.TopicConfig(topic)
+	if !c.Tiered(topic) || c.RemoteCopyDisable || agent.HasInternalPrefix(topic) {
+		return false
+	}
+	if !o.Offline && !tieredRights(o.Rights, topic) {
+		return false
+	}
+	var since = o.Now
+	if p.Gates.ConfigMaxAge > 0 {
+		since = o.Now.Add(-p.Gates.ConfigMaxAge)
+	} else {
+		since = since.AddDate(-100, 0, 0)
+	}
+	return configHold(o.Snapshot.ConfigInfo(topic), since) == ""
+}
+
+// planLower computes, for a log dir whose goal lowers, the local
+// retention of each tiered topic that frees enough uploaded bytes: with
+// a target, the gentlest values that together free what usage is above
+// the restore bound (topics with the most to free first); with a fraction
+// (purge_fraction), each topic keeps (1 - fraction) of its largest
+// partition. A topic whose value would not be lower than its local
+// retention now is left out. It is pure.
+func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
+	lp := lowerPlan{values: map[string]int64{}, bytes: map[string]int64{}}
+	if !lowers(g.Free) || len(g.Blocked) > 0 || g.Foreign {
+		return lp
+	}
+	byTopic := map[string][]*agent.Partition{}
+	for i := range ld.Partitions {
+		pt := &ld.Partitions[i]
+		if pt.Kind == agent.KindLive && pt.Tiered && len(pt.Segments) > 1 && p.tieredLowerable(o, pt.Topic) {
+			byTopic[pt.Topic] = append(byTopic[pt.Topic], pt)
+		}
+	}
+	if len(byTopic) == 0 {
+		return lp
+	}
+	type cand struct {
+		topic string
+		max   int64 // bytes freed at 0
+	}
+	var cands []cand
+	for t, parts := range byTopic {
+		if f := freedAt(parts, 0); f > 0 {
+			cands = append(cands, cand{t, f})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if a.max != b.max {
+			return int(math.Copysign(1, float64(b.max-a.max)))
+		}
+		if a.topic < b.topic {
+			return -1
+		}
+		return 1
+	})
+	// The aim is the restore bound (the target minus the hysteresis), not
+	// the target: once usage is under it the operator's value comes back,
+	// and the cycle ends without data lost. Kafka does not fetch deleted
+	// local copies back, so restoring frees nothing and fills nothing.
+	need := int64(math.MaxInt64)
+	if g.Free.Action == ActionPurge && g.Free.Target > 0 {
+		need = needBytes(*ld, min(g.Free.Target, p.lowerFrom()), ld.PendingDeleteBytes)
+	}
+	for _, c := range cands {
+		if need <= 0 {
+			break
+		}
+		parts := byTopic[c.topic]
+		var v int64
+		switch {
+		case g.Free.Action == ActionPurgeFraction:
+			var largest int64
+			for _, pt := range parts {
+				largest = max(largest, localSize(pt))
+			}
+			v = int64(math.Floor((1 - g.Free.Fraction) * float64(largest)))
+		case c.max <= need:
+			v = 0
+		default:
+			v = gentlest(parts, need)
+		}
+		if cur := effectiveLocalBytes(o.Snapshot.TopicConfig(c.topic)); cur >= 0 && v >= cur {
+			continue
+		}
+		f := freedAt(parts, v)
+		if f == 0 {
+			continue
+		}
+		lp.values[c.topic], lp.bytes[c.topic] = v, f
+		lp.freed += f
+		if need != math.MaxInt64 {
+			need -= f
+		}
+	}
+	return lp
+}
+
+// effectiveLocalBytes is the local.retention.bytes Kafka applies to the
+// topic now (-2 resolves to retention.bytes); -1: no limit.
+func effectiveLocalBytes(c agent.TopicConfig) int64 {
+	v := c.LocalRetentionBytes
+	if v == -2 {
+		v = c.RetentionBytes
+	}
+	return max(v, -1)
+}
+
+// localSize is the partition's local log size as Kafka counts it for
+// size retention: the segments' .log bytes, the active one's written
+// bytes when preallocated.
+func localSize(pt *agent.Partition) int64 {
+	var size int64
+	for j, s := range pt.Segments {
+		if j == len(pt.Segments)-1 && pt.ActiveWrittenBytes >= 0 {
+			size += pt.ActiveWrittenBytes
+			continue
+		}
+		size += s.LogBytes
+	}
+	return size
+}
+
+// freedAt is the disk bytes Kafka frees in the partitions with
+// local.retention.bytes = v: oldest closed segments first while the local
+// size without the segment stays at or above v, and only segments
+// already in remote storage (an unbroken run: Kafka stops at the first it
+// keeps).
+func freedAt(parts []*agent.Partition, v int64) int64 {
+	var freed int64
+	for _, pt := range parts {
+		size := localSize(pt)
+		for j := 0; j < len(pt.Segments)-1; j++ {
+			s := pt.Segments[j]
+			if size-s.LogBytes < v || s.Tier != agent.TierUploaded {
+				break
+			}
+			size -= s.LogBytes
+			freed += s.DiskBytes
+		}
+	}
+	return freed
+}
+
+// gentlest is the largest value (a partition's local size after some of
+// its oldest segments go) that still frees need bytes across the
+// partitions; 0 when none does.
+func gentlest(parts []*agent.Partition, need int64) int64 {
+	var points []int64
+	for _, pt := range parts {
+		size := localSize(pt)
+		for j := 0; j < len(pt.Segments)-1; j++ {
+			size -= pt.Segments[j].LogBytes
+			points = append(points, size)
+		}
+	}
+	slices.Sort(points)
+	points = slices.Compact(points)
+	// freedAt falls as v grows: the last point that frees enough.
+	i := sort.Search(len(points), func(i int) bool { return freedAt(parts, points[i]) < need })
+	if i == 0 {
+		return 0
+	}
+	return max(points[i-1], 0)
+}
+
+// ---- Records ----
+
+// ConfigClaims lists the topic configs the record owns.
+func (r Record) ConfigClaims() []Owned {
+	var out []Owned
+	for _, o := range r.Owned {
+		if o.Kind == OwnedTopicConfig {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// LiveConfigClaims is every (topic, key) some live record claims.
+func (rs Records) LiveConfigClaims() map[[2]string]bool {
+	out := map[[2]string]bool{}
+	for id, r := range rs.Agents {
+		for _, c := range r.ConfigClaims() {
+			if rs.Live(id, c.Topic) {
+				out[[2]string{c.Topic, c.Key}] = true
+			}
+		}
+	}
+	return out
+}
+
+// configClaim returns a claim on (topic, key) of any record (voided or
+// not) whose value is v: v is a value the guard set.
+func (rs Records) configClaim(topic, key, v string) (Owned, bool) {
+	for _, id := range slices.Sorted(maps.Keys(rs.Agents)) {
+		for _, c := range rs.Agents[id].ConfigClaims() {
+			if c.Topic == topic && c.Key == key && (c.Value == v || (c.Prev != nil && *c.Prev == v)) {
+				return c, true
+			}
+		}
+	}
+	return Owned{}, false
+}
+
+// guardSet reports whether cur, the value in place, is one the guard
+// set: it equals the claim's own value or another record's claim on the
+// same key.
+func (rs Records) guardSet(c Owned, cur *string) bool {
+	if cur == nil {
+		return false
+	}
+	if *cur == c.Value || (c.Prev != nil && *cur == *c.Prev) {
+		return true
+	}
+	_, ok := rs.configClaim(c.Topic, c.Key, *cur)
+	return ok
+}
+
+// planConfigs decides this agent's topic config claims (spec R7.4): the
+// claims kept, lowered further or made, the values to set, the claims
+// given up (restored once no live record claims the key) and the claims
+// dropped because an operator changed the value. Without the topic
+// configs read this pass the claims stay as they are.
+func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppressed func(string) bool, pp *ProtectionPlan) []Owned {
+	po := o.Protection
+	claims := me.ConfigClaims()
+	if !po.ConfigsRead {
+		return claims
+	}
+	// Topics wanted lowered now, with the value; topics kept lowered
+	// (usage still above the hysteresis bound in a log dir holding them).
+	want := map[string]int64{}
+	wantBytes := map[string]int64{}
+	wantDir := map[string]string{}
+	keep := map[string]bool{}
+	for _, g := range goals {
+		ld := dirOf(o.Snapshot, g.LogDir)
+		if ld == nil || g.Foreign {
+			continue
+		}
+		if g.Usage >= po.LowerFrom || o.Stale {
+			for _, pt := range ld.Partitions {
+				keep[pt.Topic] = true
+			}
+		}
+		for t, v := range g.Lower.values {
+			if cur, ok := want[t]; !ok || v < cur {
+				want[t], wantBytes[t], wantDir[t] = v, g.Lower.bytes[t], g.LogDir
+			}
+		}
+	}
+	var out []Owned
+	mine := map[string]bool{}
+	for _, c := range claims {
+		mine[c.Topic] = true
+		cur, read := po.TopicConfigs[c.Topic]
+		switch {
+		case !po.Records.Live(po.BrokerID, c.Topic):
+			// Lifted by a peer or an operator, who restored it: given up.
+		case !read:
+			// The topic is gone (deleted): so is its config; the claim
+			// goes with it.
+		case !po.Records.guardSet(c, cur):
+			pp.DroppedConfigs = append(pp.DroppedConfigs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: cur, From: strPtr(c.Value)})
+		case wantNothing || suppressed(c.Topic) || !keep[c.Topic]:
+			pp.ReleaseConfigs = append(pp.ReleaseConfigs, c)
+		default:
+			if v, ok := want[c.Topic]; ok && v < mustInt(c.Value) && v < mustInt(*cur) {
+				// Lowered further: the earlier value stays the guard's
+				// until the new one is in place.
+				c.Prev, c.Value = strPtr(c.Value), strconv.FormatInt(v, 10)
+				pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[c.Topic], Topic: c.Topic, Key: c.Key,
+					Value: strPtr(c.Value), From: cur, Bytes: wantBytes[c.Topic]})
+			}
+			out = append(out, c)
+		}
+	}
+	if wantNothing {
+		return out
+	}
+	for _, t := range slices.Sorted(maps.Keys(want)) {
+		cur, read := po.TopicConfigs[t]
+		if mine[t] || !read || suppressed(t) || po.OperatorTopics[t] {
+			continue
+		}
+		v := want[t]
+		if cur != nil {
+			if n, err := strconv.ParseInt(*cur, 10, 64); err == nil && n >= 0 && v >= n {
+				continue // already as low
+			}
+		}
+		c := Owned{Kind: OwnedTopicConfig, Topic: t, Key: LocalRetentionBytesKey, Value: strconv.FormatInt(v, 10), Orig: cur}
+		// Another agent lowered it already: the operator's value is the
+		// one that agent recorded.
+		if cur != nil {
+			if other, ok := po.Records.configClaim(t, LocalRetentionBytesKey, *cur); ok {
+				c.Orig = other.Orig
+			}
+		}
+		out = append(out, c)
+		pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[t], Topic: t, Key: c.Key, Value: strPtr(c.Value), From: cur, Bytes: wantBytes[t]})
+	}
+	return out
+}
+
+// lowerCandidates lists the tiered topics whose local retention a pass
+// may lower: those the guard may lower with a partition in a log dir at
+// or above the restore bound (lowerFrom) whose goal is not held back.
+// Observe reads their configs.
+func (p Policy) lowerCandidates(o Observed) []string {
+	set := map[string]bool{}
+	from := p.lowerFrom()
+	for i := range o.Snapshot.LogDirs {
+		ld := &o.Snapshot.LogDirs[i]
+		if foreign(o, ld) || ld.Usage.Ratio() < from || len(dirHolds(o, ld)) > 0 {
+			continue
+		}
+		for j := range ld.Partitions {
+			if pt := &ld.Partitions[j]; pt.Kind == agent.KindLive && pt.Tiered && !set[pt.Topic] && p.tieredLowerable(o, pt.Topic) {
+				set[pt.Topic] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// configTopics lists the topics whose configs protection must read: those
+// any record claims a config of, and the candidates.
+func configTopics(recs Records, extra Record, cands []string) []string {
+	set := map[string]bool{}
+	for _, r := range append(valuesOf(recs.Agents), extra) {
+		for _, c := range r.ConfigClaims() {
+			set[c.Topic] = true
+		}
+	}
+	for _, t := range cands {
+		set[t] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func strPtr(s string) *string { return &s }
+
+func mustInt(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return n
+}
+
+// show renders a config value for logs: "not set" for nil.
+func show(v *string) string {
+	if v == nil {
+		return "not set"
+	}
+	return *v
+}
