@@ -275,8 +275,8 @@ type topicReport struct {
 	// applies it (local.retention.*, -2 resolved; spec R1.7).
 	LocalRetentionMs    *int64 `json:"local_retention_ms,omitempty"`
 	LocalRetentionBytes *int64 `json:"local_retention_bytes,omitempty"`
-	CleanupPolicy  string `json:"cleanup_policy"`
-	Partitions     int    `json:"partitions"`
+	CleanupPolicy       string `json:"cleanup_policy"`
+	Partitions          int    `json:"partitions"`
 	summary
 }
 
