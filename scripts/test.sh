@@ -24,7 +24,9 @@ results=$(mktemp); trap 'rm -f "$results"' EXIT
 step "fetch broker jars"
 scripts/kafka.sh fetch >/dev/null
 
-step "go vet"
+step "gofmt and go vet"
+unformatted=$(gofmt -l .)
+[ -z "$unformatted" ] || fail "not gofmt-formatted (run gofmt -w): $unformatted"
 go vet ./...
 go vet -tags integration ./...
 
