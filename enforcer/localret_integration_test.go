@@ -162,33 +162,13 @@ func TestR7_4TieredFloodLowersLocalRetention(t *testing.T) {
 func TestR7_4PeerRestoresLocalRetentionAfterTheLease(t *testing.T) {
 	b := sharedTiered(t)
 	const topic = "tpeer"
-	b.CreateTopic(t, topic, 1, map[string]string{"segment.bytes": "1048576", "remote.storage.enable": "true",
-		"local.retention.bytes": operatorLocalRetention})
-	dropWhenDone(t, b, topic)
-	superProduceSized(t, b, topic, 6<<20)
-	remote := remoteOffsets(t, b, topic, 1)
-	kafkatest.Eventually(t, 60*time.Second, func() error {
-		if r := remote()[agent.TopicPartition{Topic: topic}]; r.HighestUploaded < 1 {
-			return fmt.Errorf("nothing uploaded yet: %+v", r)
-		}
-		return nil
-	})
-	configs := tieredConfigs(t, b, topic)
-	// Agent 1 sees its log dir 87% full (configured capacity, this topic's
-	// bytes only): the purge band.
-	src := func(ratio float64) *scantest.Source {
-		return &scantest.Source{LogDir: b.LogDir, Configs: configs, Remote: remote, Topics: map[string]bool{topic: true},
-			Capacity: func() uint64 { return uint64(float64(dirBytes(filepath.Join(b.LogDir, topic+"-0"))) / ratio) }}
-	}
 	const lease = 3 * time.Second
 	cfg := enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond, Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
+	src := uploadedTieredTopic(t, b, topic)
+	// Agent 1 sees its log dir 87% full (configured capacity, this topic's
+	// bytes only): the purge band.
 	dying := startGuard(t, b, guardSpec{cfg: cfg, src: src(0.87), ownTopic: enforcer.DefaultOwnershipTopic})
-	kafkatest.Eventually(t, 30*time.Second, func() error {
-		if v := localRetentionOf(t, dying.admin, topic); v == nil || *v == operatorLocalRetention {
-			return fmt.Errorf("local.retention.bytes %s", showValue(v))
-		}
-		return nil
-	})
+	waitLowered(t, dying, topic)
 	lowered := localRetentionOf(t, dying.admin, topic)
 	dying.stop()
 	died := time.Now()
@@ -215,6 +195,82 @@ func TestR7_4PeerRestoresLocalRetentionAfterTheLease(t *testing.T) {
 	}
 	t.Logf("R7.4/lowered to %s; the peer restored %s %s after the agent died (lease %s)", showValue(lowered), operatorLocalRetention,
 		restored.Round(10*time.Millisecond), lease)
+}
+
+// uploadedTieredTopic creates a tiered topic with the operator's local
+// retention, writes 6 MiB and waits until its first segment is uploaded.
+// It returns a snapshot source of the topic whose configured capacity puts
+// usage at ratio.
+func uploadedTieredTopic(t *testing.T, b *kafkatest.Broker, topic string) func(ratio float64) *scantest.Source {
+	t.Helper()
+	b.CreateTopic(t, topic, 1, map[string]string{"segment.bytes": "1048576", "remote.storage.enable": "true",
+		"local.retention.bytes": operatorLocalRetention})
+	dropWhenDone(t, b, topic)
+	superProduceSized(t, b, topic, 6<<20)
+	remote := remoteOffsets(t, b, topic, 1)
+	kafkatest.Eventually(t, 60*time.Second, func() error {
+		if r := remote()[agent.TopicPartition{Topic: topic}]; r.HighestUploaded < 1 {
+			return fmt.Errorf("nothing uploaded yet: %+v", r)
+		}
+		return nil
+	})
+	configs := tieredConfigs(t, b, topic)
+	return func(ratio float64) *scantest.Source {
+		return &scantest.Source{LogDir: b.LogDir, Configs: configs, Remote: remote, Topics: map[string]bool{topic: true},
+			Capacity: func() uint64 { return uint64(float64(dirBytes(filepath.Join(b.LogDir, topic+"-0"))) / ratio) }}
+	}
+}
+
+// waitLowered waits until the guard has lowered the topic's local
+// retention below the operator's value.
+func waitLowered(t *testing.T, g *guard, topic string) {
+	t.Helper()
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		if v := localRetentionOf(t, g.admin, topic); v == nil || *v == operatorLocalRetention {
+			return fmt.Errorf("local.retention.bytes %s", showValue(v))
+		}
+		return nil
+	})
+}
+
+// R7.4, R8.1: an operator's lift of one topic (what `kafka-disk-guard
+// protection lift --topic` runs) restores the operator's local retention
+// while the agent that lowered it is alive and its disk still in the purge
+// band, and the agent leaves the topic alone for the episode.
+func TestR7_4OperatorLiftRestoresLocalRetention(t *testing.T) {
+	b := sharedTiered(t)
+	const topic = "toplift"
+	src := uploadedTieredTopic(t, b, topic)
+	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src: src(0.87),
+		ownTopic: enforcer.DefaultOwnershipTopic})
+	waitLowered(t, g, topic)
+	lowered := localRetentionOf(t, g.admin, topic)
+
+	res, err := enforcer.LiftProtection(t.Context(), g.admin, enforcer.LiftRequest{Topic: topic, By: "operator@test", Reason: "test", Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Released.Configs) != 1 || res.Released.Configs[0].Topic != topic || res.Released.Configs[0].Value == nil ||
+		*res.Released.Configs[0].Value != operatorLocalRetention {
+		t.Fatalf("R7.4/the lift restored %+v, want %s=%s", res.Released.Configs, topic, operatorLocalRetention)
+	}
+	if v := localRetentionOf(t, g.admin, topic); v == nil || *v != operatorLocalRetention {
+		t.Fatalf("R7.4/after the lift local.retention.bytes is %s, want the operator's %s", showValue(v), operatorLocalRetention)
+	}
+	// The agent acknowledges the lift and, its disk still in the purge
+	// band, does not lower the topic again: 10 passes.
+	g.waitReconciles(t, 10)
+	if v := localRetentionOf(t, g.admin, topic); v == nil || *v != operatorLocalRetention {
+		t.Errorf("R8.1/the agent lowered the topic again after the operator's lift: %s", showValue(v))
+	}
+	recs, err := g.admin.LoadRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs.Agents[1].ConfigClaims()) != 0 {
+		t.Errorf("R8.1/the agent still claims %+v after the lift", recs.Agents[1].ConfigClaims())
+	}
+	t.Logf("R7.4/lowered to %s by the agent; the operator's lift restored %s", showValue(lowered), operatorLocalRetention)
 }
 
 // dropWhenDone deletes the topic when the test ends and waits for its
