@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
-	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 )
 
@@ -63,19 +60,8 @@ func TestR7_4TieredFloodKeepsEveryRecord(t *testing.T) {
 		"local.retention.bytes": "8388608"})
 
 	// The topic's config as the cluster has it (read back, as the agent does).
-	client, err := sarama.NewClient([]string{b.SASLAddr}, b.GuardConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	configs, err := kafkaadmin.NewConfigFetcher(client, -1).FetchConfigs(t.Context(), []string{topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !configs.Topics[topic].Tiered(topic) {
-		t.Fatalf("%s read as %+v", topic, configs.Topics[topic])
-	}
-	src := &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond, Configs: configs.Topics,
+	configs := tieredConfigs(t, b, topic)
+	src := &scantest.Source{LogDir: b.LogDir, ScanEvery: 100 * time.Millisecond, UsageEvery: 5 * time.Millisecond, Configs: configs,
 		Topics: map[string]bool{topic: true}} // the broker is shared with the other tiered tests
 	g := startGuard(t, b, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond}, src: src, ownTopic: enforcer.DefaultOwnershipTopic})
 
