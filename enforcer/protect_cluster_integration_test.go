@@ -117,7 +117,12 @@ func TestR8_1RacingLiftsLeaveNoUnclaimedDeny(t *testing.T) {
 	for _, id := range []int32{1, 2} {
 		full, calm := capacities(t, c.Node(id).LogDir, topic)
 		caps[id] = &fixedCapacity{v: full}
-		agents[id] = nodeAgent(t, c, id, enforcer.Config{}, own, caps[id], topic)
+		// The first record write of a pass may take longer than the
+		// default record timeout on a loaded machine; the deadline has its
+		// own test (TestR8_4RecordWriteBoundedByRecordTimeout), this one
+		// is about racing lifts.
+		cfg := enforcer.Config{Protection: enforcer.ProtectionConfig{RecordTimeout: 15 * time.Second}}
+		agents[id] = nodeAgent(t, c, id, cfg, own, caps[id], topic)
 		if err := agents[id].admin.Prepare(context.Background()); err != nil {
 			t.Fatal(err)
 		}
