@@ -65,6 +65,7 @@ func TestExitCodes(t *testing.T) {
 		{"run, address in use", []string{"run", "--log-dirs", dir, "--web.listen-address", inUse}, 1},
 		{"scan --bogus", []string{"scan", "--bogus"}, 2},
 		{"scan without log dirs", []string{"scan"}, 2},
+		{"scan --profile custom", []string{"scan", "--log-dirs", dir, "--profile", "custom"}, 2},
 		{"scan", []string{"scan", "--log-dirs", dir}, 0},
 		{"scan, cluster unreachable", []string{"scan", "--log-dirs", dir, "--bootstrap-server", closedAddr(t)}, 1},
 		{"demo --bogus", []string{"demo", "--bogus"}, 2},
