@@ -95,13 +95,45 @@ func TestReliefPlanExecuteMovesReplicasOffTheFullBrokerR38(t *testing.T) {
 	env := mapEnv(map[string]string{"KDG_SASL_PASSWORD": kafkatest.GuardPassword})
 	args := []string{"relief", "plan", "--bootstrap-server", strings.Join(c.SASLAddrs(), ","), "--sasl-mechanism", "PLAIN",
 		"--sasl-username", kafkatest.GuardUser, "--band", strconv.FormatFloat(band, 'f', 2, 64),
-		"--target", strconv.FormatFloat(target, 'f', 2, 64), "--execute", "--throttle", "16MiB", "--timeout", "3m"}
+		"--target", strconv.FormatFloat(target, 'f', 2, 64), "--execute", "--throttle", "4MiB", "--timeout", "3m"}
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
+
+	// While it runs, the throttle is on node 1 (the source) and the topic,
+	// as the brokers report it.
+	a := c.Admin(t)
+	throttleSeen := make(chan map[string]string, 1)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	go func() {
+		seen := map[string]string{}
+		defer func() { throttleSeen <- seen }()
+		for watchCtx.Err() == nil {
+			rs, err := a.DescribeConfigs([]*sarama.ConfigResource{
+				{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{kafkaadmin.LeaderThrottleRate}},
+				{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{kafkaadmin.FollowerThrottledReplica}},
+			}, sarama.DescribeConfigsOptions{})
+			if err == nil {
+				for _, r := range rs {
+					for _, e := range r.Configs {
+						if e.Value != "" {
+							seen[e.Name] = e.Value
+						}
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	if err := run(ctx, args, env, &stdout, &stderr); err != nil {
+	err = run(ctx, args, env, &stdout, &stderr)
+	stopWatch()
+	seen := <-throttleSeen
+	if err != nil {
 		t.Fatalf("relief plan --execute: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if seen[kafkaadmin.LeaderThrottleRate] != strconv.Itoa(4<<20) || !strings.HasSuffix(seen[kafkaadmin.FollowerThrottledReplica], ":3") {
+		t.Errorf("throttle seen during the move: %v; want node 1's rate %d and the topic's follower replicas on node 3", seen, 4<<20)
 	}
 	t.Logf("relief plan --execute took %s:\n%s", time.Since(start).Round(100*time.Millisecond), stdout.String())
 	if !strings.Contains(stdout.String(), "done: every replica moved, replication throttle removed") {
@@ -110,7 +142,6 @@ func TestReliefPlanExecuteMovesReplicasOffTheFullBrokerR38(t *testing.T) {
 
 	// Node 1 no longer holds at least one of the partitions; the leaders
 	// stayed; every partition has two replicas in sync.
-	a := c.Admin(t)
 	md, err := a.DescribeTopics([]string{topic})
 	if err != nil || len(md) != 1 {
 		t.Fatal(err)
