@@ -228,3 +228,140 @@ func TestReliefPlanExecuteMovesReplicasOffTheFullBrokerR38(t *testing.T) {
 		t.Errorf("a second plan still moves %d replicas", len(again.Moves))
 	}
 }
+
+// R3.8: interrupted (here by --timeout), `relief plan --execute` leaves the
+// reassignment running in Kafka with its throttle in place, exits 1, and
+// prints the kafka-configs.sh commands that remove the throttle; what they
+// delete is exactly what it set.
+func TestReliefPlanExecuteInterruptedLeavesThrottleR38(t *testing.T) {
+	c := evidenceCluster(t)
+	n1 := c.Node(1)
+	const topic = "relief-interrupted"
+	c.CreateTopicAssigned(t, topic, [][]int32{{2, 1}, {3, 1}}, map[string]string{"segment.bytes": "4194304"})
+	dropTopic(t, c, topic)
+	p, err := sarama.NewSyncProducer(c.SASLAddrs(), adminConfig(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 16 << 10
+	for i := 0; ; i++ {
+		if r, _, _ := statfsRatio(n1.LogDir); r >= 0.90 {
+			break
+		}
+		var msgs []*sarama.ProducerMessage
+		for part := int32(0); part < 2; part++ {
+			for range 8 {
+				msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: part, Value: sarama.ByteEncoder(reliefValue(part, i, size))})
+			}
+		}
+		if err := p.SendMessages(msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	link := kafkaadmin.NewLink(kafkaadmin.Config{BootstrapServers: c.SASLAddrs(),
+		SASL: kafkaadmin.SASLConfig{Mechanism: "PLAIN", Username: kafkatest.GuardUser, Password: kafkatest.GuardPassword}},
+		slog.New(slog.DiscardHandler), kafkaadmin.LinkOptions{})
+	if err := link.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	cl, err := link.Relief().ReadCluster(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratios := map[int32]float64{}
+	for _, b := range cl.Brokers {
+		ratios[b.ID] = b.Ratio()
+	}
+	band, target := 100*ratios[1]-3, 100*max(ratios[2], ratios[3])+2
+	if target >= band-5 {
+		t.Fatalf("the machine's disk (%.1f%%) leaves no room under node 1's %.1f%% for a band", 100*max(ratios[2], ratios[3]), 100*ratios[1])
+	}
+
+	a := c.Admin(t)
+	// Whatever happens, the shared cluster gets no throttle left behind.
+	t.Cleanup(func() {
+		del := map[string]sarama.IncrementalAlterConfigsEntry{
+			kafkaadmin.LeaderThrottleRate: {Operation: sarama.IncrementalAlterConfigsOperationDelete}, kafkaadmin.FollowerThrottleRate: {Operation: sarama.IncrementalAlterConfigsOperationDelete}}
+		for _, n := range c.Nodes {
+			a.IncrementalAlterConfig(sarama.BrokerResource, strconv.Itoa(int(n.NodeID)), del, false)
+		}
+	})
+
+	env := mapEnv(map[string]string{"KDG_SASL_PASSWORD": kafkatest.GuardPassword})
+	bootstrap := strings.Join(c.SASLAddrs(), ",")
+	args := []string{"relief", "plan", "--bootstrap-server", bootstrap, "--sasl-mechanism", "PLAIN",
+		"--sasl-username", kafkatest.GuardUser, "--band", strconv.FormatFloat(band, 'f', 2, 64),
+		"--target", strconv.FormatFloat(target, 'f', 2, 64), "--execute", "--throttle", "64KiB", "--timeout", "15s"}
+	var stdout, stderr bytes.Buffer
+	err = run(t.Context(), args, env, &stdout, &stderr)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "goes on in Kafka") {
+		t.Fatalf("exit %d, err %v, want 1 and the reassignment going on\n%s\n%s", exitCode(err), err, stdout.String(), stderr.String())
+	}
+	t.Logf("stderr:\n%s", stderr.String())
+	want := "kafka-configs.sh --bootstrap-server " + bootstrap + " --alter --entity-type brokers --entity-name 1 --delete-config " +
+		kafkaadmin.LeaderThrottleRate + "," + kafkaadmin.FollowerThrottleRate
+	if !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "--entity-type topics --entity-name "+topic+" --delete-config") {
+		t.Fatalf("stderr does not say how to remove the throttle:\n%s", stderr.String())
+	}
+
+	// The reassignment runs on, throttled.
+	read := func() map[string]string {
+		var res []*sarama.ConfigResource
+		for _, n := range c.Nodes {
+			res = append(res, &sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(n.NodeID)),
+				ConfigNames: []string{kafkaadmin.LeaderThrottleRate, kafkaadmin.FollowerThrottleRate}})
+		}
+		res = append(res, &sarama.ConfigResource{Type: sarama.TopicResource, Name: topic,
+			ConfigNames: []string{kafkaadmin.LeaderThrottledReplicas, kafkaadmin.FollowerThrottledReplica}})
+		rs, err := a.DescribeConfigs(res, sarama.DescribeConfigsOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, r := range rs {
+			for _, e := range r.Configs {
+				if e.Value != "" && (e.Source == sarama.SourceDynamicBroker || e.Source == sarama.SourceTopic) {
+					out[r.Name+" "+e.Name] = e.Value
+				}
+			}
+		}
+		return out
+	}
+	if got := read(); got["1 "+kafkaadmin.LeaderThrottleRate] != strconv.Itoa(64<<10) || got[topic+" "+kafkaadmin.FollowerThrottledReplica] == "" {
+		t.Fatalf("throttle after the interruption: %v", got)
+	}
+	st, err := a.ListPartitionReassignments(topic, []int32{0, 1})
+	if err != nil || len(st[topic]) == 0 {
+		t.Fatalf("no reassignment in progress after the interruption: %v %v", st, err)
+	}
+
+	// The printed commands, as kafka-configs.sh runs them, remove it all.
+	ran := 0
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 10 || f[0] != "kafka-configs.sh" || f[3] != "--alter" || f[8] != "--delete-config" {
+			continue
+		}
+		ran++
+		kind, name, keys := f[5], f[7], strings.Split(f[9], ",")
+		del := map[string]sarama.IncrementalAlterConfigsEntry{}
+		for _, k := range keys {
+			del[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationDelete}
+		}
+		rt := sarama.TopicResource
+		if kind == "brokers" {
+			rt = sarama.BrokerResource
+		}
+		if err := a.IncrementalAlterConfig(rt, name, del, false); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+	}
+	if ran != 4 {
+		t.Errorf("%d kafka-configs.sh commands printed, want 4 (3 brokers, 1 topic)", ran)
+	}
+	if got := read(); len(got) != 0 {
+		t.Errorf("throttle left after the printed commands: %v", got)
+	}
+}
