@@ -39,7 +39,8 @@ func (l *Link) Relief() *Relief { return &Relief{src: l} }
 // the sum of its log dirs' total bytes and its usage total minus usable;
 // with capacityBytes > 0 every broker's capacity is that instead and its
 // usage the bytes of its partitions. A broker whose log dirs do not report
-// their size, or one of which is offline, has capacity 0 (unknown). Every
+// their size, or one of which is offline, has capacity 0 (unknown) and the
+// bytes of its partitions as usage. Every
 // per-item error code is checked.
 func (r *Relief) ReadCluster(ctx context.Context, capacityBytes int64) (relief.Cluster, error) {
 	var out relief.Cluster
@@ -118,6 +119,8 @@ func (r *Relief) ReadCluster(ctx context.Context, capacityBytes int64) (relief.C
 			b.CapacityBytes, b.UsedBytes = capacityBytes, parts
 		case known:
 			b.CapacityBytes, b.UsedBytes = total, total-usable
+		default:
+			b.UsedBytes = parts // capacity unknown: its partitions, for the report
 		}
 		out.Brokers = append(out.Brokers, b)
 	}
