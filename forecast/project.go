@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -43,7 +44,7 @@ type LogDir struct {
 	// (warming up): they are projected at their current size.
 	Unestimated int
 
-	growth []growth
+	growth []growth // sorted by the time each fills up (room/rate)
 }
 
 // growth is one partition still filling up: it grows at rate until it has
@@ -73,17 +74,7 @@ func (d *LogDir) TimeTo(ratio float64) (time.Duration, bool) {
 	if u >= target {
 		return 0, true
 	}
-	gs := slices.Clone(d.growth)
-	slices.SortFunc(gs, func(a, b growth) int {
-		ta, tb := a.room/a.rate, b.room/b.rate
-		switch {
-		case ta < tb:
-			return -1
-		case ta > tb:
-			return 1
-		}
-		return 0
-	})
+	gs := d.growth // sorted by the time each fills up (projectDir)
 	var slope float64
 	for _, g := range gs {
 		slope += g.rate
@@ -202,6 +193,7 @@ func projectDir(snap *agent.Snapshot, ld *agent.LogDir, rates map[Key]float64) L
 		}
 	}
 	d.ProjectedBytes = projected
+	slices.SortFunc(d.growth, func(a, b growth) int { return cmp.Compare(a.room/a.rate, b.room/b.rate) })
 	return d
 }
 
