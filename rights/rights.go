@@ -61,6 +61,12 @@ const (
 	Tiered Feature = "tiered"
 	// Admission: reserved-space checks read every topic and broker.
 	Admission Feature = "admission"
+	// Relief: the `relief plan` command (spec R3.8), run by an operator,
+	// never by the agent: it reads every broker's log dirs and replicas,
+	// and with --execute reassigns replicas under a replication throttle.
+	// Not in Features (no agent feature turns it on); its rights are a
+	// subset of theirs, so the guard's principal can run it.
+	Relief Feature = "relief"
 )
 
 // Features lists every feature in a fixed order.
@@ -153,6 +159,13 @@ func table() []Need {
 		Need{Admission, ScopeCluster, DescribeConfigs, "DescribeConfigs of a broker: segment and retention defaults"},
 		Need{Admission, ScopeTopics, Describe, "Metadata of every topic: replica placement"},
 		Need{Admission, ScopeTopics, DescribeConfigs, "DescribeConfigs of every topic"},
+		Need{Relief, ScopeCluster, Describe, "DescribeLogDirs of every broker, ListPartitionReassignments"},
+		Need{Relief, ScopeTopics, Describe, "Metadata of every topic: replicas and leaders"},
+		Need{Relief, ScopeCluster, Alter, "--execute: AlterPartitionReassignments"},
+		Need{Relief, ScopeCluster, DescribeConfigs, "--execute: DescribeConfigs of brokers: a throttle already set"},
+		Need{Relief, ScopeCluster, AlterConfigs, "--execute: IncrementalAlterConfigs of brokers: *.replication.throttled.rate"},
+		Need{Relief, ScopeTopics, DescribeConfigs, "--execute: DescribeConfigs of the moved topics: a throttle already set"},
+		Need{Relief, ScopeTopics, AlterConfigs, "--execute: IncrementalAlterConfigs of the moved topics: *.replication.throttled.replicas"},
 	)
 	return t
 }

@@ -173,3 +173,21 @@ func TestACLs(t *testing.T) {
 		t.Errorf("observe alone: %v", got)
 	}
 }
+
+// R3.8: `relief plan --execute` needs no right beyond the agent's
+// features' (the one list the docs give), so the guard's principal runs it.
+func TestReliefRightsWithinTheGuards(t *testing.T) {
+	all := ACLs("__kafka_disk_guard_protection", Features()...)
+	need := ACLs("__kafka_disk_guard_protection", Relief)
+	if len(need) == 0 {
+		t.Fatal("relief needs no rights")
+	}
+	for _, a := range need {
+		if !slices.Contains(all, a) {
+			t.Errorf("relief needs %v, which the documented rights lack", a)
+		}
+	}
+	if slices.Contains(Features(), Relief) {
+		t.Error("relief is an operator's command, not an agent feature")
+	}
+}

@@ -144,7 +144,7 @@ func TestScanDemoAndMetricsAgree(t *testing.T) {
 	}
 	snap = agent.BuildSnapshot(scanNow, []agent.LogDir{ld}, cs, agent.Health{})
 	stdout.Reset()
-	if err := writeScanJSON(&stdout, snap); err != nil {
+	if err := writeScanJSON(&stdout, snap, nil); err != nil {
 		t.Fatal(err)
 	}
 	report = scanReport{}

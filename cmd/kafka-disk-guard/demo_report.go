@@ -11,6 +11,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/forecast"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 )
@@ -249,10 +250,14 @@ func waitFirstSnapshot(ctx context.Context, a *agent.Agent) bool {
 }
 
 // narrateUsage prints a line each time the log dirs' usage crosses 70%,
-// and a summary line every period, until ctx ends.
+// and a summary line every period, until ctx ends. The summary line ends
+// with the projection (spec R3.8) at the ingress the agent observed; the
+// demo's time runs fast, so its ingress estimate is the median of 5 s
+// rates over 30 s rather than the agent's 5 min over an hour.
 func narrateUsage(ctx context.Context, out *lineWriter, a *agent.Agent, period time.Duration) error {
 	t := time.NewTicker(demoPoll)
 	defer t.Stop()
+	rates := forecast.NewRates(forecast.RateConfig{BucketWidth: 5 * time.Second, Buckets: 6})
 	above := false
 	var last time.Time
 	for {
@@ -265,6 +270,7 @@ func narrateUsage(ctx context.Context, out *lineWriter, a *agent.Agent, period t
 		if snap == nil {
 			continue
 		}
+		rates.Observe(snap)
 		var sum agent.Summary
 		var used, capacity uint64
 		var pending int64
@@ -289,11 +295,32 @@ func narrateUsage(ctx context.Context, out *lineWriter, a *agent.Agent, period t
 		above = ratio >= demoAlertRatio
 		if now := time.Now(); now.Sub(last) >= period {
 			last = now
-			out.line(snap.Time, fmt.Sprintf("used %s of %s (%.1f%%)  segments: %d open, %d closed, %d eligible  expired still on disk %s  pending delete %s",
+			out.line(snap.Time, fmt.Sprintf("used %s of %s (%.1f%%)  segments: %d open, %d closed, %d eligible  expired still on disk %s  pending delete %s%s",
 				human.Bytes(int64(used)), human.Bytes(int64(capacity)), 100*ratio, sum.Segments.Open, sum.Segments.Closed, sum.Segments.Eligible,
-				human.Bytes(sum.Expired.OpenSegment+sum.Expired.AwaitingDeletion), human.Bytes(pending)))
+				human.Bytes(sum.Expired.OpenSegment+sum.Expired.AwaitingDeletion), human.Bytes(pending), demoProjection(snap, rates)))
 		}
 	}
+}
+
+// demoProjection is the summary line's projection of the first log dir
+// with a capacity: steady-state usage, the ingress it assumes, and the
+// time to the purge band (85%, the demo's cloud profile).
+func demoProjection(snap *agent.Snapshot, rates *forecast.Rates) string {
+	est := rates.Snapshot()
+	if len(est) == 0 {
+		return "  projection: estimating ingress"
+	}
+	for _, d := range forecast.Project(snap, est) {
+		if !d.Known {
+			continue
+		}
+		s := fmt.Sprintf("  projected %.1f%% at %s/s", 100*d.ProjectedRatio(), human.Bytes(int64(d.IngressBytesPerSecond)))
+		if t, ok := d.TimeTo(0.85); ok && t > 0 {
+			s += fmt.Sprintf(", 85%% in %s", t.Round(time.Second))
+		}
+		return s
+	}
+	return ""
 }
 
 // firstUsage is the usage ratio of the agent's first log dir, as the

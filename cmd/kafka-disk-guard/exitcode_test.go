@@ -65,6 +65,7 @@ func TestExitCodes(t *testing.T) {
 		{"run, address in use", []string{"run", "--log-dirs", dir, "--web.listen-address", inUse}, 1},
 		{"scan --bogus", []string{"scan", "--bogus"}, 2},
 		{"scan without log dirs", []string{"scan"}, 2},
+		{"scan --profile custom", []string{"scan", "--log-dirs", dir, "--profile", "custom"}, 2},
 		{"scan", []string{"scan", "--log-dirs", dir}, 0},
 		{"scan, cluster unreachable", []string{"scan", "--log-dirs", dir, "--bootstrap-server", closedAddr(t)}, 1},
 		{"demo --bogus", []string{"demo", "--bogus"}, 2},
@@ -93,6 +94,14 @@ func TestExitCodes(t *testing.T) {
 		{"protection lift with a password flag", []string{"protection", "lift", "--all", "--sasl-password", "x"}, 2},
 		{"protection lift with a bad ownership topic", []string{"protection", "lift", "--all", "--ownership-topic", "a b", "--bootstrap-server", closedAddr(t)}, 2},
 		{"protection resume --topic", []string{"protection", "resume", "--topic", "t", "--bootstrap-server", closedAddr(t)}, 2},
+		{"relief without a subcommand", []string{"relief"}, 2},
+		{"relief bogus", []string{"relief", "bogus"}, 2},
+		{"relief plan --bogus", []string{"relief", "plan", "--bogus"}, 2},
+		{"relief plan without a cluster", []string{"relief", "plan"}, 2},
+		{"relief plan --band 120", []string{"relief", "plan", "--band", "120", "--bootstrap-server", closedAddr(t)}, 2},
+		{"relief plan --target over --band", []string{"relief", "plan", "--band", "80", "--target", "90", "--bootstrap-server", closedAddr(t)}, 2},
+		{"relief plan with a password flag", []string{"relief", "plan", "--sasl-password", "x"}, 2},
+		{"relief plan, cluster unreachable", []string{"relief", "plan", "--bootstrap-server", closedAddr(t)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -20,6 +20,7 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
+	"github.com/kafka-disk-guard/kafka-disk-guard/forecast"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/reserve"
 	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
@@ -299,6 +300,9 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	}
 	if _, err := exporter.New(exporter.Config{PerPartition: cfg.Metrics.PerPartition, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
 		Version: ver, Revision: rev}, logger, reg, a); err != nil {
+		return err
+	}
+	if _, err := forecast.New(forecast.Config{Bands: forecastBands(cfg.Enforcer)}, logger, reg, a); err != nil {
 		return err
 	}
 	// Without a cluster the enforcer still runs: it computes and reports

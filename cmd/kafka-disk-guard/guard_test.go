@@ -149,6 +149,7 @@ func TestServeOffline(t *testing.T) {
 		`kafka_disk_guard_segments{log_dir="` + dir + `",state="open",topic="orders"} 2`,
 		`kafka_disk_guard_enforcement_enabled 0`,
 		`kafka_disk_guard_watch_mode{mode="inotify"} 1`,
+		`kafka_disk_guard_log_dir_projected_usage_ratio{log_dir="` + dir + `"} `,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -57,6 +57,7 @@ func commands() map[string]command {
 		"demo":         {summary: "generate a live broker log dir (or watch a real broker) and serve its metrics", run: runDemo},
 		"reserve":      {summary: "reserved-space calculator and admission what-if (spec R5)", run: runReserve},
 		"protection":   {summary: "write protection in place (status), lift it as an operator (lift, resume)", run: runProtection},
+		"relief":       {summary: "plan (and with --execute run) moving replicas off brokers in a band onto brokers with room", run: runRelief},
 	}
 }
 

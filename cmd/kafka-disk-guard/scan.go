@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/forecast"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 )
@@ -29,6 +31,9 @@ type scanConfig struct {
 	Format        string
 	Kafka         kafkaadmin.Config
 	Timeout       time.Duration
+	// Profile names the enforcer profile whose bands the projection gives
+	// a time to.
+	Profile string
 }
 
 // Validate checks the configuration.
@@ -44,6 +49,12 @@ func (c *scanConfig) Validate() error {
 	}
 	if err := agent.ValidateTopicConfig(c.Defaults); err != nil {
 		return fmt.Errorf("defaults: %w", err)
+	}
+	if c.Profile == enforcer.ProfileCustom {
+		return fmt.Errorf("--profile %q: want cloud, local or serverless", c.Profile)
+	}
+	if _, err := enforcer.ProfileFor(enforcer.Config{Profile: c.Profile}); err != nil {
+		return fmt.Errorf("--profile %q: want cloud, local or serverless", c.Profile)
 	}
 	return nil
 }
@@ -67,6 +78,7 @@ func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, er
 	fs.Uint64Var(&cfg.CapacityBytes, "capacity-bytes", 0, "fixed capacity per log dir (a PVC size or quota); 0: the filesystem's")
 	fs.StringVar(&now, "now", "", "the clock, RFC 3339 (default: the current time)")
 	fs.StringVar(&cfg.Format, "format", "table", "output: table or json")
+	fs.StringVar(&cfg.Profile, "profile", enforcer.ProfileCloud, "the enforcer profile whose bands the projection gives a time to: cloud, local or serverless")
 	var kf kafkaFlags
 	kf.register(fs) // with a cluster, topic configs come from it instead of flags and file
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "time allowed to read the topic configs from the cluster")
@@ -137,10 +149,11 @@ func runScan(ctx context.Context, args []string, getenv env, out streams) error 
 		return err
 	}
 	snap := agent.BuildSnapshot(cfg.Now, dirs, configs, health)
+	bands := forecastBands(enforcer.Config{Profile: cfg.Profile})
 	if cfg.Format == "json" {
-		return writeScanJSON(out.stdout, snap)
+		return writeScanJSON(out.stdout, snap, bands)
 	}
-	return writeScanTable(out.stdout, snap)
+	return writeScanTable(out.stdout, snap, bands)
 }
 
 // scanConfigs loads topic configs: from the broker when asked, else from
@@ -204,6 +217,9 @@ type logDirReport struct {
 	DiskBytes          int64   `json:"disk_bytes"`
 	PendingDeleteBytes int64   `json:"pending_delete_bytes"`
 	OtherBytes         int64   `json:"other_bytes"`
+	// Projection is the log dir's foresight (spec R3.8); absent when its
+	// capacity is unknown.
+	Projection *projectionReport `json:"projection,omitempty"`
 }
 
 // stateCounts holds a figure per segment state.
@@ -317,8 +333,9 @@ type segmentReport struct {
 	Tier             string    `json:"tier,omitempty"` // tiered partitions: local_only, uploaded, unknown
 }
 
-func buildReport(snap agent.Snapshot) scanReport {
+func buildReport(snap agent.Snapshot, bands []forecast.Band) scanReport {
 	r := scanReport{Time: snap.Time, ScanErrors: snap.Health.ScanErrors}
+	proj := projections(&snap, bands)
 	if r.ScanErrors == nil {
 		r.ScanErrors = map[agent.ErrorKind]uint64{}
 	}
@@ -332,6 +349,7 @@ func buildReport(snap agent.Snapshot) scanReport {
 		if d.Err != nil {
 			lr.Error = d.Err.Error()
 		}
+		lr.Projection = proj[d.Path]
 		r.LogDirs = append(r.LogDirs, lr)
 		for _, ts := range d.TopicSummaries() {
 			if t := topics[ts.Topic]; t != nil {
@@ -370,14 +388,14 @@ func buildReport(snap agent.Snapshot) scanReport {
 	return r
 }
 
-func writeScanJSON(w io.Writer, snap agent.Snapshot) error {
+func writeScanJSON(w io.Writer, snap agent.Snapshot, bands []forecast.Band) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(buildReport(snap))
+	return enc.Encode(buildReport(snap, bands))
 }
 
-func writeScanTable(w io.Writer, snap agent.Snapshot) error {
-	r := buildReport(snap)
+func writeScanTable(w io.Writer, snap agent.Snapshot, bands []forecast.Band) error {
+	r := buildReport(snap, bands)
 	var b strings.Builder
 	fmt.Fprintf(&b, "scan at %s\n", r.Time.UTC().Format(time.RFC3339))
 	for _, d := range r.LogDirs {
@@ -388,6 +406,9 @@ func writeScanTable(w io.Writer, snap agent.Snapshot) error {
 		}
 		fmt.Fprintf(&b, "  usage: %.1f%% (%s used of %s, %s), %s available\n", 100*d.UsageRatio, human.Bytes(int64(d.UsedBytes)), human.Bytes(int64(d.CapacityBytes)), d.CapacityBasis, human.Bytes(int64(d.AvailableBytes)))
 		fmt.Fprintf(&b, "  disk: %s total, %s pending deletion, %s other\n", human.Bytes(d.DiskBytes), human.Bytes(d.PendingDeleteBytes), human.Bytes(d.OtherBytes))
+		if d.Projection != nil {
+			b.WriteString(projectionText(d.Projection, bands))
+		}
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(&b, "\ntopics (segments and disk bytes by state; expired-but-retained disk bytes by reason)")

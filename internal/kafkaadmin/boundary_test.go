@@ -32,7 +32,7 @@ func TestOnlyKafkaadminImportsSarama(t *testing.T) {
 	if checked < 8 {
 		t.Fatalf("go list found only %d packages:\n%s", checked, out)
 	}
-	for _, pkg := range []string{"agent", "enforcer", "exporter", "reserve"} {
+	for _, pkg := range []string{"agent", "enforcer", "exporter", "reserve", "forecast", "relief"} {
 		out, err := exec.Command("go", "list", "-deps", module+"/"+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
+	"github.com/kafka-disk-guard/kafka-disk-guard/relief"
+)
+
+const reliefUsage = `usage: kafka-disk-guard relief plan [flags]
+
+Plans moving replicas off brokers whose disk is in a band onto brokers
+with room (spec R3.8), the lossless relief before anything unexpired is
+purged: disk capacity first (no destination passes --target), then racks
+(the replica's own rack, else a rack none of the partition's other
+replicas is on), leaders kept (a broker gives up only replicas it
+follows). Prints every broker's usage before and after, the moves, and
+the JSON kafka-reassign-partitions.sh --reassignment-json-file takes (and
+the rollback JSON). Broker usage is DescribeLogDirs' total and usable
+bytes (Kafka 3.3+), or with --capacity-bytes the bytes of each broker's
+partitions against that capacity.
+
+With --execute it runs the plan as kafka-reassign-partitions.sh --execute
+--throttle does: a replication throttle on the brokers and topics the
+moves touch, AlterPartitionReassignments, a wait until Kafka has moved
+every replica, then the throttle removed. Interrupted (Ctrl-C, --timeout),
+the reassignment goes on in Kafka with its throttle: the command prints
+what removes it. The agent never starts such a move on its own.
+
+Connection: the flags below and KDG_* variables, or --config with the
+guard's configuration file (its kafka section; its enforcer profile gives
+the default --band). Exit 0: done (or nothing to move); 1: the cluster
+could not be read or the reassignment failed; 2: usage.
+
+flags:
+`
+
+type reliefFlags struct {
+	kf           kafkaFlags
+	config       string
+	band, target float64
+	capacity     int64
+	maxMoves     int
+	exclude      string
+	execute      bool
+	throttle     int64
+	timeout      time.Duration
+	jsonOut      string
+}
+
+func runRelief(ctx context.Context, args []string, getenv env, out streams) error {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(out.stderr, reliefUsage)
+		if len(args) == 0 {
+			return usageError{"relief: no subcommand given (plan)"}
+		}
+		return nil
+	}
+	if args[0] != "plan" {
+		return usageError{fmt.Sprintf("relief: unknown subcommand %q (plan)", args[0])}
+	}
+	return runReliefPlan(ctx, args[1:], getenv, out)
+}
+
+func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) error {
+	var f reliefFlags
+	fs := flag.NewFlagSet("relief plan", flag.ContinueOnError)
+	fs.SetOutput(out.stderr)
+	fs.Usage = func() { fmt.Fprint(out.stderr, reliefUsage); fs.PrintDefaults() }
+	f.kf.register(fs)
+	fs.StringVar(&f.config, "config", "", "the guard's configuration file: its kafka section, and its enforcer profile for the default --band")
+	fs.Float64Var(&f.band, "band", 0, "relieve brokers at or above this usage, percent (default: the profile's first band that purges unexpired data; 85 without --config)")
+	fs.Float64Var(&f.target, "target", 0, "move until a relieved broker is at or under this usage, and never fill a destination past it, percent (default: --band minus 10)")
+	fs.Var(bytesFlag{&f.capacity}, "capacity-bytes", "every broker's capacity; usage is then the bytes of its partitions (default: DescribeLogDirs total and usable bytes)")
+	fs.IntVar(&f.maxMoves, "max-moves", 0, "at most this many replica moves (0: no bound)")
+	fs.StringVar(&f.exclude, "exclude-topics", "", "comma-separated topics never moved (internal topics, __*, never are)")
+	fs.BoolVar(&f.execute, "execute", false, "run the plan (AlterPartitionReassignments with a replication throttle) and wait until it is done")
+	fs.Var(bytesFlag{&f.throttle}, "throttle", "with --execute: the replication throttle, bytes per second on each broker (default 50MiB)")
+	fs.DurationVar(&f.timeout, "timeout", time.Hour, "time allowed for the whole command (with --execute: the reassignment included)")
+	fs.StringVar(&f.jsonOut, "reassignment-json-file", "", "also write the reassignment JSON to this file (and the rollback JSON next to it, .rollback.json)")
+	if err := rejectPasswordFlag(args); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("relief plan: unexpected argument %q", fs.Arg(0))}
+	}
+	var base kafkaadmin.Config
+	band := 85.0
+	if f.config != "" {
+		c, err := loadConfigFile(f.config)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		base = c.Kafka
+		if b, ok := firstPurgeBand(c.Enforcer); ok {
+			band = 100 * b
+		}
+	}
+	if f.band != 0 {
+		band = f.band
+	}
+	target := band - 10
+	if f.target != 0 {
+		target = f.target
+	}
+	switch {
+	case band <= 0 || band > 100:
+		return usageError{fmt.Sprintf("relief plan: --band %v is not a percentage in (0, 100]", band)}
+	case target <= 0 || target > band:
+		return usageError{fmt.Sprintf("relief plan: --target %v must be in (0, --band %v]", target, band)}
+	case f.maxMoves < 0:
+		return usageError{"relief plan: --max-moves must be >= 0"}
+	case f.throttle < 0:
+		return usageError{"relief plan: --throttle must be > 0"}
+	}
+	if f.throttle == 0 {
+		f.throttle = 50 << 20
+	}
+	cfg, err := f.kf.apply(base, getenv)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if err := cfg.Validate(); err != nil {
+		if f.config == "" {
+			err = flagName(err)
+		}
+		return usageError{err.Error()}
+	}
+	if !cfg.Enabled() {
+		return usageError{"relief plan: no cluster given (--bootstrap-server, KDG_BOOTSTRAP_SERVERS or --config)"}
+	}
+	link := kafkaadmin.NewLink(cfg, slog.New(slog.DiscardHandler), kafkaadmin.LinkOptions{})
+	if err := link.Connect(); err != nil {
+		return err
+	}
+	defer link.Close()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	adm := link.Relief()
+	cluster, err := adm.ReadCluster(ctx, f.capacity)
+	if err != nil {
+		return fmt.Errorf("read the cluster: %w", err)
+	}
+	var exclude []string
+	for _, t := range strings.Split(f.exclude, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			exclude = append(exclude, t)
+		}
+	}
+	plan := relief.Compute(cluster, relief.Config{Band: band / 100, Target: target / 100, MaxMoves: f.maxMoves, Exclude: exclude})
+	if err := writePlan(out.stdout, plan, band, target); err != nil {
+		return err
+	}
+	if f.jsonOut != "" {
+		if err := writePlanFiles(f.jsonOut, plan); err != nil {
+			return err
+		}
+	}
+	if !f.execute || len(plan.Moves) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out.stdout, "\nexecuting %d moves, throttled at %s/s per broker\n", len(plan.Moves), human.Bytes(f.throttle))
+	last := -1
+	err = adm.Execute(ctx, plan, kafkaadmin.ExecuteOptions{ThrottleBytesPerSecond: f.throttle, Progress: func(n int) {
+		if n != last {
+			fmt.Fprintf(out.stdout, "  %d of %d moves in progress\n", n, len(plan.Moves))
+			last = n
+		}
+	}})
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(out.stderr, "\nThe reassignment goes on in Kafka, throttled. Once it is done (kafka-reassign-partitions.sh --verify with the JSON above reports it complete, and removes the throttle), or to remove the throttle now:\n")
+			for _, c := range kafkaadmin.ThrottleCommands(plan, strings.Join(cfg.BootstrapServers, ",")) {
+				fmt.Fprintln(out.stderr, "  "+c)
+			}
+		}
+		return fmt.Errorf("relief plan --execute: %w", err)
+	}
+	fmt.Fprintln(out.stdout, "done: every replica moved, replication throttle removed")
+	return nil
+}
+
+// firstPurgeBand is the lower bound of the profile's first band that
+// deletes unexpired data (purge, purge_fraction), or of its protect band.
+func firstPurgeBand(cfg enforcer.Config) (float64, bool) {
+	p, err := enforcer.ProfileFor(cfg)
+	if err != nil {
+		return 0, false
+	}
+	for _, b := range p.Bands {
+		if b.Action == enforcer.ActionPurge || b.Action == enforcer.ActionPurgeFraction || b.Action == enforcer.ActionProtect {
+			return b.From, true
+		}
+	}
+	return 0, false
+}
+
+func writePlan(w io.Writer, p relief.Plan, band, target float64) error {
+	fmt.Fprintf(w, "relief plan: brokers at or above %.4g%% give up replicas until at or under %.4g%%\n\n", band, target)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BROKER\tRACK\tCAPACITY\tUSED NOW\tUSAGE NOW\tUSED AFTER\tUSAGE AFTER")
+	for i, b := range p.Before {
+		a := p.After[i]
+		if b.CapacityBytes <= 0 {
+			fmt.Fprintf(tw, "%d\t%s\tunknown\t%s\t-\t%s\t-\n", b.ID, rackText(b.Rack), human.Bytes(b.UsedBytes), human.Bytes(a.UsedBytes))
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f%%\t%s\t%.1f%%\n", b.ID, rackText(b.Rack), human.Bytes(b.CapacityBytes),
+			human.Bytes(b.UsedBytes), 100*b.Ratio(), human.Bytes(a.UsedBytes), 100*a.Ratio())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(p.Moves) == 0 {
+		fmt.Fprintln(w, "\nno moves")
+	} else {
+		fmt.Fprintf(w, "\n%d moves:\n", len(p.Moves))
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tFROM\tTO\tBYTES\tREPLICAS\tNEW REPLICAS")
+		for _, m := range p.Moves {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\t%v\n", m.Topic, m.Partition, m.From, m.To, human.Bytes(m.Bytes), m.Replicas, m.NewReplicas)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, id := range p.Unrelieved {
+		fmt.Fprintf(w, "broker %d stays over %.4g%%: %s\n", id, target, p.Why[id])
+	}
+	if len(p.Moves) == 0 {
+		return nil
+	}
+	js, err := p.ReassignmentJSON(false)
+	if err != nil {
+		return err
+	}
+	back, err := p.ReassignmentJSON(true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nreassignment (kafka-reassign-partitions.sh --reassignment-json-file):\n%s\n", js)
+	fmt.Fprintf(w, "\nrollback (the current assignment):\n%s\n", back)
+	return nil
+}
+
+func writePlanFiles(path string, p relief.Plan) error {
+	js, err := p.ReassignmentJSON(false)
+	if err != nil {
+		return err
+	}
+	back, err := p.ReassignmentJSON(true)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(js, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write reassignment json: %w", err)
+	}
+	rb := strings.TrimSuffix(path, ".json") + ".rollback.json"
+	if err := os.WriteFile(rb, append(back, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write rollback json: %w", err)
+	}
+	return nil
+}
+
+func rackText(r string) string {
+	if r == "" {
+		return "-"
+	}
+	return r
+}
