@@ -63,6 +63,35 @@ const (
 	RetainedPendingDeletion Reason = "pending_delete"    // already renamed *.deleted, waiting for file.delete.delay.ms
 )
 
+// Held reasons: why Kafka's retention does not visit a log at all, so
+// nothing in it is eligible and a DeleteRecords on it frees no disk until
+// the hold ends (spec R1.2; Partition.Held). Values are metric label
+// values.
+const (
+	// HeldMoving: the partition has a -future replica in another log dir
+	// of the broker (kafka-reassign-partitions with log dirs,
+	// AlterReplicaLogDirs) and the log cleaner runs. Kafka pauses cleaning
+	// of the partition (ReplicaManager.alterReplicaLogDirs and
+	// maybeAddLogDirFetchers: LogManager.abortAndPauseCleaning) until the
+	// future replica replaces the live one (replaceCurrentWithFutureLog
+	// resumes it); LogManager.cleanupLogs skips paused partitions, for
+	// the live log and the -future one.
+	HeldMoving Reason = "moving"
+	// HeldCleanerDisabled: the topic's cleanup.policy includes compact and
+	// log.cleaner.enable=false. LogManager.cleanupLogs then visits only
+	// logs whose policy does not include compact.
+	HeldCleanerDisabled Reason = "cleaner_disabled"
+	// HeldLogDirOffline: the broker took the log dir offline
+	// (LogManager.handleLogDirFailure drops its logs): DescribeLogDirs
+	// answers KAFKA_STORAGE_ERROR for it.
+	HeldLogDirOffline Reason = "log_dir_offline"
+)
+
+// HeldReasons lists every held reason, for metrics that emit each at zero.
+func HeldReasons() []Reason {
+	return []Reason{HeldMoving, HeldCleanerDisabled, HeldLogDirOffline}
+}
+
 // CleanupPolicy is a topic's cleanup.policy.
 type CleanupPolicy struct {
 	Delete  bool
@@ -308,6 +337,12 @@ type Partition struct {
 	// Remote is the remote tier's state for a tiered partition, from the
 	// cluster (set at classification; nil when not tiered or not known).
 	Remote *RemoteOffsets
+	// Held says why Kafka's retention does not visit this log at all (one
+	// of HeldReasons; empty when it does). Classify sets
+	// HeldCleanerDisabled from the config; HeldMoving and
+	// HeldLogDirOffline need the other log dirs and the broker's word and
+	// are set by Holds, which classifies the partition again.
+	Held Reason
 }
 
 // ExpiryPoint is one point of an open segment's expiry curve.
