@@ -130,7 +130,8 @@ type Enforcer struct {
 	evidence Evidence
 	features []rights.Feature // the rights checked
 	ev       evidenceState
-	guarded  atomic.Int32 // BrokerID()
+	guarded  atomic.Int32                      // BrokerID()
+	offline  atomic.Pointer[map[string]string] // OfflineLogDirs()
 }
 
 // Deps are what the enforcer observes and acts through.

@@ -178,7 +178,30 @@ func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agen
 		}
 		online.RemoteTime = time.Now()
 	}
+	// Log dirs the broker has offline: Kafka's retention does not run
+	// there (held: log_dir_offline). Without the broker's word (no broker
+	// id in meta.properties, DescribeLogDirs failing) none is.
+	if brokerID >= 0 {
+		if ev, err := link.Evidence().IdentityEvidence(ctx, brokerID); err == nil {
+			online.OfflineLogDirs = offlineDirs(agent.CheckIdentity(dirs, ev))
+		}
+	}
 	return online, nil
+}
+
+// offlineDirs lists the log dirs whose identity check found them offline
+// on the broker, with its word; nil when none is.
+func offlineDirs(ids []agent.LogDirIdentity) map[string]string {
+	var out map[string]string
+	for _, id := range ids {
+		if id.Reason == agent.IdentityBrokerOffline {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[id.Path] = id.Detail
+		}
+	}
+	return out
 }
 
 // Report types: the JSON schema of `scan --format json`.
