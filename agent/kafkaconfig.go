@@ -50,6 +50,8 @@ func setTopicConfig(c *TopicConfig, key, value string) error {
 		dst = &c.LocalRetentionMs
 	case "local.retention.bytes":
 		dst = &c.LocalRetentionBytes
+	case "remote.copy.lag.bytes":
+		dst = &c.RemoteCopyLagBytes
 	case "preallocate":
 		flag = &c.Preallocate
 	case "remote.storage.enable":

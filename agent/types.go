@@ -134,6 +134,11 @@ type TopicConfig struct {
 	RemoteCopyDisable   bool
 	LocalRetentionMs    int64
 	LocalRetentionBytes int64
+	// RemoteCopyLagBytes is remote.copy.lag.bytes (KIP-1241, Kafka 4.4):
+	// -1 (the default) derives it from local.retention.bytes. When
+	// positive, Kafka's LogConfig rejects a local.retention.bytes (or,
+	// with -2, retention.bytes) >= 0 below it.
+	RemoteCopyLagBytes int64
 
 	// Broker-wide settings that change how Kafka applies the topic's
 	// configs. They come with the broker defaults (BrokerDefaults) and are
@@ -197,6 +202,7 @@ func DefaultTopicConfig() TopicConfig {
 		CleanupPolicy:       CleanupPolicy{Delete: true},
 		LocalRetentionMs:    -2,
 		LocalRetentionBytes: -2,
+		RemoteCopyLagBytes:  -1,
 	}
 }
 
