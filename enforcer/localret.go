@@ -125,7 +125,7 @@ func (p Policy) tieredLowerable(o Observed, topic string) bool {
 // a target, the gentlest values that together free what usage is above
 // the restore bound (topics with the most to free first); with a fraction
 // (purge_fraction), each topic keeps (1 - fraction) of its largest
-// partition. No value is below the topic's lowerFloor. A topic whose
+// partition. No value is below the topic's LocalRetentionFloor. A topic whose
 // value would not be lower than its local retention now is left out. It
 // is pure.
 func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
@@ -146,11 +146,11 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	type cand struct {
 		topic string
 		max   int64 // bytes freed at the topic's floor
-		floor int64 // lowerFloor
+		floor int64 // LocalRetentionFloor
 	}
 	var cands []cand
 	for t, parts := range byTopic {
-		floor := lowerFloor(o.Snapshot.TopicConfig(t))
+		floor := LocalRetentionFloor(o.Snapshot.TopicConfig(t))
 		if f := freedAt(parts, floor); f > 0 {
 			cands = append(cands, cand{t, f, floor})
 		}

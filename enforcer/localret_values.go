@@ -12,8 +12,8 @@ import (
 // local.retention.bytes, as Kafka 4.4's LogConfig validates them (spec
 // R7.4). Small pure functions, apart from the claim bookkeeping.
 
-// lowerFloor is the lowest local.retention.bytes the guard sets on a
-// topic:
+// LocalRetentionFloor is the lowest local.retention.bytes the guard sets on
+// a topic:
 //   - never 0: with local.retention.bytes=0 Kafka rolls the active segment
 //     at every retention check (UnifiedLog.deletableSegments: the size
 //     predicate holds for the active segment too, which is then rolled),
@@ -24,7 +24,7 @@ import (
 //   - never below remote.copy.lag.bytes when it is positive (KIP-1241):
 //     LogConfig.validateRemoteCopyLagSize rejects the change with
 //     INVALID_CONFIG.
-func lowerFloor(c agent.TopicConfig) int64 {
+func LocalRetentionFloor(c agent.TopicConfig) int64 {
 	return max(1, c.RemoteCopyLagBytes)
 }
 
@@ -35,7 +35,7 @@ func lowerFloor(c agent.TopicConfig) int64 {
 // value in place stays the operator's.
 var ErrConfigRefused = errors.New("refused by kafka")
 
-// acceptedLocalBytes returns the local.retention.bytes nearest v that
+// AcceptedLocalBytes returns the local.retention.bytes nearest v that
 // Kafka 4.4 accepts with the topic's other configs c (v = -2: inherit
 // retention.bytes), and whether that is v itself. LogConfig's rules:
 //   - remote.log.copy.disable=true: -2 or equal to retention.bytes
@@ -48,7 +48,7 @@ var ErrConfigRefused = errors.New("refused by kafka")
 // The nearest accepted value: retention.bytes for a value above it (or
 // -1 under a size limit, or any other under remote.log.copy.disable), and
 // remote.copy.lag.bytes for a value below it.
-func acceptedLocalBytes(v int64, c agent.TopicConfig) (int64, bool) {
+func AcceptedLocalBytes(v int64, c agent.TopicConfig) (int64, bool) {
 	if c.RemoteCopyDisable {
 		if v == -2 || v == c.RetentionBytes {
 			return v, true
@@ -74,7 +74,7 @@ func acceptedLocalBytes(v int64, c agent.TopicConfig) (int64, bool) {
 // restoreValue is the value the guard restores for the operator's
 // original (nil: the override is deleted, which Kafka always accepts):
 // orig itself when Kafka accepts it with the topic's configs now, else
-// the nearest value it accepts (acceptedLocalBytes); adjusted says which,
+// the nearest value it accepts (AcceptedLocalBytes); adjusted says which,
 // for the log line. An original that is not a number is restored as it
 // is.
 func restoreValue(orig *string, c agent.TopicConfig) (v *string, adjusted bool) {
@@ -85,7 +85,7 @@ func restoreValue(orig *string, c agent.TopicConfig) (v *string, adjusted bool) 
 	if err != nil {
 		return orig, false
 	}
-	w, ok := acceptedLocalBytes(n, c)
+	w, ok := AcceptedLocalBytes(n, c)
 	if ok {
 		return orig, false
 	}

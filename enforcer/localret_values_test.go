@@ -82,7 +82,7 @@ func TestR7_4AcceptedLocalBytes(t *testing.T) {
 		{"copy disabled: equal", 1000, cfg(1000, -1, true), 1000, true},
 	}
 	for _, c := range cases {
-		got, ok := acceptedLocalBytes(c.v, c.c)
+		got, ok := AcceptedLocalBytes(c.v, c.c)
 		if got != c.want || ok != c.ok {
 			t.Errorf("R7.4/%s: %d %v, want %d %v", c.name, got, ok, c.want, c.ok)
 		}
