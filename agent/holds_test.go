@@ -105,3 +105,19 @@ func TestHolds(t *testing.T) {
 		})
 	}
 }
+
+// The broker's retention check interval comes with its defaults (the
+// enforcer's pending bytes, spec R3.5); offline it is 0 (Kafka's default
+// assumed).
+func TestBrokerDefaultsRetentionCheckInterval(t *testing.T) {
+	c, err := BrokerDefaults(map[string]string{"log.retention.check.interval.ms": "1000"})
+	if err != nil || c.RetentionCheckIntervalMs != 1000 {
+		t.Fatalf("%d %v", c.RetentionCheckIntervalMs, err)
+	}
+	if _, err := BrokerDefaults(map[string]string{"log.retention.check.interval.ms": "x"}); err == nil {
+		t.Fatal("a bad interval accepted")
+	}
+	if DefaultTopicConfig().RetentionCheckIntervalMs != 0 || DefaultTopicConfig().RemoteCopyLagBytes != -1 {
+		t.Fatal("defaults")
+	}
+}

@@ -168,6 +168,13 @@ func BrokerDefaults(broker map[string]string) (TopicConfig, error) {
 	if err != nil {
 		return TopicConfig{}, fmt.Errorf("broker defaults: %w", err)
 	}
+	if v := strings.TrimSpace(broker["log.retention.check.interval.ms"]); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return TopicConfig{}, fmt.Errorf("broker config log.retention.check.interval.ms=%q: want a positive integer", v)
+		}
+		c.RetentionCheckIntervalMs = n
+	}
 	for _, s := range []struct {
 		key string
 		dst *bool

@@ -152,6 +152,10 @@ type TopicConfig struct {
 	// Offline it is false, so a topic that says remote.storage.enable=true
 	// is treated as tiered (the safe side: less is eligible).
 	RemoteStorageSystemDisabled bool
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms: how
+	// often Kafka's retention runs (LogManager's kafka-log-retention
+	// task). 0 offline: Kafka's default, 300000, is assumed.
+	RetentionCheckIntervalMs int64
 }
 
 // Tiered reports whether Kafka keeps this topic's log in remote storage

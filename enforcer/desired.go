@@ -62,6 +62,9 @@ type Observed struct {
 	// FractionDone: partitions that already had their purge_fraction pass
 	// in the current interval.
 	FractionDone map[TopicPartition]bool
+	// EligibleSince: when the enforcer first saw each eligible segment of
+	// a tiered partition (tieredPending); nil: all seen just now.
+	EligibleSince map[SegmentKey]time.Time
 	// Protection state from the admin API and the ownership records (nil
 	// when not observed this pass); WouldProtect: observe mode's view of
 	// it, what enforcing would see (spec R8, protect_plan.go).

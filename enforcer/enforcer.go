@@ -123,6 +123,9 @@ type Enforcer struct {
 	virtualLSO map[TopicPartition]int64
 	// fractionPass: when each partition last had a purge_fraction pass.
 	fractionPass map[TopicPartition]time.Time
+	// eligibleSince: when each eligible tiered segment was first seen
+	// (pending.go).
+	eligibleSince map[SegmentKey]time.Time
 	// bands: each log dir's band at the last pass, to log changes.
 	bands map[string]string
 

@@ -170,7 +170,7 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	// local copies back, so restoring frees nothing and fills nothing.
 	need := int64(math.MaxInt64)
 	if g.Free.Action == ActionPurge && g.Free.Target > 0 {
-		need = needBytes(*ld, min(g.Free.Target, p.lowerFrom()), ld.PendingDeleteBytes)
+		need = needBytes(*ld, min(g.Free.Target, p.lowerFrom()), ld.PendingDeleteBytes+tieredPending(o, ld))
 	}
 	for _, c := range cands {
 		if need <= 0 {
@@ -245,6 +245,12 @@ func freedAt(parts []*agent.Partition, v int64) int64 {
 		size := localSize(pt)
 		for j := 0; j < len(pt.Segments)-1; j++ {
 			s := pt.Segments[j]
+			if s.State == agent.StateEligible {
+				// Kafka frees it anyway at its next check: pending
+				// (tieredPending), not freed by a new value.
+				size -= s.LogBytes
+				continue
+			}
 			if size-s.LogBytes < v || s.Tier != agent.TierUploaded {
 				break
 			}

@@ -130,7 +130,7 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 	eligibleOnly := g.Free.Action == ActionScheduled || g.Free.Action == ActionPeriodic
 	// Bytes Kafka frees from tiered topics whose local retention the pass
 	// lowers (R7.4) come first: they lose no record.
-	already := ld.PendingDeleteBytes + g.Lower.freed
+	already := ld.PendingDeleteBytes + g.Lower.freed + tieredPending(o, &ld)
 	var parts []*partState
 	for i := range ld.Partitions {
 		p := &ld.Partitions[i]
