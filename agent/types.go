@@ -282,6 +282,15 @@ type RemoteOffsets struct {
 	LogStart int64
 	// Time is when the leader answered.
 	Time time.Time
+	// Leader is the broker that answered (the partition's leader) when
+	// LeaderKnown; the admin adapter sets both.
+	Leader      int32
+	LeaderKnown bool
+	// LeaderHighestUploaded is the leader's latest HighestUploaded where
+	// the TieredRefresher published a follower's settled boundary in
+	// HighestUploaded instead (TieredRefresher.WithLocalBroker); else
+	// equal to it.
+	LeaderHighestUploaded int64
 	// Err is set when the offsets could not be read: the upload boundary
 	// is then unknown and nothing in the partition is eligible.
 	Err string

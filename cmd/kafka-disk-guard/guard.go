@@ -271,6 +271,8 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		if err != nil {
 			return err
 		}
+		// Followers delete by their own upload boundary (spec R1.7).
+		tiered.WithLocalBroker(func() int32 { return guardedBrokerID(enf, a) })
 		configs = withRemote{configs: refresh, tiered: tiered, offline: func() map[string]string { return offlineLogDirs(enf) }}
 		// The ownership topic is always admitted: creating it must never
 		// wait for admission (spec R8.4).
