@@ -34,9 +34,12 @@ type verdict struct {
 // empty policy (Kafka 4.2+) only the first, or all three with local
 // retention when the topic is tiered and copying to remote storage.
 // With the log cleaner disabled (log.cleaner.enable=false) Kafka's
-// retention skips every log whose policy includes compact: none runs.
-// A -future log gets the same retention as a live one, except for
-// compacted topics (the cleaner's retention covers current logs only).
+// retention skips every log whose policy includes compact: none runs
+// (p.Held is set to HeldCleanerDisabled). A -future log gets the same
+// retention as a live one, except for compacted topics (the cleaner's
+// retention covers current logs only). A partition whose p.Held the
+// caller set (HeldMoving, HeldLogDirOffline: see ConfigSet.Holds) gets
+// none either.
 //
 // A segment is only deletable when wholly below the high watermark (the
 // next segment's base offset, or for the active segment the log end
@@ -57,6 +60,12 @@ type verdict struct {
 // retention.* without the upload condition.
 func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
 	p.Tiered = (p.Kind == KindLive || p.Kind == KindFuture || p.Kind == "") && cfg.Tiered(p.Topic)
+	if p.Held == HeldCleanerDisabled {
+		p.Held = ""
+	}
+	if p.Held == "" && (p.Kind == KindLive || p.Kind == "") && cfg.CleanerDisabled && cfg.CleanupPolicy.Compact {
+		p.Held = HeldCleanerDisabled
+	}
 	n := len(p.Segments)
 	if n == 0 {
 		return p
@@ -107,6 +116,7 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	case KindFuture:
 		applies = !policy.Compact
 	}
+	applies = applies && p.Held == ""
 	retentionPasses := policy.Delete || (!policy.Compact && copyEnabled)
 	retentionMs, retentionBytes := cfg.localRetention(copyEnabled)
 	// upper is the offset a segment ends before.

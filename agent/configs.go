@@ -70,6 +70,8 @@ func ValidateTopicConfig(c TopicConfig) error {
 		return fmt.Errorf("local.retention.ms %d: want -2, -1 or >= 0", c.LocalRetentionMs)
 	case c.LocalRetentionBytes < -2:
 		return fmt.Errorf("local.retention.bytes %d: want -2, -1 or >= 0", c.LocalRetentionBytes)
+	case c.RemoteCopyLagBytes < -1:
+		return fmt.Errorf("remote.copy.lag.bytes %d: want -1 or >= 0", c.RemoteCopyLagBytes)
 	}
 	// retention.bytes has no bound in Kafka: any negative value is no limit.
 	return nil

@@ -241,6 +241,11 @@ func TestDifferentialR1_7(t *testing.T) {
 					t.Errorf("R1.7 %s: segment %d reason %s", tp.name, s.BaseOffset, s.Reason)
 				}
 			}
+		case "r17-cleaner-off":
+			// R1.2: held, and the scan says why.
+			if c.Held != agent.HeldCleanerDisabled {
+				t.Errorf("R1.2 %s: held %q, want cleaner_disabled", tp.name, c.Held)
+			}
 		case "kdg-upload-fails-r17":
 			for _, s := range c.Segments {
 				if s.Tier != agent.TierLocalOnly {
@@ -301,6 +306,25 @@ func TestDifferentialR1_7(t *testing.T) {
 		gone := vanished(t, b.LogDir, tp.name, before[tp.name])
 		if !slices.Equal(gone, predicted[tp.name]) {
 			t.Errorf("R1.7 %s: broker deleted %v, guard predicted %v", tp.name, gone, predicted[tp.name])
+		}
+	}
+	// R1.2: a DeleteRecords on compact,delete without the cleaner is
+	// accepted (the records become unreadable) and frees nothing: Kafka's
+	// retention never visits the log, so the segments below the new log
+	// start offset stay. The enforcer never sends it (cleaner_disabled).
+	{
+		const name = "r17-cleaner-off"
+		was := before[name]
+		if err := admin.DeleteRecords(name, map[int32]int64{0: was[2]}); err != nil {
+			t.Fatalf("R1.2: DeleteRecords on %s: %v", name, err)
+		}
+		if lso, err := client.GetOffset(name, 0, sarama.OffsetOldest); err != nil || lso != was[2] {
+			t.Fatalf("R1.2 %s: log start offset %d (%v), want %d", name, lso, err, was[2])
+		}
+		// Several retention checks (every second on this broker).
+		time.Sleep(6 * time.Second)
+		if gone := vanished(t, b.LogDir, name, was); len(gone) > 0 {
+			t.Errorf("R1.2 %s: the broker deleted %v after DeleteRecords with the cleaner off", name, gone)
 		}
 	}
 

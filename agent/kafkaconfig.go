@@ -50,6 +50,8 @@ func setTopicConfig(c *TopicConfig, key, value string) error {
 		dst = &c.LocalRetentionMs
 	case "local.retention.bytes":
 		dst = &c.LocalRetentionBytes
+	case "remote.copy.lag.bytes":
+		dst = &c.RemoteCopyLagBytes
 	case "preallocate":
 		flag = &c.Preallocate
 	case "remote.storage.enable":
@@ -165,6 +167,13 @@ func BrokerDefaults(broker map[string]string) (TopicConfig, error) {
 	c, err := ApplyTopicConfigs(DefaultTopicConfig(), topic)
 	if err != nil {
 		return TopicConfig{}, fmt.Errorf("broker defaults: %w", err)
+	}
+	if v := strings.TrimSpace(broker["log.retention.check.interval.ms"]); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return TopicConfig{}, fmt.Errorf("broker config log.retention.check.interval.ms=%q: want a positive integer", v)
+		}
+		c.RetentionCheckIntervalMs = n
 	}
 	for _, s := range []struct {
 		key string

@@ -803,6 +803,7 @@ func (l *loop) publish() {
 		}
 		s.LogDirs = append(s.LogDirs, ld)
 	}
+	cs.Holds(s.LogDirs, s.Time)
 	s.Health = Health{
 		LastFullScan:         l.lastFull,
 		LastFullScanDuration: l.lastFullDur,

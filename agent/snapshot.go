@@ -22,6 +22,10 @@ type ConfigSet struct {
 	// unknown upload boundary: nothing in it is eligible (spec R1.7).
 	Remote     map[TopicPartition]RemoteOffsets
 	RemoteTime time.Time
+	// OfflineLogDirs holds the guard's log dirs that the broker reports
+	// offline (DescribeLogDirs: KAFKA_STORAGE_ERROR), by path, with the
+	// broker's error: Kafka's retention does not run there (see Holds).
+	OfflineLogDirs map[string]string
 	// Fetched is when each topic's entry in Topics was read from the
 	// cluster. An entry without a Fetched time came from an offline file.
 	// Provenance of one topic: Info.
@@ -93,6 +97,7 @@ func BuildSnapshot(now time.Time, dirs []LogDir, configs ConfigSet, health Healt
 		}
 		snap.LogDirs[i] = nd
 	}
+	configs.Holds(snap.LogDirs, now)
 	return snap
 }
 

@@ -43,6 +43,62 @@ type TieredRefresher struct {
 	// failing: partitions whose last fetch failed (owned by Run/Refresh's
 	// caller: one goroutine).
 	failing map[TopicPartition]string
+	// local: the broker the guard runs beside (WithLocalBroker); seen:
+	// each partition's boundaries as fetched, oldest first, for the
+	// followers' settled boundary. now: the clock.
+	local func() int32
+	seen  map[TopicPartition][]boundarySeen
+	now   func() time.Time
+}
+
+// boundarySeen is an upload boundary the leader reported at a time.
+type boundarySeen struct {
+	at      time.Time
+	highest int64
+}
+
+// FollowerSettle is how long after the leader reports an upload boundary
+// a follower is taken to delete by it: Kafka's follower task
+// (RemoteLogManager's RLMFollowerTask) refreshes the follower's
+// highestOffsetInRemoteStorage from the remote log metadata every
+// remote.log.manager.task.interval.ms, 30 s by default.
+const FollowerSettle = 30 * time.Second
+
+// WithLocalBroker tells the refresher which broker's log dirs the guard
+// reads (id() < 0: not known yet) and returns r. For a partition that
+// broker does not lead, ListOffsets' boundary is the leader's, and the
+// follower deletes by its own, refreshed by its follower task: the
+// refresher then publishes as HighestUploaded the boundary the leader
+// reported at least FollowerSettle ago (-1 before there is one), the
+// leader's latest in LeaderHighestUploaded. A follower's segment thus
+// counts as uploaded once its end is at or below a boundary at least one
+// follower task interval old (spec R1.7; the follower's own segment
+// boundaries may differ, but the condition is on offsets: a segment wholly
+// at or below the follower's highest offset in remote storage goes).
+func (r *TieredRefresher) WithLocalBroker(id func() int32) *TieredRefresher {
+	r.local = id
+	return r
+}
+
+// settle records ro's boundary for tp and, for a partition the local
+// broker does not lead, replaces HighestUploaded with the settled one.
+func (r *TieredRefresher) settle(tp TopicPartition, ro RemoteOffsets, now time.Time) RemoteOffsets {
+	ro.LeaderHighestUploaded = ro.HighestUploaded
+	if r.local == nil || ro.Err != "" {
+		return ro
+	}
+	h := append(r.seen[tp], boundarySeen{at: now, highest: ro.HighestUploaded})
+	settled, keep := int64(-1), 0
+	for i, b := range h {
+		if now.Sub(b.at) >= FollowerSettle {
+			settled, keep = b.highest, i
+		}
+	}
+	r.seen[tp] = h[keep:]
+	if id := r.local(); id >= 0 && ro.LeaderKnown && ro.Leader != id {
+		ro.HighestUploaded = min(settled, ro.HighestUploaded)
+	}
+	return ro
 }
 
 // NewTieredRefresher returns a refresher for the partitions parts names
@@ -52,7 +108,7 @@ func NewTieredRefresher(cfg TieredRefresherConfig, logger *slog.Logger, fetcher 
 		return nil, fmt.Errorf("tiered refresher: %w", err)
 	}
 	r := &TieredRefresher{cfg: cfg, logger: logger.With("component", "tiered"), fetcher: fetcher, parts: parts,
-		failing: map[TopicPartition]string{}}
+		failing: map[TopicPartition]string{}, seen: map[TopicPartition][]boundarySeen{}, now: time.Now}
 	r.current.Store(&tieredState{})
 	return r, nil
 }
@@ -68,7 +124,7 @@ func (r *TieredRefresher) Current() (map[TopicPartition]RemoteOffsets, time.Time
 // once each when they start failing and when they recover.
 func (r *TieredRefresher) Refresh(ctx context.Context) error {
 	parts := r.parts()
-	now := time.Now()
+	now := r.now()
 	var got map[TopicPartition]RemoteOffsets
 	var err error
 	if len(parts) > 0 {
@@ -86,6 +142,7 @@ func (r *TieredRefresher) Refresh(ctx context.Context) error {
 		if ro.Time.IsZero() {
 			ro.Time = now
 		}
+		ro = r.settle(tp, ro, now)
 		out[tp] = ro
 		if ro.Err != "" {
 			if _, was := r.failing[tp]; !was {
@@ -100,6 +157,11 @@ func (r *TieredRefresher) Refresh(ctx context.Context) error {
 	for tp := range r.failing {
 		if _, ok := out[tp]; !ok {
 			delete(r.failing, tp)
+		}
+	}
+	for tp := range r.seen {
+		if _, ok := out[tp]; !ok {
+			delete(r.seen, tp)
 		}
 	}
 	r.current.Store(&tieredState{offsets: maps.Clone(out), at: now})

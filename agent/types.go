@@ -63,6 +63,35 @@ const (
 	RetainedPendingDeletion Reason = "pending_delete"    // already renamed *.deleted, waiting for file.delete.delay.ms
 )
 
+// Held reasons: why Kafka's retention does not visit a log at all, so
+// nothing in it is eligible and a DeleteRecords on it frees no disk until
+// the hold ends (spec R1.2; Partition.Held). Values are metric label
+// values.
+const (
+	// HeldMoving: the partition has a -future replica in another log dir
+	// of the broker (kafka-reassign-partitions with log dirs,
+	// AlterReplicaLogDirs) and the log cleaner runs. Kafka pauses cleaning
+	// of the partition (ReplicaManager.alterReplicaLogDirs and
+	// maybeAddLogDirFetchers: LogManager.abortAndPauseCleaning) until the
+	// future replica replaces the live one (replaceCurrentWithFutureLog
+	// resumes it); LogManager.cleanupLogs skips paused partitions, for
+	// the live log and the -future one.
+	HeldMoving Reason = "moving"
+	// HeldCleanerDisabled: the topic's cleanup.policy includes compact and
+	// log.cleaner.enable=false. LogManager.cleanupLogs then visits only
+	// logs whose policy does not include compact.
+	HeldCleanerDisabled Reason = "cleaner_disabled"
+	// HeldLogDirOffline: the broker took the log dir offline
+	// (LogManager.handleLogDirFailure drops its logs): DescribeLogDirs
+	// answers KAFKA_STORAGE_ERROR for it.
+	HeldLogDirOffline Reason = "log_dir_offline"
+)
+
+// HeldReasons lists every held reason, for metrics that emit each at zero.
+func HeldReasons() []Reason {
+	return []Reason{HeldMoving, HeldCleanerDisabled, HeldLogDirOffline}
+}
+
 // CleanupPolicy is a topic's cleanup.policy.
 type CleanupPolicy struct {
 	Delete  bool
@@ -105,6 +134,11 @@ type TopicConfig struct {
 	RemoteCopyDisable   bool
 	LocalRetentionMs    int64
 	LocalRetentionBytes int64
+	// RemoteCopyLagBytes is remote.copy.lag.bytes (KIP-1241, Kafka 4.4):
+	// -1 (the default) derives it from local.retention.bytes. When
+	// positive, Kafka's LogConfig rejects a local.retention.bytes (or,
+	// with -2, retention.bytes) >= 0 below it.
+	RemoteCopyLagBytes int64
 
 	// Broker-wide settings that change how Kafka applies the topic's
 	// configs. They come with the broker defaults (BrokerDefaults) and are
@@ -118,6 +152,10 @@ type TopicConfig struct {
 	// Offline it is false, so a topic that says remote.storage.enable=true
 	// is treated as tiered (the safe side: less is eligible).
 	RemoteStorageSystemDisabled bool
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms: how
+	// often Kafka's retention runs (LogManager's kafka-log-retention
+	// task). 0 offline: Kafka's default, 300000, is assumed.
+	RetentionCheckIntervalMs int64
 }
 
 // Tiered reports whether Kafka keeps this topic's log in remote storage
@@ -168,6 +206,7 @@ func DefaultTopicConfig() TopicConfig {
 		CleanupPolicy:       CleanupPolicy{Delete: true},
 		LocalRetentionMs:    -2,
 		LocalRetentionBytes: -2,
+		RemoteCopyLagBytes:  -1,
 	}
 }
 
@@ -243,6 +282,15 @@ type RemoteOffsets struct {
 	LogStart int64
 	// Time is when the leader answered.
 	Time time.Time
+	// Leader is the broker that answered (the partition's leader) when
+	// LeaderKnown; the admin adapter sets both.
+	Leader      int32
+	LeaderKnown bool
+	// LeaderHighestUploaded is the leader's latest HighestUploaded where
+	// the TieredRefresher published a follower's settled boundary in
+	// HighestUploaded instead (TieredRefresher.WithLocalBroker); else
+	// equal to it.
+	LeaderHighestUploaded int64
 	// Err is set when the offsets could not be read: the upload boundary
 	// is then unknown and nothing in the partition is eligible.
 	Err string
@@ -308,6 +356,12 @@ type Partition struct {
 	// Remote is the remote tier's state for a tiered partition, from the
 	// cluster (set at classification; nil when not tiered or not known).
 	Remote *RemoteOffsets
+	// Held says why Kafka's retention does not visit this log at all (one
+	// of HeldReasons; empty when it does). Classify sets
+	// HeldCleanerDisabled from the config; HeldMoving and
+	// HeldLogDirOffline need the other log dirs and the broker's word and
+	// are set by Holds, which classifies the partition again.
+	Held Reason
 }
 
 // ExpiryPoint is one point of an open segment's expiry curve.

@@ -62,6 +62,9 @@ type Observed struct {
 	// FractionDone: partitions that already had their purge_fraction pass
 	// in the current interval.
 	FractionDone map[TopicPartition]bool
+	// EligibleSince: when the enforcer first saw each eligible segment of
+	// a tiered partition (tieredPending); nil: all seen just now.
+	EligibleSince map[SegmentKey]time.Time
 	// Protection state from the admin API and the ownership records (nil
 	// when not observed this pass); WouldProtect: observe mode's view of
 	// it, what enforcing would see (spec R8, protect_plan.go).
@@ -268,7 +271,7 @@ func (p Policy) freeingPartitions(o Observed) []TopicPartition {
 		}
 		held := p.topicHolds(o, ld)
 		for _, pt := range ld.Partitions {
-			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, pt.Topic) && len(held[pt.Topic]) == 0 {
+			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, &pt) && len(held[pt.Topic]) == 0 {
 				parts = append(parts, TopicPartition{pt.Topic, pt.Partition})
 			}
 		}
@@ -285,10 +288,18 @@ func (p Policy) freeingPartitions(o Observed) []TopicPartition {
 // deletes the remote copy too (spec R7.4): a topic with
 // remote.storage.enable=true is never deletable, whatever the broker's
 // remote.log.storage.system.enable or the topic's remote.log.copy.disable.
-// Both observe (which offsets to read) and PlanActions decide by it.
-func deletable(s *agent.Snapshot, topic string) bool {
-	c := s.TopicConfig(topic)
-	return !agent.HasInternalPrefix(topic) && c.CleanupPolicy.Delete && !c.RemoteStorage
+// Nor is a partition whose retention Kafka does not run (pt.Held:
+// moving to another log dir, compacted with the cleaner off, its log dir
+// offline; spec R1.2): a DeleteRecords there moves the log start offset
+// (the records become unreadable) but frees no disk until the hold ends.
+// The rule: a DeleteRecords is planned only where Kafka's retention
+// will delete the segments below the new log start offset at its next
+// check. Both observe (which offsets to read) and PlanActions decide by
+// it.
+func deletable(s *agent.Snapshot, pt *agent.Partition) bool {
+	c := s.TopicConfig(pt.Topic)
+	return !agent.HasInternalPrefix(pt.Topic) && c.CleanupPolicy.Delete && !c.RemoteStorage && pt.Held == "" &&
+		!(c.CleanerDisabled && c.CleanupPolicy.Compact)
 }
 
 // needBytes is how many bytes must still be freed for usage to fall

@@ -123,6 +123,9 @@ type Enforcer struct {
 	virtualLSO map[TopicPartition]int64
 	// fractionPass: when each partition last had a purge_fraction pass.
 	fractionPass map[TopicPartition]time.Time
+	// eligibleSince: when each eligible tiered segment was first seen
+	// (pending.go).
+	eligibleSince map[SegmentKey]time.Time
 	// bands: each log dir's band at the last pass, to log changes.
 	bands map[string]string
 
@@ -130,7 +133,8 @@ type Enforcer struct {
 	evidence Evidence
 	features []rights.Feature // the rights checked
 	ev       evidenceState
-	guarded  atomic.Int32 // BrokerID()
+	guarded  atomic.Int32                      // BrokerID()
+	offline  atomic.Pointer[map[string]string] // OfflineLogDirs()
 }
 
 // Deps are what the enforcer observes and acts through.

@@ -101,6 +101,7 @@ func (e *Enforcer) observeEvidence(ctx context.Context, o *Observed) {
 		e.readIdentity(ctx, o.Now, snap)
 	}
 	o.Identity = e.identities(snap.LogDirs)
+	e.publishOffline(o.Identity)
 	e.reportIdentity(snap.LogDirs, o.Identity)
 	if e.rightsDue(o) {
 		e.readRights(ctx, o)

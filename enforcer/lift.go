@@ -125,15 +125,19 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 		if !ok {
 			continue // the topic is gone, and its config with it
 		}
+		if !recs.guardSet(c, v) && sameValue(v, c.Orig) {
+			continue // the operator's value is in place: the guard's never took
+		}
 		if !recs.guardSet(c, v) {
 			out.ConfigsChanged = append(out.ConfigsChanged, ConfigChange{Topic: c.Topic, Key: c.Key, Value: v, From: strPtr(c.Value)})
 			continue
 		}
-		if err := a.AlterTopicConfig(ctx, c.Topic, c.Key, c.Orig); err != nil {
+		restored, wanted, err := restoreOrInherit(ctx, a, c)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("restore %s of topic %s: %w", c.Key, c.Topic, err))
 			continue
 		}
-		out.Configs = append(out.Configs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: c.Orig, From: v})
+		out.Configs = append(out.Configs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: restored, From: v, Wanted: wanted})
 	}
 	return errors.Join(errs...)
 }

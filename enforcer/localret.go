@@ -42,6 +42,10 @@ type ConfigChange struct {
 	From *string
 	// Bytes the change frees, as the model expects (a lowering).
 	Bytes int64
+	// Wanted: a restore Kafka refused (ErrConfigRefused) for the
+	// operator's value, which Wanted holds; Value is what was restored
+	// instead (nil: the override deleted, so the topic inherits).
+	Wanted *string
 }
 
 // tieredRights reports whether the rights report says the guard may
@@ -121,8 +125,9 @@ func (p Policy) tieredLowerable(o Observed, topic string) bool {
 // a target, the gentlest values that together free what usage is above
 // the restore bound (topics with the most to free first); with a fraction
 // (purge_fraction), each topic keeps (1 - fraction) of its largest
-// partition. A topic whose value would not be lower than its local
-// retention now is left out. It is pure.
+// partition. No value is below the topic's LocalRetentionFloor. A topic whose
+// value would not be lower than its local retention now is left out. It
+// is pure.
 func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	lp := lowerPlan{values: map[string]int64{}, bytes: map[string]int64{}}
 	if !lowers(g.Free) || len(g.Blocked) > 0 || g.Foreign {
@@ -140,12 +145,14 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	}
 	type cand struct {
 		topic string
-		max   int64 // bytes freed at 0
+		max   int64 // bytes freed at the topic's floor
+		floor int64 // LocalRetentionFloor
 	}
 	var cands []cand
 	for t, parts := range byTopic {
-		if f := freedAt(parts, 0); f > 0 {
-			cands = append(cands, cand{t, f})
+		floor := LocalRetentionFloor(o.Snapshot.TopicConfig(t))
+		if f := freedAt(parts, floor); f > 0 {
+			cands = append(cands, cand{t, f, floor})
 		}
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
@@ -163,7 +170,7 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	// local copies back, so restoring frees nothing and fills nothing.
 	need := int64(math.MaxInt64)
 	if g.Free.Action == ActionPurge && g.Free.Target > 0 {
-		need = needBytes(*ld, min(g.Free.Target, p.lowerFrom()), ld.PendingDeleteBytes)
+		need = needBytes(*ld, min(g.Free.Target, p.lowerFrom()), ld.PendingDeleteBytes+tieredPending(o, ld))
 	}
 	for _, c := range cands {
 		if need <= 0 {
@@ -179,10 +186,13 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 			}
 			v = int64(math.Floor((1 - g.Free.Fraction) * float64(largest)))
 		case c.max <= need:
-			v = 0
+			// All it can free: the gentlest value that frees as much as
+			// the floor does.
+			v = gentlest(parts, c.max)
 		default:
 			v = gentlest(parts, need)
 		}
+		v = max(v, c.floor)
 		if cur := effectiveLocalBytes(o.Snapshot.TopicConfig(c.topic)); cur >= 0 && v >= cur {
 			continue
 		}
@@ -235,6 +245,12 @@ func freedAt(parts []*agent.Partition, v int64) int64 {
 		size := localSize(pt)
 		for j := 0; j < len(pt.Segments)-1; j++ {
 			s := pt.Segments[j]
+			if s.State == agent.StateEligible {
+				// Kafka frees it anyway at its next check: pending
+				// (tieredPending), not freed by a new value.
+				size -= s.LogBytes
+				continue
+			}
 			if size-s.LogBytes < v || s.Tier != agent.TierUploaded {
 				break
 			}
@@ -364,6 +380,11 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 		case !read:
 			// The topic is gone (deleted): so is its config; the claim
 			// goes with it.
+		case !po.Records.guardSet(c, cur) && sameValue(cur, c.Orig):
+			// The operator's value is in place: the guard's change never
+			// took (Kafka refused it, ResultRefused) or was undone. No
+			// operator changed anything; the claim is given up.
+			pp.ReleaseConfigs = append(pp.ReleaseConfigs, c)
 		case !po.Records.guardSet(c, cur):
 			pp.DroppedConfigs = append(pp.DroppedConfigs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: cur, From: strPtr(c.Value)})
 		case wantNothing || suppressed(c.Topic) || !keep[c.Topic]:

@@ -1,6 +1,8 @@
 package enforcer
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,10 +15,16 @@ const (
 	ResultOK     ActionResult = "ok"
 	ResultError  ActionResult = "error"
 	ResultDryRun ActionResult = "dry_run" // observe mode: planned, logged and counted, not performed
+	// ResultRefused: Kafka refused a topic config value (ErrConfigRefused:
+	// INVALID_CONFIG, POLICY_VIOLATION); the value in place did not change.
+	ResultRefused ActionResult = "refused"
 )
 
 // actionResult is ResultError for a failed action, else ResultOK.
 func actionResult(err error) ActionResult {
+	if errors.Is(err, ErrConfigRefused) {
+		return ResultRefused
+	}
 	if err != nil {
 		return ResultError
 	}

@@ -130,7 +130,7 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 	eligibleOnly := g.Free.Action == ActionScheduled || g.Free.Action == ActionPeriodic
 	// Bytes Kafka frees from tiered topics whose local retention the pass
 	// lowers (R7.4) come first: they lose no record.
-	already := ld.PendingDeleteBytes + g.Lower.freed
+	already := ld.PendingDeleteBytes + g.Lower.freed + tieredPending(o, &ld)
 	var parts []*partState
 	for i := range ld.Partitions {
 		p := &ld.Partitions[i]
@@ -144,13 +144,14 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 		}
 		ps := &partState{p: p, lso: lso, hw: hw}
 		// Segments wholly below the log start offset are on their way out:
-		// the broker removes them at its next retention check.
-		for j := 0; j < len(p.Segments)-1; j++ {
+		// the broker removes them at its next retention check (unless its
+		// retention does not run on the partition: p.Held).
+		for j := 0; j < len(p.Segments)-1 && p.Held == ""; j++ {
 			if p.Segments[j+1].BaseOffset <= lso {
 				already += p.Segments[j].DiskBytes
 			}
 		}
-		if !ok || hw < 0 || !deletable(o.Snapshot, p.Topic) || len(g.HeldTopics[p.Topic]) > 0 {
+		if !ok || hw < 0 || !deletable(o.Snapshot, p) || len(g.HeldTopics[p.Topic]) > 0 {
 			continue
 		}
 		if g.Free.Action == ActionPurgeFraction && o.FractionDone[TopicPartition{p.Topic, p.Partition}] {

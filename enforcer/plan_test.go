@@ -175,6 +175,42 @@ func TestPlanDeletions(t *testing.T) {
 			want: []del{{"b", 0, 10, 1, 100, 0}},
 		},
 		{
+			rule: "R1.2/a partition Kafka's retention does not visit is never purged: moving, cleaner off, log dir offline", profile: CloudProfile(),
+			obs: func() Observed {
+				held := func(topic string, r agent.Reason) agent.Partition {
+					p := part(topic, 0, 0, 40, seg(0, 1, C), seg(10, 2, C), seg(20, 3, C), seg(30, 9, O))
+					p.Held = r
+					return p
+				}
+				s := snap(1050, 1200, held("m", agent.HeldMoving), held("both", agent.HeldCleanerDisabled),
+					held("o", agent.HeldLogDirOffline), held("x", ""))
+				return Observed{Snapshot: s}
+			}(),
+			want: []del{{"x", 0, 10, 1, 100, 100}},
+		},
+		{
+			rule: "R1.2/compact,delete with the cleaner off is not deletable even unclassified", profile: CloudProfile(),
+			obs: func() Observed {
+				s := snap(1050, 1200, part("both", 0, 0, 40, seg(0, 1, C), seg(10, 2, C), seg(20, 3, C), seg(30, 9, O)))
+				c := s.Configs["both"]
+				c.CleanerDisabled = true
+				s.Configs["both"] = c
+				return Observed{Snapshot: s}
+			}(),
+			want: []del{},
+		},
+		{
+			rule: "R1.2/below the log start offset of a moving partition is not on its way out", profile: CloudProfile(),
+			// used 1050 of 1200: need 31. The moving partition's segment below
+			// its log start offset stays until the move ends: x loses one.
+			obs: func() Observed {
+				m := part("m", 0, 10, 40, seg(0, 1, C), seg(10, 2, C), seg(20, 3, C), seg(30, 9, O))
+				m.Held = agent.HeldMoving
+				return Observed{Snapshot: snap(1050, 1200, m, part("x", 0, 0, 40, seg(0, 4, C), seg(10, 5, C), seg(20, 6, C), seg(30, 9, O)))}
+			}(),
+			want: []del{{"x", 0, 10, 1, 100, 100}},
+		},
+		{
 			rule: "R3.1/75-85% never takes closed segments that are not eligible", profile: CloudProfile(),
 			obs: Observed{Snapshot: snap(840, 1000,
 				part("a", 0, 0, 40, seg(0, 5, E), seg(10, 6, C), seg(20, 7, E), seg(30, 8, O)))},

@@ -287,11 +287,20 @@ func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err 
 	attrs = append([]any{"action", action, "topic", c.Topic, "key", c.Key, "value", show(c.Value), "from", show(c.From),
 		"band", band, "dry_run", e.dryRun}, attrs...)
 	if c.LogDir != "" {
-		attrs = append(attrs, "log_dir", c.LogDir, "bytes", c.Bytes)
+		// bytes: this broker's log dir only; the value is the topic's, so
+		// every replica on every broker drops its uploaded local copies.
+		attrs = append(attrs, "log_dir", c.LogDir, "bytes", c.Bytes, "scope", "cluster")
+	}
+	if c.Wanted != nil {
+		attrs = append(attrs, "operator_value", show(c.Wanted))
 	}
 	switch {
+	case errors.Is(err, ErrConfigRefused):
+		e.logger.Error("local retention change refused by Kafka: the value in place stays", append(attrs, "err", err)...)
 	case err != nil:
 		e.logger.Error("local retention change failed", append(attrs, "err", err)...)
+	case c.Wanted != nil:
+		e.logger.Warn("local retention restored to what Kafka accepts: it refused the operator's value", attrs...)
 	case action == actionLowerLocalRetention && e.dryRun:
 		e.logger.Info("would lower local retention", attrs...)
 	case action == actionLowerLocalRetention:

@@ -3,6 +3,7 @@ package enforcer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -39,6 +40,9 @@ type fakeAdmin struct {
 	// topics the cluster no longer has.
 	configs map[string]map[string]string
 	gone    map[string]bool
+	// refuse, when set, makes AlterTopicConfig answer ErrConfigRefused for
+	// the values it returns true for (Kafka's LogConfig validation).
+	refuse func(topic string, value *string) bool
 	// Reads, for tests of what a pass reads.
 	loads       int
 	offsetCalls [][]TopicPartition
@@ -224,6 +228,9 @@ func (f *fakeAdmin) AlterTopicConfig(_ context.Context, topic, key string, value
 		return err
 	}
 	f.writes++
+	if f.refuse != nil && f.refuse(topic, value) {
+		return fmt.Errorf("incremental alter configs of topic %s: %w: INVALID_CONFIG: %s", topic, ErrConfigRefused, show(value))
+	}
 	if f.configs == nil {
 		f.configs = map[string]map[string]string{}
 	}

@@ -20,6 +20,8 @@ type descs struct {
 	segments, segmentBytes, expiredRetained, oldestEligibleAge, appended *prometheus.Desc
 	// Tiered partitions (spec R1.7).
 	tieredSegments, tieredBytes, tieredEligibleLocally, tieredUnreadable *prometheus.Desc
+	// Partitions Kafka's retention does not visit (spec R1.2).
+	retentionHeld *prometheus.Desc
 	// Reserved space (spec R5).
 	reserved, reservedPercent *prometheus.Desc
 	// Agent health.
@@ -77,6 +79,10 @@ func newDescs(perPartition bool) descs {
 		tieredUnreadable: prometheus.NewDesc(name("tiered_offsets_unknown_partitions"),
 			"Tiered partitions whose remote offsets could not be read from the leader: nothing in them is eligible.", topic, nil),
 
+		retentionHeld: prometheus.NewDesc(name("retention_held_bytes"),
+			"Disk bytes of partitions whose retention Kafka does not run, by reason (moving, cleaner_disabled, log_dir_offline): nothing in them is eligible.",
+			[]string{"log_dir", "reason"}, nil),
+
 		reserved: prometheus.NewDesc(name("reserved_bytes"),
 			"Bytes reserved for the topic's replicas on this broker (spec R5.1), by basis.", reservedLabels, nil),
 		reservedPercent: prometheus.NewDesc(name("reserved_disk_space_percent"),
@@ -112,7 +118,7 @@ func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		d.capacity, d.used, d.available, d.usageRatio, d.logDirPending, d.logDirError, d.nonKafka,
 		d.segments, d.segmentBytes, d.expiredRetained, d.oldestEligibleAge, d.appended,
-		d.tieredSegments, d.tieredBytes, d.tieredEligibleLocally, d.tieredUnreadable,
+		d.tieredSegments, d.tieredBytes, d.tieredEligibleLocally, d.tieredUnreadable, d.retentionHeld,
 		d.reserved, d.reservedPercent,
 		d.lastScan, d.scanDuration, d.scanErrors, d.rescans, d.rereads, d.watchMode, d.polledDirs, d.configsAge, d.buildInfo,
 		d.configMaxAge, d.configsWithout,
@@ -158,6 +164,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	now := c.cfg.Now()
 	c.collectUsage(ch, v)
 	c.collectTopics(ch, v, now)
+	c.collectHeld(ch, snap)
 	c.collectReserved(ch, v)
 	c.collectEvidence(ch, v, now)
 	c.collectHealth(ch, snap, now)

@@ -44,8 +44,46 @@ type PartitionInput struct {
 // topic (remote.storage.enable, copying on) reserves its local footprint:
 // local.retention.bytes and local.retention.ms stand for retention.bytes
 // and retention.ms (-2: the latter), since older segments live in remote
-// storage (spec R1.7).
+// storage (spec R1.7), plus tieredAllowance: local retention alone does
+// not cap a tiered topic's local disk use.
 func Partition(in PartitionInput) (int64, Basis) {
+	r, basis := partition(in)
+	if c := in.Config; c.Tiered(in.Topic) && !c.RemoteCopyDisable && !(c.CleanupPolicy.Compact && !c.CleanupPolicy.Delete) {
+		r += tieredAllowance(in)
+	}
+	return r, basis
+}
+
+// tieredAllowance is what a tiered partition holds locally beyond its
+// local retention: Kafka deletes a local segment only once it is uploaded
+// and only at its retention checks.
+//
+//	allowance = segment.bytes + 2 * segment.index.bytes + write rate x log.retention.check.interval.ms
+//
+// The upload allowance is one rolled segment (with its indexes) waiting
+// for its upload: RemoteLogManager copies rolled segments in order, up to
+// the last stable offset, so the newest rolled one is local only until
+// its copy ends. The growth between retention checks is what the
+// partition writes in one check interval (5 minutes by default; the
+// broker's log.retention.check.interval.ms when read), counted only with
+// an observed or given write rate. Uploads that stall (a hanging
+// transaction holding the last stable offset, the copy quota, a remote
+// storage outage, remote.copy.lag.*) grow local use without bound: no
+// reservation covers that, write protection does (spec R4).
+func tieredAllowance(in PartitionInput) int64 {
+	c := in.Config
+	seg := c.SegmentBytes
+	if seg <= 0 {
+		seg = agent.DefaultTopicConfig().SegmentBytes
+	}
+	check := c.RetentionCheckIntervalMs
+	if check <= 0 {
+		check = 300_000
+	}
+	return seg + 2*c.SegmentIndexBytes + int64(in.WriteRateBytesPerSecond*float64(check)/1000)
+}
+
+func partition(in PartitionInput) (int64, Basis) {
 	c := in.Config
 	if c.CleanupPolicy.Compact && !c.CleanupPolicy.Delete {
 		if in.CompactFlatBytes > 0 {

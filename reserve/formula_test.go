@@ -89,6 +89,12 @@ func TestPartitionBases(t *testing.T) {
 			3600*mib + 1*gib + 2*10*mib*4, BasisWriteRateEstimate,
 		},
 		{
+			"R1.7 tiered: growth between the broker's retention checks",
+			PartitionInput{Topic: "t", Config: func() agent.TopicConfig { c := tiered; c.RetentionCheckIntervalMs = 60_000; return c }(),
+				WriteRateBytesPerSecond: float64(mib)},
+			2*gib + 512*mib + 2*10*mib*5 + 512*mib + 2*10*mib + 60*mib, BasisRetentionBytes,
+		},
+		{
 			"R5.2 retention.bytes=-1 and no observed rate: unbounded, one segment reserved",
 			PartitionInput{Config: hourRetention},
 			1*gib + 2*10*mib, BasisUnbounded,
@@ -108,9 +114,9 @@ func TestPartitionBases(t *testing.T) {
 		},
 		{"R5.1 retention.bytes=0", PartitionInput{Config: deleteConfig(0, 512*mib)}, 512*mib + 2*10*mib, BasisRetentionBytes},
 		{"R1.7 tiered: the local footprint (local.retention.bytes)", PartitionInput{Topic: "t", Config: tiered},
-			2*gib + 512*mib + 2*10*mib*5, BasisRetentionBytes},
+			2*gib + 512*mib + 2*10*mib*5 + 512*mib + 2*10*mib, BasisRetentionBytes},
 		{"R1.7 tiered, local.retention.bytes=-2: retention.bytes", PartitionInput{Topic: "t", Config: tieredInherit},
-			50*gib + 512*mib + 2*10*mib*101, BasisRetentionBytes},
+			50*gib + 512*mib + 2*10*mib*101 + 512*mib + 2*10*mib, BasisRetentionBytes},
 		{"R1.7 tiered with copying off: retention.bytes locally", PartitionInput{Topic: "t", Config: tieredCopyOff},
 			50*gib + 512*mib + 2*10*mib*101, BasisRetentionBytes},
 		{"R1.7 tiered internal topic name: not tiered", PartitionInput{Topic: "__consumer_offsets", Config: tiered},
@@ -118,7 +124,9 @@ func TestPartitionBases(t *testing.T) {
 		{
 			"R1.7+R5.2 tiered, no size limit: write rate x local.retention.ms",
 			PartitionInput{Topic: "t", Config: tieredByTime, WriteRateBytesPerSecond: float64(mib)},
-			3600*mib + 1*gib + 2*10*mib*4, BasisWriteRateEstimate,
+			// + the upload allowance (a segment and its indexes) and 5
+			// minutes of writes between retention checks.
+			3600*mib + 1*gib + 2*10*mib*4 + 1*gib + 2*10*mib + 300*mib, BasisWriteRateEstimate,
 		},
 	}
 	for _, tt := range tests {

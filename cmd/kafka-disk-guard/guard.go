@@ -272,7 +272,9 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		if err != nil {
 			return err
 		}
-		configs = withRemote{refresh, tiered}
+		// Followers delete by their own upload boundary (spec R1.7).
+		tiered.WithLocalBroker(func() int32 { return guardedBrokerID(enf, a) })
+		configs = withRemote{configs: refresh, tiered: tiered, offline: func() map[string]string { return offlineLogDirs(enf) }}
 		// The ownership topic is always admitted: creating it must never
 		// wait for admission (spec R8.4).
 		cfg.Admission.ExemptTopics = append(cfg.Admission.ExemptTopics, cfg.Enforcer.OwnershipTopic)
@@ -378,16 +380,29 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 }
 
 // withRemote adds the tiered partitions' remote offsets to the configs
-// fetched from the cluster.
+// fetched from the cluster, and the log dirs the broker reports offline
+// (the enforcer reads them with the identity evidence).
 type withRemote struct {
 	configs *agent.ConfigRefresher
 	tiered  *agent.TieredRefresher
+	offline func() map[string]string
 }
 
 func (w withRemote) Current() agent.ConfigSet {
 	cs := w.configs.Current()
 	cs.Remote, cs.RemoteTime = w.tiered.Current()
+	if w.offline != nil {
+		cs.OfflineLogDirs = w.offline()
+	}
 	return cs
+}
+
+// offlineLogDirs is enf's OfflineLogDirs; nil before enf exists.
+func offlineLogDirs(enf *enforcer.Enforcer) map[string]string {
+	if enf == nil {
+		return nil
+	}
+	return enf.OfflineLogDirs()
 }
 
 // snapshotTieredPartitions lists the tiered partitions the agent has seen.

@@ -191,7 +191,30 @@ func scanConfigs(ctx context.Context, cfg scanConfig, dirs []agent.LogDir) (agen
 		}
 		online.RemoteTime = time.Now()
 	}
+	// Log dirs the broker has offline: Kafka's retention does not run
+	// there (held: log_dir_offline). Without the broker's word (no broker
+	// id in meta.properties, DescribeLogDirs failing) none is.
+	if brokerID >= 0 {
+		if ev, err := link.Evidence().IdentityEvidence(ctx, brokerID); err == nil {
+			online.OfflineLogDirs = offlineDirs(agent.CheckIdentity(dirs, ev))
+		}
+	}
 	return online, nil
+}
+
+// offlineDirs lists the log dirs whose identity check found them offline
+// on the broker, with its word; nil when none is.
+func offlineDirs(ids []agent.LogDirIdentity) map[string]string {
+	var out map[string]string
+	for _, id := range ids {
+		if id.Reason == agent.IdentityBrokerOffline {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[id.Path] = id.Detail
+		}
+	}
+	return out
 }
 
 // Report types: the JSON schema of `scan --format json`.
@@ -305,6 +328,9 @@ type partitionReport struct {
 	LogStartOffset int64  `json:"log_start_offset"`
 	HighWatermark  int64  `json:"high_watermark"`
 	LogEndOffset   int64  `json:"log_end_offset"`
+	// RetentionHeld: why Kafka's retention does not run on the partition
+	// (agent.HeldReasons: moving, cleaner_disabled, log_dir_offline).
+	RetentionHeld string `json:"retention_held,omitempty"`
 	// Remote: a tiered partition's remote tier, as its leader reported it.
 	Remote *remoteReport `json:"remote,omitempty"`
 	summary
@@ -361,7 +387,7 @@ func buildReport(snap agent.Snapshot, bands []forecast.Band) scanReport {
 		for _, p := range d.Partitions {
 			pr := partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
 				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset,
-				summary: newSummary(p.Summary(), snap.Time)}
+				RetentionHeld: string(p.Held), summary: newSummary(p.Summary(), snap.Time)}
 			if p.Remote != nil {
 				pr.Remote = &remoteReport{HighestUploadedOffset: p.Remote.HighestUploaded, LocalLogStartOffset: p.Remote.LocalLogStart,
 					LogStartOffset: p.Remote.LogStart, Error: p.Remote.Err}
@@ -424,7 +450,11 @@ func writeScanTable(w io.Writer, snap agent.Snapshot, bands []forecast.Band) err
 	fmt.Fprintln(&b, "\npartitions")
 	fmt.Fprintln(tw, "PARTITION\tKIND\tLOG START\tHW\tLOG END\tOPEN\tCLOSED\tELIGIBLE\tBYTES OPEN\tBYTES CLOSED\tBYTES ELIGIBLE\tEXP OPEN SEG\tEXP AWAITING\tEXP PENDING\tOLDEST ELIGIBLE")
 	for _, p := range r.Partitions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Dir, p.Kind, offsetText(p.LogStartOffset), offsetText(p.HighWatermark), offsetText(p.LogEndOffset), summaryCols(p.summary))
+		kind := p.Kind
+		if p.RetentionHeld != "" {
+			kind += ", held: " + p.RetentionHeld
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Dir, kind, offsetText(p.LogStartOffset), offsetText(p.HighWatermark), offsetText(p.LogEndOffset), summaryCols(p.summary))
 	}
 	tw.Flush()
 	writeTieredTable(&b, r)

@@ -110,7 +110,8 @@ func (f *RemoteOffsetsFetcher) FetchRemoteOffsets(ctx context.Context, parts []a
 				out[tp] = agent.RemoteOffsets{Err: fmt.Sprintf("list offsets: %v", errors.Join(errs...)), Time: now}
 				continue
 			}
-			out[tp] = agent.RemoteOffsets{LogStart: offs[0], LocalLogStart: offs[1], HighestUploaded: offs[2], Time: now}
+			out[tp] = agent.RemoteOffsets{LogStart: offs[0], LocalLogStart: offs[1], HighestUploaded: offs[2], Time: now,
+				Leader: b.ID(), LeaderKnown: true, LeaderHighestUploaded: offs[2]}
 		}
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 )
 
 // TopicConfigOverrides reads one config key of each topic as a topic
@@ -68,7 +70,17 @@ func (e *Enforce) AlterTopicConfig(ctx context.Context, topic, key string, value
 	if err := c.viaController(func() error {
 		return c.admin.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{key: entry}, false)
 	}); err != nil {
+		if refused(err) {
+			return fmt.Errorf("incremental alter configs of topic %s: %w: %w", topic, enforcer.ErrConfigRefused, err)
+		}
 		return fmt.Errorf("incremental alter configs of topic %s: %w", topic, err)
 	}
 	return nil
+}
+
+// refused reports whether err is the broker refusing a config value
+// (LogConfig's validation: INVALID_CONFIG; an AlterConfigPolicy:
+// POLICY_VIOLATION; INVALID_REQUEST), not a failure to reach it.
+func refused(err error) bool {
+	return errors.Is(err, sarama.ErrInvalidConfig) || errors.Is(err, sarama.ErrPolicyViolation) || errors.Is(err, sarama.ErrInvalidRequest)
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// under RemoteDir by the test RemoteStorageManager (scripts/kafka.sh
 	// --tiered), with Kafka's topic-based metadata manager.
 	Tiered bool
+	// ExtraLogDirs gives the broker that many more log dirs (JBOD):
+	// log.dirs is LogDir then Broker.ExtraLogDirs (data-2, data-3, ...).
+	ExtraLogDirs int
 	// NoAuthorizer runs the broker without an authorizer
 	// (scripts/kafka.sh --no-authorizer): ACL requests answer
 	// SECURITY_DISABLED.
@@ -62,6 +65,8 @@ type Options struct {
 type Broker struct {
 	Dir    string // work dir: server.properties, logs/, data/
 	LogDir string // the broker's log.dirs
+	// ExtraLogDirs are the broker's further log dirs (Options.ExtraLogDirs).
+	ExtraLogDirs []string
 	// RemoteDir holds the "remote" tier of a tiered broker (Options.Tiered).
 	RemoteDir string
 	Addr      string // PLAINTEXT listener: anonymous clients
@@ -134,6 +139,15 @@ func Start(opts Options) (*Broker, error) {
 	}
 	for _, p := range opts.Props {
 		args = append(args, "--prop", p)
+	}
+	if opts.ExtraLogDirs > 0 {
+		dirs := []string{b.LogDir}
+		for i := range opts.ExtraLogDirs {
+			d := filepath.Join(dir, fmt.Sprintf("data-%d", i+2))
+			b.ExtraLogDirs = append(b.ExtraLogDirs, d)
+			dirs = append(dirs, d)
+		}
+		args = append(args, "--prop", "log.dirs="+strings.Join(dirs, ","))
 	}
 	cmd := exec.Command(b.script, args...)
 	cmd.Env = os.Environ()
@@ -228,7 +242,7 @@ func (b *Broker) Admin(t testing.TB) sarama.ClusterAdmin {
 }
 
 // CreateTopic creates a topic with the given configs and waits until its
-// partition directories exist on disk.
+// partition directories exist on disk (in any of its log dirs).
 func (b *Broker) CreateTopic(t testing.TB, name string, partitions int32, configs map[string]string) {
 	t.Helper()
 	entries := make(map[string]*string, len(configs))
@@ -246,7 +260,13 @@ func (b *Broker) CreateTopic(t testing.TB, name string, partitions int32, config
 	}
 	Eventually(t, 20*time.Second, func() error {
 		for p := int32(0); p < partitions; p++ {
-			if _, err := os.Stat(filepath.Join(b.LogDir, fmt.Sprintf("%s-%d", name, p))); err != nil {
+			var err error
+			for _, d := range append([]string{b.LogDir}, b.ExtraLogDirs...) {
+				if _, err = os.Stat(filepath.Join(d, fmt.Sprintf("%s-%d", name, p))); err == nil {
+					break
+				}
+			}
+			if err != nil {
 				return err
 			}
 		}

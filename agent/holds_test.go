@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestHolds: the partitions whose retention Kafka does not run (spec R1.2):
+// a partition being moved to another log dir (a -future sibling, cleaner
+// on), a compacted topic with the cleaner off, a log dir the broker has
+// offline. Nothing in them is eligible, and the partition says why.
+func TestHolds(t *testing.T) {
+	old := func(topic string, kind PartitionKind) Partition {
+		p := mkPartition(0, 300, 300, seg{0, 100, 200 * time.Hour}, seg{100, 100, 200 * time.Hour}, seg{200, 100, 0})
+		p.Topic, p.Kind = topic, kind
+		p.Dir = topic + "-0"
+		if kind == KindFuture {
+			p.Dir = topic + "-0.abc-future"
+		}
+		return p
+	}
+	del := cfg(hour, -1, "delete")
+	cd := cfg(hour, -1, "compact,delete")
+	cases := []struct {
+		name     string
+		defaults TopicConfig
+		topics   map[string]TopicConfig
+		offline  map[string]string
+		dirs     [][]Partition
+		want     map[string]Reason // "dir/partition dir" -> held reason
+		eligible map[string]bool   // ... -> any segment eligible
+	}{
+		{
+			name: "R1.2/moving: live and -future logs held while the cleaner runs", defaults: del,
+			dirs:     [][]Partition{{old("a", KindLive), old("b", KindLive)}, {old("a", KindFuture)}},
+			want:     map[string]Reason{"0/a-0": HeldMoving, "0/b-0": "", "1/a-0.abc-future": HeldMoving},
+			eligible: map[string]bool{"0/a-0": false, "0/b-0": true, "1/a-0.abc-future": false},
+		},
+		{
+			name: "R1.2/moving: no pause with the cleaner disabled", defaults: func() TopicConfig { c := del; c.CleanerDisabled = true; return c }(),
+			dirs:     [][]Partition{{old("a", KindLive)}, {old("a", KindFuture)}},
+			want:     map[string]Reason{"0/a-0": "", "1/a-0.abc-future": ""},
+			eligible: map[string]bool{"0/a-0": true, "1/a-0.abc-future": true},
+		},
+		{
+			name: "R1.2/cleaner_disabled: compact,delete without the cleaner", defaults: func() TopicConfig { c := del; c.CleanerDisabled = true; return c }(),
+			topics:   map[string]TopicConfig{"c": func() TopicConfig { c := cd; c.CleanerDisabled = true; return c }()},
+			dirs:     [][]Partition{{old("c", KindLive), old("d", KindLive)}},
+			want:     map[string]Reason{"0/c-0": HeldCleanerDisabled, "0/d-0": ""},
+			eligible: map[string]bool{"0/c-0": false, "0/d-0": true},
+		},
+		{
+			name: "R1.2/cleaner_disabled: compact,delete with the cleaner is not held", defaults: del,
+			topics:   map[string]TopicConfig{"c": cd},
+			dirs:     [][]Partition{{old("c", KindLive)}},
+			want:     map[string]Reason{"0/c-0": ""},
+			eligible: map[string]bool{"0/c-0": true},
+		},
+		{
+			name: "R1.2/log_dir_offline: every partition of the dir", defaults: del,
+			offline: map[string]string{"/d1": "KAFKA_STORAGE_ERROR"},
+			dirs:    [][]Partition{{old("a", KindLive)}, {old("b", KindLive), old("a", KindFuture)}},
+			// The -future log is in the offline dir: the live one is not moving.
+			want:     map[string]Reason{"0/a-0": "", "1/b-0": HeldLogDirOffline, "1/a-0.abc-future": HeldLogDirOffline},
+			eligible: map[string]bool{"0/a-0": true, "1/b-0": false, "1/a-0.abc-future": false},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var dirs []LogDir
+			for i, ps := range tc.dirs {
+				dirs = append(dirs, LogDir{Path: []string{"/d0", "/d1"}[i], Partitions: ps})
+			}
+			cs := ConfigSet{Defaults: tc.defaults, Topics: tc.topics, OfflineLogDirs: tc.offline}
+			snap := BuildSnapshot(testNow, dirs, cs, Health{})
+			seen := 0
+			for i, d := range snap.LogDirs {
+				for _, p := range d.Partitions {
+					key := []string{"0", "1"}[i] + "/" + p.Dir
+					want, ok := tc.want[key]
+					if !ok {
+						continue
+					}
+					seen++
+					if p.Held != want {
+						t.Errorf("%s: held %q, want %q", key, p.Held, want)
+					}
+					el := slices.ContainsFunc(p.Segments, func(s Segment) bool { return s.State == StateEligible })
+					if el != tc.eligible[key] {
+						t.Errorf("%s: eligible %v, want %v (%v)", key, el, tc.eligible[key], render(p))
+					}
+					if p.Held != "" && slices.ContainsFunc(p.Segments, func(s Segment) bool { return s.ExpiredBytes > 0 }) {
+						t.Errorf("%s: held, but expired bytes %v", key, p.Segments)
+					}
+				}
+			}
+			if seen != len(tc.want) {
+				t.Errorf("saw %d of %d partitions", seen, len(tc.want))
+			}
+			// The input is not modified.
+			if dirs[0].Partitions[0].Held != "" || dirs[0].Partitions[0].Segments[0].State != "" {
+				t.Errorf("input partition modified: %+v", dirs[0].Partitions[0])
+			}
+		})
+	}
+}
+
+// The broker's retention check interval comes with its defaults (the
+// enforcer's pending bytes, spec R3.5); offline it is 0 (Kafka's default
+// assumed).
+func TestBrokerDefaultsRetentionCheckInterval(t *testing.T) {
+	c, err := BrokerDefaults(map[string]string{"log.retention.check.interval.ms": "1000"})
+	if err != nil || c.RetentionCheckIntervalMs != 1000 {
+		t.Fatalf("%d %v", c.RetentionCheckIntervalMs, err)
+	}
+	if _, err := BrokerDefaults(map[string]string{"log.retention.check.interval.ms": "x"}); err == nil {
+		t.Fatal("a bad interval accepted")
+	}
+	if DefaultTopicConfig().RetentionCheckIntervalMs != 0 || DefaultTopicConfig().RemoteCopyLagBytes != -1 {
+		t.Fatal("defaults")
+	}
+}

@@ -1,0 +1,119 @@
+package enforcer
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// The values the guard sets and restores as a tiered topic's
+// local.retention.bytes, as Kafka 4.4's LogConfig validates them (spec
+// R7.4). Small pure functions, apart from the claim bookkeeping.
+
+// LocalRetentionFloor is the lowest local.retention.bytes the guard sets on
+// a topic:
+//   - never 0: with local.retention.bytes=0 Kafka rolls the active segment
+//     at every retention check (UnifiedLog.deletableSegments: the size
+//     predicate holds for the active segment too, which is then rolled),
+//     so tiny segments, tiny uploads and remote log metadata records pile
+//     up while it stays; 1 frees the same closed, uploaded segments
+//     (freedAt: a segment goes while what stays is at least the value,
+//     and the active segment stays);
+//   - never below remote.copy.lag.bytes when it is positive (KIP-1241):
+//     LogConfig.validateRemoteCopyLagSize rejects the change with
+//     INVALID_CONFIG.
+func LocalRetentionFloor(c agent.TopicConfig) int64 {
+	return max(1, c.RemoteCopyLagBytes)
+}
+
+// ErrConfigRefused marks an AlterTopicConfig error that is Kafka refusing
+// the value (INVALID_CONFIG, POLICY_VIOLATION, INVALID_REQUEST), not a
+// failure to reach it: the admin adapter wraps those with it. A refused
+// change is its own action result (ResultRefused) and log line; the
+// value in place stays the operator's.
+var ErrConfigRefused = errors.New("refused by kafka")
+
+// AcceptedLocalBytes returns the local.retention.bytes nearest v that
+// Kafka 4.4 accepts with the topic's other configs c (v = -2: inherit
+// retention.bytes), and whether that is v itself. LogConfig's rules:
+//   - remote.log.copy.disable=true: -2 or equal to retention.bytes
+//     (validateRetentionConfigsWhenRemoteCopyDisabled);
+//   - retention.bytes >= 0: not -1 and not above retention.bytes
+//     (validateRemoteStorageRetentionSize);
+//   - remote.copy.lag.bytes > 0: the effective value (-2: retention.bytes)
+//     not below it when >= 0 (validateRemoteCopyLagSize).
+//
+// The nearest accepted value: retention.bytes for a value above it (or
+// -1 under a size limit, or any other under remote.log.copy.disable), and
+// remote.copy.lag.bytes for a value below it.
+func AcceptedLocalBytes(v int64, c agent.TopicConfig) (int64, bool) {
+	if c.RemoteCopyDisable {
+		if v == -2 || v == c.RetentionBytes {
+			return v, true
+		}
+		return -2, false
+	}
+	w := v
+	if c.RetentionBytes >= 0 && w != -2 && (w == -1 || w > c.RetentionBytes) {
+		w = c.RetentionBytes
+	}
+	eff := w
+	if eff == -2 {
+		eff = max(c.RetentionBytes, -1)
+	}
+	if lag := c.RemoteCopyLagBytes; lag > 0 && eff >= 0 && lag > eff {
+		if c.RetentionBytes < 0 || lag <= c.RetentionBytes {
+			w = lag
+		}
+	}
+	return w, w == v
+}
+
+// restoreValue is the value the guard restores for the operator's
+// original (nil: the override is deleted, which Kafka always accepts):
+// orig itself when Kafka accepts it with the topic's configs now, else
+// the nearest value it accepts (AcceptedLocalBytes); adjusted says which,
+// for the log line. An original that is not a number is restored as it
+// is.
+func restoreValue(orig *string, c agent.TopicConfig) (v *string, adjusted bool) {
+	if orig == nil {
+		return nil, false
+	}
+	n, err := strconv.ParseInt(*orig, 10, 64)
+	if err != nil {
+		return orig, false
+	}
+	w, ok := AcceptedLocalBytes(n, c)
+	if ok {
+		return orig, false
+	}
+	s := strconv.FormatInt(w, 10)
+	return &s, true
+}
+
+// restoreOrInherit puts the operator's value c.Orig back. When Kafka
+// refuses it (ErrConfigRefused: the operator lowered retention.bytes
+// below it meanwhile, set remote.log.copy.disable, raised
+// remote.copy.lag.bytes), it deletes the override instead, so the topic
+// inherits local.retention.bytes (-2 by default: retention.bytes, the
+// nearest value Kafka accepts for an original above retention.bytes or
+// -1 under a size limit, and the only one besides retention.bytes itself
+// with copying off). It returns what was restored and, when that is not
+// the original, the original (for the log line).
+func restoreOrInherit(ctx context.Context, a ReleaseAdmin, c Owned) (restored, wanted *string, err error) {
+	err = a.AlterTopicConfig(ctx, c.Topic, c.Key, c.Orig)
+	if err == nil || c.Orig == nil || !errors.Is(err, ErrConfigRefused) {
+		return c.Orig, nil, err
+	}
+	if err2 := a.AlterTopicConfig(ctx, c.Topic, c.Key, nil); err2 != nil {
+		return nil, nil, errors.Join(err, err2)
+	}
+	return nil, c.Orig, nil
+}
+
+// sameValue reports whether two config values (nil: not set) are equal.
+func sameValue(a, b *string) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
