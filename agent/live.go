@@ -234,13 +234,27 @@ type dirState struct {
 	dirty                 map[string]struct{}
 	grown                 map[string]struct{}
 	cpDirty               bool
+
+	// published is the Partitions slice of the last snapshot; changed says
+	// a partition changed since (publish then builds a new slice, else the
+	// new snapshot shares it). partDisk, partPending are the partitions'
+	// DiskBytes and PendingDeleteBytes summed; unwatched counts partitions
+	// without a watch. All kept as partitions change, so that nothing on a
+	// timer walks every partition unless something changed.
+	published          []Partition
+	changed            bool
+	partDisk, partPend int64
+	unwatched          int
 }
 
-// partState is one partition directory.
+// partState is one partition directory. part is the partition as read and
+// classified: the only copy of its segments the loop keeps, shared with the
+// published snapshots (Classify copies a segment slice only when a
+// classification changes; the scanner hands back the previous slice when
+// nothing in it changed).
 type partState struct {
-	raw        Partition
-	classified Partition
-	watched    bool
+	part    Partition
+	watched bool
 
 	appended     uint64
 	activeBase   int64
@@ -384,9 +398,10 @@ func (l *loop) flush(growth bool) {
 			d.cpDirty = false
 			d.cp = l.a.scanner.ReadCheckpoints(d.path)
 			for _, ps := range d.parts {
-				ps.raw.LogStartOffset, ps.raw.HighWatermark = checkpointOffsets(d.cp, ps.raw)
+				p := ps.part
+				p.LogStartOffset, p.HighWatermark = checkpointOffsets(d.cp, p)
+				l.store(d, ps, l.classify(p))
 			}
-			l.reclassifyDir(d)
 			changed = true
 		}
 		if growth {
@@ -429,32 +444,78 @@ func (l *loop) reread(d *dirState, name string) {
 	ps := d.parts[name]
 	var prev *Partition
 	if ps != nil {
-		prev = &ps.raw
+		prev = &ps.part
 	}
 	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp, prev)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && ps != nil {
-			l.unwatch(filepath.Join(d.path, name), ps)
-			delete(d.parts, name)
-			d.order = nil
+			l.drop(d, name, ps)
 		}
 		return
 	}
 	if ps == nil {
-		ps = &partState{activeBase: -1}
-		d.parts[name] = ps
-		d.order = nil
-		l.watchPartition(d, name, ps)
+		ps = l.add(d, name)
 		// A directory's first files may land before its watch: read again.
 		if p2, err := l.a.scanner.ReadPartition(d.path, name, d.cp, nil); err == nil {
 			p = p2
 		}
 	}
-	l.setRaw(d, ps, p)
+	l.set(d, ps, p)
 }
 
-// setRaw stores a freshly read partition: appended bytes, classification.
-func (l *loop) setRaw(d *dirState, ps *partState, p Partition) {
+// add starts tracking a new partition directory and watches it.
+func (l *loop) add(d *dirState, name string) *partState {
+	ps := &partState{activeBase: -1}
+	d.parts[name] = ps
+	d.order = nil
+	d.changed = true
+	d.unwatched++
+	l.watchPartition(d, name, ps)
+	return ps
+}
+
+// drop forgets a partition directory that is gone.
+func (l *loop) drop(d *dirState, name string, ps *partState) {
+	if !ps.watched {
+		d.unwatched--
+	}
+	l.unwatch(filepath.Join(d.path, name), ps)
+	d.partDisk -= ps.part.DiskBytes
+	d.partPend -= ps.part.PendingDeleteBytes
+	delete(d.parts, name)
+	d.order = nil
+	d.changed = true
+}
+
+// store replaces a partition's state with p, keeping the log dir's sums,
+// and notes whether the published snapshot needs a new Partitions slice.
+func (l *loop) store(d *dirState, ps *partState, p Partition) {
+	if !samePartition(&ps.part, &p) {
+		d.changed = true
+	}
+	d.partDisk += p.DiskBytes - ps.part.DiskBytes
+	d.partPend += p.PendingDeleteBytes - ps.part.PendingDeleteBytes
+	ps.part = p
+}
+
+// samePartition reports whether a and b hold the same values; slices are
+// compared by identity (Classify and the scanner make a new slice when a
+// value in it changes). A field added to Partition must be added here
+// (TestSamePartitionCoversPartition checks).
+func samePartition(a, b *Partition) bool {
+	sameSegs := len(a.Segments) == len(b.Segments) && (len(a.Segments) == 0 || &a.Segments[0] == &b.Segments[0])
+	sameExpiry := len(a.OpenExpiry) == len(b.OpenExpiry) && (len(a.OpenExpiry) == 0 || &a.OpenExpiry[0] == &b.OpenExpiry[0])
+	sameRemote := a.Remote == b.Remote || (a.Remote != nil && b.Remote != nil && *a.Remote == *b.Remote)
+	return sameSegs && sameExpiry && sameRemote &&
+		a.Topic == b.Topic && a.Partition == b.Partition && a.Dir == b.Dir && a.Kind == b.Kind &&
+		a.LogStartOffset == b.LogStartOffset && a.HighWatermark == b.HighWatermark && a.LogEndOffset == b.LogEndOffset &&
+		a.ActiveWrittenBytes == b.ActiveWrittenBytes && a.PendingDeleteBytes == b.PendingDeleteBytes &&
+		a.OtherBytes == b.OtherBytes && a.DiskBytes == b.DiskBytes && a.AppendedBytes == b.AppendedBytes &&
+		a.WriteRateBytesPerSecond == b.WriteRateBytesPerSecond && a.Tiered == b.Tiered
+}
+
+// set stores a freshly read partition: appended bytes, classification.
+func (l *loop) set(d *dirState, ps *partState, p Partition) {
 	if n := len(p.Segments); n > 0 {
 		active := p.Segments[n-1]
 		if ps.activeBase >= 0 {
@@ -473,8 +534,7 @@ func (l *loop) setRaw(d *dirState, ps *partState, p Partition) {
 		ps.activeBase, ps.activeBytes = active.BaseOffset, active.LogBytes
 	}
 	p.AppendedBytes, p.WriteRateBytesPerSecond = ps.appended, ps.rate
-	ps.raw = p
-	ps.classified = l.classify(p)
+	l.store(d, ps, l.classify(p))
 }
 
 func (l *loop) classify(p Partition) Partition {
@@ -483,7 +543,7 @@ func (l *loop) classify(p Partition) Partition {
 
 func (l *loop) reclassifyDir(d *dirState) {
 	for _, ps := range d.parts {
-		ps.classified = l.classify(ps.raw)
+		l.store(d, ps, l.classify(ps.part))
 	}
 }
 
@@ -503,8 +563,9 @@ func (l *loop) reclassifyAll() {
 				}
 			}
 			ps.rateAppended = ps.appended
-			ps.raw.WriteRateBytesPerSecond = ps.rate
-			ps.classified = l.classify(ps.raw)
+			p := ps.part
+			p.WriteRateBytesPerSecond = ps.rate
+			l.store(d, ps, l.classify(p))
 		}
 	}
 	l.lastRateTick = now
@@ -534,7 +595,7 @@ func (l *loop) scanDir(d *dirState) {
 	// The previous partitions let the scan skip unchanged closed segments.
 	prev := LogDir{Path: d.path, Partitions: make([]Partition, 0, len(d.parts))}
 	for _, ps := range d.parts {
-		prev.Partitions = append(prev.Partitions, ps.raw)
+		prev.Partitions = append(prev.Partitions, ps.part)
 	}
 	sortPartitions(prev.Partitions)
 	ld := a.scanner.ScanLogDir(d.path, &prev)
@@ -550,22 +611,23 @@ func (l *loop) scanDir(d *dirState) {
 	d.base = ld
 	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
 	seen := make(map[string]bool, len(ld.Partitions))
-	for _, p := range ld.Partitions {
+	for i, p := range ld.Partitions {
 		d.rootDisk -= p.DiskBytes
 		d.rootPending -= p.PendingDeleteBytes
 		seen[p.Dir] = true
 		ps := d.parts[p.Dir]
 		if ps == nil {
-			ps = &partState{activeBase: -1}
-			d.parts[p.Dir] = ps
-			l.watchPartition(d, p.Dir, ps)
+			ps = l.add(d, p.Dir)
 		}
-		l.setRaw(d, ps, p)
+		l.set(d, ps, p)
+		// Classification copied the segments if it set anything: let the
+		// scan's copy go now, not after the whole log dir (the start
+		// scan's peak).
+		ld.Partitions[i] = Partition{}
 	}
 	for name, ps := range d.parts {
 		if !seen[name] {
-			l.unwatch(filepath.Join(d.path, name), ps)
-			delete(d.parts, name)
+			l.drop(d, name, ps)
 		}
 	}
 	d.base.Partitions = nil
@@ -587,6 +649,9 @@ func (l *loop) lost(d *dirState, err error) {
 	}
 	d.watched = false
 	for _, ps := range d.parts {
+		if ps.watched {
+			d.unwatched++
+		}
 		ps.watched = false
 	}
 }
@@ -602,8 +667,11 @@ func (l *loop) watchPartition(d *dirState, name string, ps *partState) {
 		return
 	}
 	ps.watched = true
+	d.unwatched--
 }
 
+// unwatch removes a partition's watch; the caller counts it unwatched, or
+// drops the partition.
 func (l *loop) unwatch(path string, ps *partState) {
 	if ps.watched && l.w != nil {
 		l.w.Remove(path) // the kernel drops the watch of a removed dir itself
@@ -642,6 +710,9 @@ func (l *loop) poll() {
 			l.rescans["poll"]++
 			l.scanDir(d)
 			changed = true
+			continue
+		}
+		if d.unwatched == 0 {
 			continue
 		}
 		for name, ps := range d.parts {
@@ -751,13 +822,7 @@ func (l *loop) refreshUsage() bool {
 	return changed
 }
 
-func (d *dirState) diskBytes() int64 {
-	n := d.rootDisk
-	for _, ps := range d.parts {
-		n += ps.raw.DiskBytes
-	}
-	return n
-}
+func (d *dirState) diskBytes() int64 { return d.rootDisk + d.partDisk }
 
 // configsChanged reports whether the topic configs changed since the last
 // publish.
@@ -785,22 +850,27 @@ func (l *loop) publish() {
 		}
 		ld.Usage = d.usage
 		ld.Filesystem = d.fs
-		ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk, d.rootPending
+		ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk+d.partDisk, d.rootPending+d.partPend
 		if d.order == nil {
 			structural = true
 			d.order = make([]string, 0, len(d.parts))
 			for name := range d.parts {
 				d.order = append(d.order, name)
 			}
-			slices.SortFunc(d.order, func(x, y string) int { return partitionOrder(d.parts[x].raw, d.parts[y].raw) })
+			slices.SortFunc(d.order, func(x, y string) int {
+				return partitionOrder(d.parts[x].part, d.parts[y].part)
+			})
 		}
-		ld.Partitions = make([]Partition, 0, len(d.order))
-		for _, name := range d.order {
-			p := d.parts[name].classified
-			ld.DiskBytes += p.DiskBytes
-			ld.PendingDeleteBytes += p.PendingDeleteBytes
-			ld.Partitions = append(ld.Partitions, p)
+		if d.changed || d.published == nil {
+			// Published snapshots are never modified: a change gets a new
+			// slice; unchanged partitions share their segments with it.
+			d.published = make([]Partition, len(d.order))
+			for i, name := range d.order {
+				d.published[i] = d.parts[name].part
+			}
+			d.changed = false
 		}
+		ld.Partitions = d.published
 		s.LogDirs = append(s.LogDirs, ld)
 	}
 	s.Health = Health{
@@ -821,11 +891,7 @@ func (l *loop) publish() {
 		if !d.watched && !d.missing {
 			s.Health.PolledDirs++
 		}
-		for _, ps := range d.parts {
-			if !ps.watched {
-				s.Health.PolledDirs++
-			}
-		}
+		s.Health.PolledDirs += d.unwatched
 	}
 	if l.w == nil || s.Health.PolledDirs > 0 {
 		s.Health.WatchMode = "polling"

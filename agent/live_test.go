@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -465,4 +466,28 @@ func TestLiveGlobLogDirs(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSamePartitionCoversPartition: samePartition decides whether a
+// published snapshot gets a new Partitions slice; a Partition field it does
+// not compare would leave a change unpublished.
+func TestSamePartitionCoversPartition(t *testing.T) {
+	if n := reflect.TypeFor[Partition]().NumField(); n != 17 {
+		t.Fatalf("Partition has %d fields, samePartition compares 17: compare the new ones and update this count", n)
+	}
+	a := Partition{Topic: "t", Segments: []Segment{{BaseOffset: 1}}, Remote: &RemoteOffsets{HighestUploaded: 3}}
+	b := a
+	b.Remote = &RemoteOffsets{HighestUploaded: 3}
+	if !samePartition(&a, &b) {
+		t.Error("equal partitions (remote offsets equal by value) differ")
+	}
+	b.Segments = []Segment{{BaseOffset: 1}}
+	if samePartition(&a, &b) {
+		t.Error("a new segment slice is the same")
+	}
+	b = a
+	b.WriteRateBytesPerSecond = 1
+	if samePartition(&a, &b) {
+		t.Error("a new write rate is the same")
+	}
 }
