@@ -206,12 +206,16 @@ type loop struct {
 	w    fileWatcher // nil: no inotify at all, everything is polled
 	dirs []*dirState
 
-	rescans      map[string]uint64
-	rereads      uint64
-	ownErrs      map[ErrorKind]uint64
-	lastFull     time.Time
-	lastFullDur  time.Duration
-	limitLogged  bool
+	rescans     map[string]uint64
+	rereads     uint64
+	ownErrs     map[ErrorKind]uint64
+	lastFull    time.Time
+	lastFullDur time.Duration
+	limitLogged bool
+	// limitHit: a watch was refused for the watch limit since the start
+	// of this poll or scan; the directories after it are not tried again
+	// until the next one (each try is a failing inotify_add_watch).
+	limitHit     bool
 	configsAt    time.Time
 	remoteAt     time.Time
 	debounceSet  bool
@@ -261,6 +265,19 @@ type partState struct {
 	activeBytes  int64
 	rate         float64
 	rateAppended uint64
+
+	// polled is what the last poll of an unwatched partition saw: the
+	// directory's and its active .log file's size and modification time.
+	polled pollKey
+}
+
+// pollKey is what a poll of an unwatched partition directory compares:
+// the directory's modification time (entries created, renamed, removed:
+// a roll, a deletion, a compaction swap) and the active .log file's size
+// and modification time (appends). Two stat calls instead of a re-read.
+type pollKey struct {
+	dirMtime, logMtime time.Time
+	logSize            int64
 }
 
 func (l *loop) close() {
@@ -574,6 +591,7 @@ func (l *loop) reclassifyAll() {
 // fullScan reads every log dir from scratch, watching before reading.
 func (l *loop) fullScan(trigger string) {
 	start := time.Now()
+	l.limitHit = false
 	l.rescans[trigger]++
 	for _, d := range l.dirs {
 		l.scanDir(d)
@@ -657,7 +675,7 @@ func (l *loop) lost(d *dirState, err error) {
 }
 
 func (l *loop) watchPartition(d *dirState, name string, ps *partState) {
-	if l.w == nil || ps.watched {
+	if l.w == nil || ps.watched || l.limitHit {
 		return
 	}
 	if err := l.w.Add(filepath.Join(d.path, name)); err != nil {
@@ -681,6 +699,7 @@ func (l *loop) unwatch(path string, ps *partState) {
 
 func (l *loop) watchFailed(path string, err error) {
 	if isWatchLimit(err) {
+		l.limitHit = true
 		if !l.limitLogged {
 			l.a.logger.Warn("inotify watch limit reached, polling the directories left over",
 				"path", path, "poll_interval", l.a.cfg.PollInterval,
@@ -696,6 +715,7 @@ func (l *loop) watchFailed(path string, err error) {
 // poll re-reads what inotify does not cover: unwatched log dirs (listing
 // them for new partitions), unwatched partitions, missing log dirs.
 func (l *loop) poll() {
+	l.limitHit = false
 	changed := l.expand()
 	for _, d := range l.dirs {
 		if d.missing {
@@ -716,17 +736,41 @@ func (l *loop) poll() {
 			continue
 		}
 		for name, ps := range d.parts {
-			if !ps.watched {
-				l.watchPartition(d, name, ps) // watches may have been freed
-				l.reread(d, name)
-				changed = true
+			if ps.watched {
+				continue
 			}
+			l.watchPartition(d, name, ps) // watches may have been freed
+			key := pollStat(filepath.Join(d.path, name), ps.part)
+			if !ps.watched && key == ps.polled && !key.dirMtime.IsZero() {
+				continue // nothing changed since the last poll
+			}
+			l.reread(d, name)
+			if ps := d.parts[name]; ps != nil {
+				ps.polled = key
+			}
+			changed = true
 		}
 	}
 	if changed {
 		l.refreshUsage()
 		l.publish()
 	}
+}
+
+// pollStat reads a partition directory's pollKey; p is the partition as
+// last read (its last segment is the active one). Zero fields where a stat
+// fails: a zero dirMtime always re-reads.
+func pollStat(dir string, p Partition) pollKey {
+	var k pollKey
+	if fi, err := os.Stat(dir); err == nil {
+		k.dirMtime = fi.ModTime()
+	}
+	if n := len(p.Segments); n > 0 {
+		if fi, err := os.Stat(filepath.Join(dir, FileName(p.Segments[n-1].BaseOffset, ".log"))); err == nil {
+			k.logMtime, k.logSize = fi.ModTime(), fi.Size()
+		}
+	}
+	return k
 }
 
 // isPattern reports whether a logDirs entry is a glob pattern.

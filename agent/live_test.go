@@ -304,6 +304,26 @@ func TestLiveWatchLimitFallsBackToPolling(t *testing.T) {
 		}
 		return nil
 	})
+	// A polled partition's appends (no new file, the directory unchanged)
+	// are seen too, and an unchanged one is not re-read at each poll.
+	time.Sleep(300 * time.Millisecond) // polls that saw the roll's last files
+	rereads := a.Snapshot().Health.PartitionRereads
+	time.Sleep(500 * time.Millisecond) // five polls of nothing
+	if n := a.Snapshot().Health.PartitionRereads; n != rereads {
+		t.Errorf("%d partitions re-read by polls while nothing changed", n-rereads)
+	}
+	for _, name := range []string{"orders-0", "orders-1", "audit.log-v2-0", "audit.log-v2-1"} {
+		appendBytes(t, filepath.Join(dir, name, logdirgen.FileName(9000, ".log")), make([]byte, 777))
+	}
+	waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		for _, name := range []string{"orders-0", "orders-1", "audit.log-v2-0", "audit.log-v2-1"} {
+			p, _ := livePartition(s, name)
+			if got := p.Segments[len(p.Segments)-1].LogBytes; got != 777 {
+				return fmt.Errorf("%s: active segment %d bytes, want 777", name, got)
+			}
+		}
+		return nil
+	})
 }
 
 // overflowWatcher swallows every event after start and reports an
