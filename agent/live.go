@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -266,6 +267,10 @@ type partState struct {
 	rate         float64
 	rateAppended uint64
 
+	// classifiedMs is when part was classified; until stableUntilMs the
+	// passing of time does not change its classification (timeStableUntil).
+	classifiedMs, stableUntilMs int64
+
 	// polled is what the last poll of an unwatched partition saw: the
 	// directory's and its active .log file's size and modification time.
 	polled pollKey
@@ -417,7 +422,10 @@ func (l *loop) flush(growth bool) {
 			for _, ps := range d.parts {
 				p := ps.part
 				p.LogStartOffset, p.HighWatermark = checkpointOffsets(d.cp, p)
-				l.store(d, ps, l.classify(p))
+				if p.LogStartOffset == ps.part.LogStartOffset && p.HighWatermark == ps.part.HighWatermark {
+					continue // Kafka rewrites the files whole: most lines did not change
+				}
+				l.store(d, ps, l.classify(ps, p))
 			}
 			changed = true
 		}
@@ -551,23 +559,58 @@ func (l *loop) set(d *dirState, ps *partState, p Partition) {
 		ps.activeBase, ps.activeBytes = active.BaseOffset, active.LogBytes
 	}
 	p.AppendedBytes, p.WriteRateBytesPerSecond = ps.appended, ps.rate
-	l.store(d, ps, l.classify(p))
+	l.store(d, ps, l.classify(ps, p))
 }
 
-func (l *loop) classify(p Partition) Partition {
-	return l.a.configs.Current().Classify(p, l.a.now())
+// classify classifies p, the new state of ps, and notes in ps until when
+// the passing of time cannot change the result.
+func (l *loop) classify(ps *partState, p Partition) Partition {
+	cs, now := l.a.configs.Current(), l.a.now()
+	p = cs.Classify(p, now)
+	ps.classifiedMs, ps.stableUntilMs = now.UnixMilli(), timeStableUntil(&p, cs.For(p.Topic), now.UnixMilli())
+	return p
+}
+
+// timeStableUntil returns the first instant (Unix ms) at which the passing
+// of time can change p's classification with cfg at nowMs, or MaxInt64.
+// Every time rule of Classify is now - t > r for a timestamp t of the
+// partition (a segment's largest timestamp, a point of the open segment's
+// expiry curve) and r the retention.ms in force (retention.ms, or
+// local.retention.ms for a tiered topic): it changes at t + r + 1. A time
+// rule added to Classify must be added here; the periodic full scan
+// reclassifies everything in any case.
+func timeStableUntil(p *Partition, cfg TopicConfig, nowMs int64) int64 {
+	until := int64(math.MaxInt64)
+	for _, r := range [2]int64{cfg.RetentionMs, cfg.LocalRetentionMs} {
+		if r < 0 {
+			continue
+		}
+		at := func(t int64) {
+			if c := t + r + 1; c > nowMs && c < until {
+				until = c
+			}
+		}
+		for i := range p.Segments {
+			at(p.Segments[i].LargestTimestamp.UnixMilli())
+		}
+		for _, pt := range p.OpenExpiry {
+			at(pt.TimestampMs)
+		}
+	}
+	return until
 }
 
 func (l *loop) reclassifyDir(d *dirState) {
 	for _, ps := range d.parts {
-		l.store(d, ps, l.classify(ps.part))
+		l.store(d, ps, l.classify(ps, ps.part))
 	}
 }
 
-// reclassifyAll reclassifies every partition for the passing of time and
-// updates write rates.
+// reclassifyAll reclassifies every partition whose classification the
+// passing of time may have changed, and updates write rates.
 func (l *loop) reclassifyAll() {
 	now := l.a.now()
+	nowMs := now.UnixMilli()
 	dt := now.Sub(l.lastRateTick).Seconds()
 	for _, d := range l.dirs {
 		for _, ps := range d.parts {
@@ -582,7 +625,11 @@ func (l *loop) reclassifyAll() {
 			ps.rateAppended = ps.appended
 			p := ps.part
 			p.WriteRateBytesPerSecond = ps.rate
-			l.store(d, ps, l.classify(p))
+			if nowMs >= ps.classifiedMs && nowMs < ps.stableUntilMs {
+				l.store(d, ps, p) // no retention boundary passed (and the clock did not go back)
+				continue
+			}
+			l.store(d, ps, l.classify(ps, p))
 		}
 	}
 	l.lastRateTick = now

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -510,4 +511,48 @@ func TestSamePartitionCoversPartition(t *testing.T) {
 	if samePartition(&a, &b) {
 		t.Error("a new write rate is the same")
 	}
+}
+
+// timeStableUntil bounds when time can change a classification: before the
+// bound every segment's verdict is as at now; at the bound one changes.
+func TestTimeStableUntil(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := DefaultTopicConfig()
+	cfg.RetentionMs = time.Hour.Milliseconds()
+	p := Partition{Topic: "t", Kind: KindLive, HighWatermark: 1 << 40, LogStartOffset: 0, LogEndOffset: 5000, ActiveWrittenBytes: -1}
+	for i := range 5 {
+		p.Segments = append(p.Segments, Segment{BaseOffset: int64(i) * 1000, LogBytes: 1 << 20,
+			LargestTimestamp: base.Add(time.Duration(i) * 17 * time.Minute), TimestampSource: TimestampFromTimeIndex})
+	}
+	p.OpenExpiry = []ExpiryPoint{{TimestampMs: base.Add(65 * time.Minute).UnixMilli(), Position: 1000}}
+	verdicts := func(at int64) string {
+		q := Classify(p, cfg, time.UnixMilli(at))
+		return fmt.Sprint(segmentStates(q))
+	}
+	changes := 0
+	for now := base.UnixMilli(); now < base.Add(3*time.Hour).UnixMilli(); {
+		until := timeStableUntil(&p, cfg, now)
+		if until == math.MaxInt64 {
+			break
+		}
+		if a, b := verdicts(now), verdicts(until-1); a != b {
+			t.Fatalf("classification changed before the bound: at %d %s, at %d %s", now, a, until-1, b)
+		}
+		if a, b := verdicts(until-1), verdicts(until); a == b {
+			t.Errorf("nothing changed at the bound %d: %s", until, a)
+		}
+		changes++
+		now = until
+	}
+	if changes < 5 {
+		t.Errorf("%d boundaries found, want one per segment and expiry point", changes)
+	}
+}
+
+func segmentStates(p Partition) []string {
+	var out []string
+	for _, s := range p.Segments {
+		out = append(out, fmt.Sprintf("%s/%s/%d", s.State, s.Reason, s.ExpiredBytes))
+	}
+	return out
 }
