@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -196,7 +197,7 @@ func (a *Agent) TopicsChanged() <-chan struct{} { return a.topicsSig }
 
 // Run watches and scans until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
-	l := &loop{a: a, rescans: map[string]uint64{}, ownErrs: map[ErrorKind]uint64{}}
+	l := &loop{a: a, rescans: map[string]uint64{}, ownErrs: map[ErrorKind]uint64{}, seed: maphash.MakeSeed()}
 	defer l.close()
 	return l.run(ctx)
 }
@@ -204,7 +205,8 @@ func (a *Agent) Run(ctx context.Context) error {
 // loop is the state owned by Run's goroutine.
 type loop struct {
 	a    *Agent
-	w    fileWatcher // nil: no inotify at all, everything is polled
+	w    fileWatcher  // nil: no inotify at all, everything is polled
+	seed maphash.Seed // of checkpointDigest
 	dirs []*dirState
 
 	rescans     map[string]uint64
@@ -239,6 +241,7 @@ type dirState struct {
 	dirty                 map[string]struct{}
 	grown                 map[string]struct{}
 	cpDirty               bool
+	cpDigest              cpDigest // of the checkpoint files d.cp was read from
 
 	// published is the Partitions slice of the last snapshot; changed says
 	// a partition changed since (publish then builds a new slice, else the
@@ -418,7 +421,11 @@ func (l *loop) flush(growth bool) {
 		}
 		if d.cpDirty {
 			d.cpDirty = false
-			d.cp = l.a.scanner.ReadCheckpoints(d.path)
+			digest := l.checkpointDigest(d.path)
+			if digest != (cpDigest{}) && digest == d.cpDigest {
+				continue // rewritten with the same lines, as Kafka does every few seconds
+			}
+			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path), digest
 			for _, ps := range d.parts {
 				p := ps.part
 				p.LogStartOffset, p.HighWatermark = checkpointOffsets(d.cp, p)
@@ -445,6 +452,26 @@ func (l *loop) flush(growth bool) {
 		l.refreshUsage()
 		l.publish()
 	}
+}
+
+// cpDigest identifies the contents of a log dir's two checkpoint files.
+type cpDigest [2]uint64
+
+// checkpointDigest hashes the checkpoint files' contents (a missing file
+// hashes as empty); zero when one could not be read otherwise. Kafka
+// rewrites replication-offset-checkpoint whole every 5 s
+// (replica.high.watermark.checkpoint.interval.ms), changed or not: a
+// rewrite with the same lines is not parsed again.
+func (l *loop) checkpointDigest(logDir string) cpDigest {
+	var d cpDigest
+	for i, name := range []string{logStartOffsetCheckpoint, replicationCheckpoint} {
+		b, err := os.ReadFile(filepath.Join(logDir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return cpDigest{}
+		}
+		d[i] = maphash.Bytes(l.seed, b)
+	}
+	return d
 }
 
 // checkpointOffsets looks a partition's offsets up in its log dir's
@@ -672,7 +699,7 @@ func (l *loop) scanDir(d *dirState) {
 		a.logger.Info("log dir back", "log_dir", d.path)
 	}
 	d.missing = false
-	d.cp = a.scanner.ReadCheckpoints(d.path)
+	d.cp, d.cpDigest = a.scanner.ReadCheckpoints(d.path), l.checkpointDigest(d.path)
 	d.base = ld
 	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
 	seen := make(map[string]bool, len(ld.Partitions))

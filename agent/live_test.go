@@ -556,3 +556,41 @@ func segmentStates(p Partition) []string {
 	}
 	return out
 }
+
+// A checkpoint file rewritten with a new high watermark reaches the
+// snapshot; rewritten with the same lines (Kafka rewrites it every 5 s),
+// the snapshot keeps sharing its partitions.
+func TestLiveCheckpointRewrite(t *testing.T) {
+	dir := genLogDir(t)
+	a := startAgent(t, fastConfig(dir), nil)
+	cp := "0\n4\norders 0 7\norders 1 9\naudit.log-v2 0 3\naudit.log-v2 1 4\n"
+	writeFile := func(content string) {
+		t.Helper()
+		tmp := filepath.Join(dir, "replication-offset-checkpoint.tmp")
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "replication-offset-checkpoint")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(cp)
+	s := waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if p, _ := livePartition(s, "orders-1"); p.HighWatermark != 9 {
+			return fmt.Errorf("orders-1 high watermark %d, want 9", p.HighWatermark)
+		}
+		return nil
+	})
+	writeFile(cp)
+	time.Sleep(300 * time.Millisecond)
+	if s2 := a.Snapshot(); &s2.LogDirs[0].Partitions[0] != &s.LogDirs[0].Partitions[0] {
+		t.Error("the same checkpoint lines gave the snapshot new partitions")
+	}
+	writeFile(strings.Replace(cp, "orders 1 9", "orders 1 11", 1))
+	waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if p, _ := livePartition(s, "orders-1"); p.HighWatermark != 11 {
+			return fmt.Errorf("orders-1 high watermark %d, want 11", p.HighWatermark)
+		}
+		return nil
+	})
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"os"
@@ -44,7 +45,7 @@ func BenchmarkPollWatchLimit(b *testing.B) {
 		w, err := newFSWatcher()
 		return &limitedWatcher{fileWatcher: w, limit: limit}, err
 	}
-	l := &loop{a: a, rescans: map[string]uint64{}, ownErrs: map[ErrorKind]uint64{}}
+	l := &loop{a: a, rescans: map[string]uint64{}, ownErrs: map[ErrorKind]uint64{}, seed: maphash.MakeSeed()}
 	defer l.close()
 	w, err := a.newWatcher()
 	if err != nil {
