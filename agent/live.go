@@ -218,7 +218,10 @@ type loop struct {
 	// limitHit: a watch was refused for the watch limit since the start
 	// of this poll or scan; the directories after it are not tried again
 	// until the next one (each try is a failing inotify_add_watch).
-	limitHit     bool
+	limitHit bool
+	// pollEnd, pollDur: when the last poll ended and how long it took.
+	pollEnd      time.Time
+	pollDur      time.Duration
 	configsAt    time.Time
 	remoteAt     time.Time
 	debounceSet  bool
@@ -365,7 +368,14 @@ func (l *loop) run(ctx context.Context) error {
 		case <-resync.C:
 			l.fullScan("periodic")
 		case <-poll.C:
-			l.poll()
+			// Polls take at most a tenth of the loop's time: with tens of
+			// thousands of directories left without a watch, a poll can
+			// take longer than its interval.
+			if time.Since(l.pollEnd) >= 9*l.pollDur {
+				start := time.Now()
+				l.poll()
+				l.pollEnd, l.pollDur = time.Now(), time.Since(start)
+			}
 		}
 	}
 }
