@@ -287,7 +287,7 @@ type partState struct {
 // a roll, a deletion, a compaction swap) and the active .log file's size
 // and modification time (appends). Two stat calls instead of a re-read.
 type pollKey struct {
-	dirMtime, logMtime time.Time
+	dirMtime, logMtime int64 // Unix ns
 	logSize            int64
 }
 
@@ -825,7 +825,7 @@ func (l *loop) poll() {
 			}
 			l.watchPartition(d, name, ps) // watches may have been freed
 			key := pollStat(filepath.Join(d.path, name), ps.part)
-			if !ps.watched && key == ps.polled && !key.dirMtime.IsZero() {
+			if !ps.watched && key == ps.polled && key.dirMtime != 0 {
 				continue // nothing changed since the last poll
 			}
 			l.reread(d, name)
@@ -847,11 +847,11 @@ func (l *loop) poll() {
 func pollStat(dir string, p Partition) pollKey {
 	var k pollKey
 	if fi, err := os.Stat(dir); err == nil {
-		k.dirMtime = fi.ModTime()
+		k.dirMtime = fi.ModTime().UnixNano()
 	}
 	if n := len(p.Segments); n > 0 {
 		if fi, err := os.Stat(filepath.Join(dir, FileName(p.Segments[n-1].BaseOffset, ".log"))); err == nil {
-			k.logMtime, k.logSize = fi.ModTime(), fi.Size()
+			k.logMtime, k.logSize = fi.ModTime().UnixNano(), fi.Size()
 		}
 	}
 	return k
