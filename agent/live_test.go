@@ -594,3 +594,25 @@ func TestLiveCheckpointRewrite(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSameSegmentFactsCoversSegment: a re-read hands the previous segment
+// slice back when sameSegmentFacts holds; a scanned Segment field it does
+// not compare would keep a stale value.
+func TestSameSegmentFactsCoversSegment(t *testing.T) {
+	// Compared: BaseOffset, LogBytes, DiskBytes, ApparentBytes,
+	// LargestTimestamp, TimestampSource. Set by Classify: State, Reason,
+	// ExpiredBytes, Tier.
+	if n := reflect.TypeFor[Segment]().NumField(); n != 10 {
+		t.Fatalf("Segment has %d fields, sameSegmentFacts knows 10: compare the new ones the scanner fills and update this count", n)
+	}
+	a := []Segment{{BaseOffset: 1, LogBytes: 2, LargestTimestamp: time.UnixMilli(5), TimestampSource: TimestampFromMtime}}
+	b := []Segment{a[0]}
+	b[0].State = StateEligible
+	if !sameSegmentFacts(a, b) {
+		t.Error("a classification made the facts differ")
+	}
+	b[0].LargestTimestamp = time.UnixMilli(6)
+	if sameSegmentFacts(a, b) {
+		t.Error("a new largest timestamp is the same")
+	}
+}

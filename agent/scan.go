@@ -586,7 +586,9 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 }
 
 // sameSegmentFacts reports whether two reads of a partition found the same
-// segments (what the scanner reads; not the classification).
+// segments (what the scanner reads; not the classification). A field the
+// scanner fills, added to Segment, must be compared here
+// (TestSameSegmentFactsCoversSegment checks).
 func sameSegmentFacts(a, b []Segment) bool {
 	if len(a) != len(b) {
 		return false
