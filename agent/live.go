@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -195,7 +197,7 @@ func (a *Agent) TopicsChanged() <-chan struct{} { return a.topicsSig }
 
 // Run watches and scans until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
-	l := &loop{a: a, rescans: map[string]uint64{}, ownErrs: map[ErrorKind]uint64{}}
+	l := &loop{a: a, rescans: map[string]uint64{}, ownErrs: map[ErrorKind]uint64{}, seed: maphash.MakeSeed()}
 	defer l.close()
 	return l.run(ctx)
 }
@@ -203,15 +205,23 @@ func (a *Agent) Run(ctx context.Context) error {
 // loop is the state owned by Run's goroutine.
 type loop struct {
 	a    *Agent
-	w    fileWatcher // nil: no inotify at all, everything is polled
+	w    fileWatcher  // nil: no inotify at all, everything is polled
+	seed maphash.Seed // of checkpointDigest
 	dirs []*dirState
 
-	rescans      map[string]uint64
-	rereads      uint64
-	ownErrs      map[ErrorKind]uint64
-	lastFull     time.Time
-	lastFullDur  time.Duration
-	limitLogged  bool
+	rescans     map[string]uint64
+	rereads     uint64
+	ownErrs     map[ErrorKind]uint64
+	lastFull    time.Time
+	lastFullDur time.Duration
+	limitLogged bool
+	// limitHit: a watch was refused for the watch limit since the start
+	// of this poll or scan; the directories after it are not tried again
+	// until the next one (each try is a failing inotify_add_watch).
+	limitHit bool
+	// pollEnd, pollDur: when the last poll ended and how long it took.
+	pollEnd      time.Time
+	pollDur      time.Duration
 	configsAt    time.Time
 	remoteAt     time.Time
 	debounceSet  bool
@@ -234,19 +244,51 @@ type dirState struct {
 	dirty                 map[string]struct{}
 	grown                 map[string]struct{}
 	cpDirty               bool
+	cpDigest              cpDigest // of the checkpoint files d.cp was read from
+
+	// published is the Partitions slice of the last snapshot; changed says
+	// a partition changed since (publish then builds a new slice, else the
+	// new snapshot shares it). partDisk, partPending are the partitions'
+	// DiskBytes and PendingDeleteBytes summed; unwatched counts partitions
+	// without a watch. All kept as partitions change, so that nothing on a
+	// timer walks every partition unless something changed.
+	published          []Partition
+	changed            bool
+	partDisk, partPend int64
+	unwatched          int
 }
 
-// partState is one partition directory.
+// partState is one partition directory. part is the partition as read and
+// classified: the only copy of its segments the loop keeps, shared with the
+// published snapshots (Classify copies a segment slice only when a
+// classification changes; the scanner hands back the previous slice when
+// nothing in it changed).
 type partState struct {
-	raw        Partition
-	classified Partition
-	watched    bool
+	part    Partition
+	watched bool
 
 	appended     uint64
 	activeBase   int64
 	activeBytes  int64
 	rate         float64
 	rateAppended uint64
+
+	// classifiedMs is when part was classified; until stableUntilMs the
+	// passing of time does not change its classification (timeStableUntil).
+	classifiedMs, stableUntilMs int64
+
+	// polled is what the last poll of an unwatched partition saw: the
+	// directory's and its active .log file's size and modification time.
+	polled pollKey
+}
+
+// pollKey is what a poll of an unwatched partition directory compares:
+// the directory's modification time (entries created, renamed, removed:
+// a roll, a deletion, a compaction swap) and the active .log file's size
+// and modification time (appends). Two stat calls instead of a re-read.
+type pollKey struct {
+	dirMtime, logMtime int64 // Unix ns
+	logSize            int64
 }
 
 func (l *loop) close() {
@@ -326,7 +368,14 @@ func (l *loop) run(ctx context.Context) error {
 		case <-resync.C:
 			l.fullScan("periodic")
 		case <-poll.C:
-			l.poll()
+			// Polls take at most a tenth of the loop's time: with tens of
+			// thousands of directories left without a watch, a poll can
+			// take longer than its interval.
+			if time.Since(l.pollEnd) >= 9*l.pollDur {
+				start := time.Now()
+				l.poll()
+				l.pollEnd, l.pollDur = time.Now(), time.Since(start)
+			}
 		}
 	}
 }
@@ -382,11 +431,19 @@ func (l *loop) flush(growth bool) {
 		}
 		if d.cpDirty {
 			d.cpDirty = false
-			d.cp = l.a.scanner.ReadCheckpoints(d.path)
-			for _, ps := range d.parts {
-				ps.raw.LogStartOffset, ps.raw.HighWatermark = checkpointOffsets(d.cp, ps.raw)
+			digest := l.checkpointDigest(d.path)
+			if digest != (cpDigest{}) && digest == d.cpDigest {
+				continue // rewritten with the same lines, as Kafka does every few seconds
 			}
-			l.reclassifyDir(d)
+			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path), digest
+			for _, ps := range d.parts {
+				p := ps.part
+				p.LogStartOffset, p.HighWatermark = checkpointOffsets(d.cp, p)
+				if p.LogStartOffset == ps.part.LogStartOffset && p.HighWatermark == ps.part.HighWatermark {
+					continue // Kafka rewrites the files whole: most lines did not change
+				}
+				l.store(d, ps, l.classify(ps, p))
+			}
 			changed = true
 		}
 		if growth {
@@ -405,6 +462,26 @@ func (l *loop) flush(growth bool) {
 		l.refreshUsage()
 		l.publish()
 	}
+}
+
+// cpDigest identifies the contents of a log dir's two checkpoint files.
+type cpDigest [2]uint64
+
+// checkpointDigest hashes the checkpoint files' contents (a missing file
+// hashes as empty); zero when one could not be read otherwise. Kafka
+// rewrites replication-offset-checkpoint whole every 5 s
+// (replica.high.watermark.checkpoint.interval.ms), changed or not: a
+// rewrite with the same lines is not parsed again.
+func (l *loop) checkpointDigest(logDir string) cpDigest {
+	var d cpDigest
+	for i, name := range []string{logStartOffsetCheckpoint, replicationCheckpoint} {
+		b, err := os.ReadFile(filepath.Join(logDir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return cpDigest{}
+		}
+		d[i] = maphash.Bytes(l.seed, b)
+	}
+	return d
 }
 
 // checkpointOffsets looks a partition's offsets up in its log dir's
@@ -429,32 +506,78 @@ func (l *loop) reread(d *dirState, name string) {
 	ps := d.parts[name]
 	var prev *Partition
 	if ps != nil {
-		prev = &ps.raw
+		prev = &ps.part
 	}
 	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp, prev)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && ps != nil {
-			l.unwatch(filepath.Join(d.path, name), ps)
-			delete(d.parts, name)
-			d.order = nil
+			l.drop(d, name, ps)
 		}
 		return
 	}
 	if ps == nil {
-		ps = &partState{activeBase: -1}
-		d.parts[name] = ps
-		d.order = nil
-		l.watchPartition(d, name, ps)
+		ps = l.add(d, name)
 		// A directory's first files may land before its watch: read again.
 		if p2, err := l.a.scanner.ReadPartition(d.path, name, d.cp, nil); err == nil {
 			p = p2
 		}
 	}
-	l.setRaw(d, ps, p)
+	l.set(d, ps, p)
 }
 
-// setRaw stores a freshly read partition: appended bytes, classification.
-func (l *loop) setRaw(d *dirState, ps *partState, p Partition) {
+// add starts tracking a new partition directory and watches it.
+func (l *loop) add(d *dirState, name string) *partState {
+	ps := &partState{activeBase: -1}
+	d.parts[name] = ps
+	d.order = nil
+	d.changed = true
+	d.unwatched++
+	l.watchPartition(d, name, ps)
+	return ps
+}
+
+// drop forgets a partition directory that is gone.
+func (l *loop) drop(d *dirState, name string, ps *partState) {
+	if !ps.watched {
+		d.unwatched--
+	}
+	l.unwatch(filepath.Join(d.path, name), ps)
+	d.partDisk -= ps.part.DiskBytes
+	d.partPend -= ps.part.PendingDeleteBytes
+	delete(d.parts, name)
+	d.order = nil
+	d.changed = true
+}
+
+// store replaces a partition's state with p, keeping the log dir's sums,
+// and notes whether the published snapshot needs a new Partitions slice.
+func (l *loop) store(d *dirState, ps *partState, p Partition) {
+	if !samePartition(&ps.part, &p) {
+		d.changed = true
+	}
+	d.partDisk += p.DiskBytes - ps.part.DiskBytes
+	d.partPend += p.PendingDeleteBytes - ps.part.PendingDeleteBytes
+	ps.part = p
+}
+
+// samePartition reports whether a and b hold the same values; slices are
+// compared by identity (Classify and the scanner make a new slice when a
+// value in it changes). A field added to Partition must be added here
+// (TestSamePartitionCoversPartition checks).
+func samePartition(a, b *Partition) bool {
+	sameSegs := len(a.Segments) == len(b.Segments) && (len(a.Segments) == 0 || &a.Segments[0] == &b.Segments[0])
+	sameExpiry := len(a.OpenExpiry) == len(b.OpenExpiry) && (len(a.OpenExpiry) == 0 || &a.OpenExpiry[0] == &b.OpenExpiry[0])
+	sameRemote := a.Remote == b.Remote || (a.Remote != nil && b.Remote != nil && *a.Remote == *b.Remote)
+	return sameSegs && sameExpiry && sameRemote &&
+		a.Topic == b.Topic && a.Partition == b.Partition && a.Dir == b.Dir && a.Kind == b.Kind &&
+		a.LogStartOffset == b.LogStartOffset && a.HighWatermark == b.HighWatermark && a.LogEndOffset == b.LogEndOffset &&
+		a.ActiveWrittenBytes == b.ActiveWrittenBytes && a.PendingDeleteBytes == b.PendingDeleteBytes &&
+		a.OtherBytes == b.OtherBytes && a.DiskBytes == b.DiskBytes && a.AppendedBytes == b.AppendedBytes &&
+		a.WriteRateBytesPerSecond == b.WriteRateBytesPerSecond && a.Tiered == b.Tiered
+}
+
+// set stores a freshly read partition: appended bytes, classification.
+func (l *loop) set(d *dirState, ps *partState, p Partition) {
 	if n := len(p.Segments); n > 0 {
 		active := p.Segments[n-1]
 		if ps.activeBase >= 0 {
@@ -473,24 +596,58 @@ func (l *loop) setRaw(d *dirState, ps *partState, p Partition) {
 		ps.activeBase, ps.activeBytes = active.BaseOffset, active.LogBytes
 	}
 	p.AppendedBytes, p.WriteRateBytesPerSecond = ps.appended, ps.rate
-	ps.raw = p
-	ps.classified = l.classify(p)
+	l.store(d, ps, l.classify(ps, p))
 }
 
-func (l *loop) classify(p Partition) Partition {
-	return l.a.configs.Current().Classify(p, l.a.now())
+// classify classifies p, the new state of ps, and notes in ps until when
+// the passing of time cannot change the result.
+func (l *loop) classify(ps *partState, p Partition) Partition {
+	cs, now := l.a.configs.Current(), l.a.now()
+	p = cs.Classify(p, now)
+	ps.classifiedMs, ps.stableUntilMs = now.UnixMilli(), timeStableUntil(&p, cs.For(p.Topic), now.UnixMilli())
+	return p
+}
+
+// timeStableUntil returns the first instant (Unix ms) at which the passing
+// of time can change p's classification with cfg at nowMs, or MaxInt64.
+// Every time rule of Classify is now - t > r for a timestamp t of the
+// partition (a segment's largest timestamp, a point of the open segment's
+// expiry curve) and r the retention.ms in force (retention.ms, or
+// local.retention.ms for a tiered topic): it changes at t + r + 1. A time
+// rule added to Classify must be added here; the periodic full scan
+// reclassifies everything in any case.
+func timeStableUntil(p *Partition, cfg TopicConfig, nowMs int64) int64 {
+	until := int64(math.MaxInt64)
+	for _, r := range [2]int64{cfg.RetentionMs, cfg.LocalRetentionMs} {
+		if r < 0 {
+			continue
+		}
+		at := func(t int64) {
+			if c := t + r + 1; c > nowMs && c < until {
+				until = c
+			}
+		}
+		for i := range p.Segments {
+			at(p.Segments[i].LargestTimestamp.UnixMilli())
+		}
+		for _, pt := range p.OpenExpiry {
+			at(pt.TimestampMs)
+		}
+	}
+	return until
 }
 
 func (l *loop) reclassifyDir(d *dirState) {
 	for _, ps := range d.parts {
-		ps.classified = l.classify(ps.raw)
+		l.store(d, ps, l.classify(ps, ps.part))
 	}
 }
 
-// reclassifyAll reclassifies every partition for the passing of time and
-// updates write rates.
+// reclassifyAll reclassifies every partition whose classification the
+// passing of time may have changed, and updates write rates.
 func (l *loop) reclassifyAll() {
 	now := l.a.now()
+	nowMs := now.UnixMilli()
 	dt := now.Sub(l.lastRateTick).Seconds()
 	for _, d := range l.dirs {
 		for _, ps := range d.parts {
@@ -503,8 +660,13 @@ func (l *loop) reclassifyAll() {
 				}
 			}
 			ps.rateAppended = ps.appended
-			ps.raw.WriteRateBytesPerSecond = ps.rate
-			ps.classified = l.classify(ps.raw)
+			p := ps.part
+			p.WriteRateBytesPerSecond = ps.rate
+			if nowMs >= ps.classifiedMs && nowMs < ps.stableUntilMs {
+				l.store(d, ps, p) // no retention boundary passed (and the clock did not go back)
+				continue
+			}
+			l.store(d, ps, l.classify(ps, p))
 		}
 	}
 	l.lastRateTick = now
@@ -513,6 +675,7 @@ func (l *loop) reclassifyAll() {
 // fullScan reads every log dir from scratch, watching before reading.
 func (l *loop) fullScan(trigger string) {
 	start := time.Now()
+	l.limitHit = false
 	l.rescans[trigger]++
 	for _, d := range l.dirs {
 		l.scanDir(d)
@@ -534,7 +697,7 @@ func (l *loop) scanDir(d *dirState) {
 	// The previous partitions let the scan skip unchanged closed segments.
 	prev := LogDir{Path: d.path, Partitions: make([]Partition, 0, len(d.parts))}
 	for _, ps := range d.parts {
-		prev.Partitions = append(prev.Partitions, ps.raw)
+		prev.Partitions = append(prev.Partitions, ps.part)
 	}
 	sortPartitions(prev.Partitions)
 	ld := a.scanner.ScanLogDir(d.path, &prev)
@@ -546,26 +709,27 @@ func (l *loop) scanDir(d *dirState) {
 		a.logger.Info("log dir back", "log_dir", d.path)
 	}
 	d.missing = false
-	d.cp = a.scanner.ReadCheckpoints(d.path)
+	d.cp, d.cpDigest = a.scanner.ReadCheckpoints(d.path), l.checkpointDigest(d.path)
 	d.base = ld
 	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
 	seen := make(map[string]bool, len(ld.Partitions))
-	for _, p := range ld.Partitions {
+	for i, p := range ld.Partitions {
 		d.rootDisk -= p.DiskBytes
 		d.rootPending -= p.PendingDeleteBytes
 		seen[p.Dir] = true
 		ps := d.parts[p.Dir]
 		if ps == nil {
-			ps = &partState{activeBase: -1}
-			d.parts[p.Dir] = ps
-			l.watchPartition(d, p.Dir, ps)
+			ps = l.add(d, p.Dir)
 		}
-		l.setRaw(d, ps, p)
+		l.set(d, ps, p)
+		// Classification copied the segments if it set anything: let the
+		// scan's copy go now, not after the whole log dir (the start
+		// scan's peak).
+		ld.Partitions[i] = Partition{}
 	}
 	for name, ps := range d.parts {
 		if !seen[name] {
-			l.unwatch(filepath.Join(d.path, name), ps)
-			delete(d.parts, name)
+			l.drop(d, name, ps)
 		}
 	}
 	d.base.Partitions = nil
@@ -587,12 +751,15 @@ func (l *loop) lost(d *dirState, err error) {
 	}
 	d.watched = false
 	for _, ps := range d.parts {
+		if ps.watched {
+			d.unwatched++
+		}
 		ps.watched = false
 	}
 }
 
 func (l *loop) watchPartition(d *dirState, name string, ps *partState) {
-	if l.w == nil || ps.watched {
+	if l.w == nil || ps.watched || l.limitHit {
 		return
 	}
 	if err := l.w.Add(filepath.Join(d.path, name)); err != nil {
@@ -602,8 +769,11 @@ func (l *loop) watchPartition(d *dirState, name string, ps *partState) {
 		return
 	}
 	ps.watched = true
+	d.unwatched--
 }
 
+// unwatch removes a partition's watch; the caller counts it unwatched, or
+// drops the partition.
 func (l *loop) unwatch(path string, ps *partState) {
 	if ps.watched && l.w != nil {
 		l.w.Remove(path) // the kernel drops the watch of a removed dir itself
@@ -613,6 +783,7 @@ func (l *loop) unwatch(path string, ps *partState) {
 
 func (l *loop) watchFailed(path string, err error) {
 	if isWatchLimit(err) {
+		l.limitHit = true
 		if !l.limitLogged {
 			l.a.logger.Warn("inotify watch limit reached, polling the directories left over",
 				"path", path, "poll_interval", l.a.cfg.PollInterval,
@@ -628,6 +799,7 @@ func (l *loop) watchFailed(path string, err error) {
 // poll re-reads what inotify does not cover: unwatched log dirs (listing
 // them for new partitions), unwatched partitions, missing log dirs.
 func (l *loop) poll() {
+	l.limitHit = false
 	changed := l.expand()
 	for _, d := range l.dirs {
 		if d.missing {
@@ -644,18 +816,45 @@ func (l *loop) poll() {
 			changed = true
 			continue
 		}
+		if d.unwatched == 0 {
+			continue
+		}
 		for name, ps := range d.parts {
-			if !ps.watched {
-				l.watchPartition(d, name, ps) // watches may have been freed
-				l.reread(d, name)
-				changed = true
+			if ps.watched {
+				continue
 			}
+			l.watchPartition(d, name, ps) // watches may have been freed
+			key := pollStat(filepath.Join(d.path, name), ps.part)
+			if !ps.watched && key == ps.polled && key.dirMtime != 0 {
+				continue // nothing changed since the last poll
+			}
+			l.reread(d, name)
+			if ps := d.parts[name]; ps != nil {
+				ps.polled = key
+			}
+			changed = true
 		}
 	}
 	if changed {
 		l.refreshUsage()
 		l.publish()
 	}
+}
+
+// pollStat reads a partition directory's pollKey; p is the partition as
+// last read (its last segment is the active one). Zero fields where a stat
+// fails: a zero dirMtime always re-reads.
+func pollStat(dir string, p Partition) pollKey {
+	var k pollKey
+	if fi, err := os.Stat(dir); err == nil {
+		k.dirMtime = fi.ModTime().UnixNano()
+	}
+	if n := len(p.Segments); n > 0 {
+		if fi, err := os.Stat(filepath.Join(dir, FileName(p.Segments[n-1].BaseOffset, ".log"))); err == nil {
+			k.logMtime, k.logSize = fi.ModTime().UnixNano(), fi.Size()
+		}
+	}
+	return k
 }
 
 // isPattern reports whether a logDirs entry is a glob pattern.
@@ -751,13 +950,7 @@ func (l *loop) refreshUsage() bool {
 	return changed
 }
 
-func (d *dirState) diskBytes() int64 {
-	n := d.rootDisk
-	for _, ps := range d.parts {
-		n += ps.raw.DiskBytes
-	}
-	return n
-}
+func (d *dirState) diskBytes() int64 { return d.rootDisk + d.partDisk }
 
 // configsChanged reports whether the topic configs changed since the last
 // publish.
@@ -785,22 +978,27 @@ func (l *loop) publish() {
 		}
 		ld.Usage = d.usage
 		ld.Filesystem = d.fs
-		ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk, d.rootPending
+		ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk+d.partDisk, d.rootPending+d.partPend
 		if d.order == nil {
 			structural = true
 			d.order = make([]string, 0, len(d.parts))
 			for name := range d.parts {
 				d.order = append(d.order, name)
 			}
-			slices.SortFunc(d.order, func(x, y string) int { return partitionOrder(d.parts[x].raw, d.parts[y].raw) })
+			slices.SortFunc(d.order, func(x, y string) int {
+				return partitionOrder(d.parts[x].part, d.parts[y].part)
+			})
 		}
-		ld.Partitions = make([]Partition, 0, len(d.order))
-		for _, name := range d.order {
-			p := d.parts[name].classified
-			ld.DiskBytes += p.DiskBytes
-			ld.PendingDeleteBytes += p.PendingDeleteBytes
-			ld.Partitions = append(ld.Partitions, p)
+		if d.changed || d.published == nil {
+			// Published snapshots are never modified: a change gets a new
+			// slice; unchanged partitions share their segments with it.
+			d.published = make([]Partition, len(d.order))
+			for i, name := range d.order {
+				d.published[i] = d.parts[name].part
+			}
+			d.changed = false
 		}
+		ld.Partitions = d.published
 		s.LogDirs = append(s.LogDirs, ld)
 	}
 	cs.Holds(s.LogDirs, s.Time)
@@ -822,11 +1020,7 @@ func (l *loop) publish() {
 		if !d.watched && !d.missing {
 			s.Health.PolledDirs++
 		}
-		for _, ps := range d.parts {
-			if !ps.watched {
-				s.Health.PolledDirs++
-			}
-		}
+		s.Health.PolledDirs += d.unwatched
 	}
 	if l.w == nil || s.Health.PolledDirs > 0 {
 		s.Health.WatchMode = "polling"

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -303,6 +305,26 @@ func TestLiveWatchLimitFallsBackToPolling(t *testing.T) {
 		}
 		return nil
 	})
+	// A polled partition's appends (no new file, the directory unchanged)
+	// are seen too, and an unchanged one is not re-read at each poll.
+	time.Sleep(300 * time.Millisecond) // polls that saw the roll's last files
+	rereads := a.Snapshot().Health.PartitionRereads
+	time.Sleep(500 * time.Millisecond) // five polls of nothing
+	if n := a.Snapshot().Health.PartitionRereads; n != rereads {
+		t.Errorf("%d partitions re-read by polls while nothing changed", n-rereads)
+	}
+	for _, name := range []string{"orders-0", "orders-1", "audit.log-v2-0", "audit.log-v2-1"} {
+		appendBytes(t, filepath.Join(dir, name, logdirgen.FileName(9000, ".log")), make([]byte, 777))
+	}
+	waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		for _, name := range []string{"orders-0", "orders-1", "audit.log-v2-0", "audit.log-v2-1"} {
+			p, _ := livePartition(s, name)
+			if got := p.Segments[len(p.Segments)-1].LogBytes; got != 777 {
+				return fmt.Errorf("%s: active segment %d bytes, want 777", name, got)
+			}
+		}
+		return nil
+	})
 }
 
 // overflowWatcher swallows every event after start and reports an
@@ -465,4 +487,132 @@ func TestLiveGlobLogDirs(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSamePartitionCoversPartition: samePartition decides whether a
+// published snapshot gets a new Partitions slice; a Partition field it does
+// not compare would leave a change unpublished.
+func TestSamePartitionCoversPartition(t *testing.T) {
+	if n := reflect.TypeFor[Partition]().NumField(); n != 17 {
+		t.Fatalf("Partition has %d fields, samePartition compares 17: compare the new ones and update this count", n)
+	}
+	a := Partition{Topic: "t", Segments: []Segment{{BaseOffset: 1}}, Remote: &RemoteOffsets{HighestUploaded: 3}}
+	b := a
+	b.Remote = &RemoteOffsets{HighestUploaded: 3}
+	if !samePartition(&a, &b) {
+		t.Error("equal partitions (remote offsets equal by value) differ")
+	}
+	b.Segments = []Segment{{BaseOffset: 1}}
+	if samePartition(&a, &b) {
+		t.Error("a new segment slice is the same")
+	}
+	b = a
+	b.WriteRateBytesPerSecond = 1
+	if samePartition(&a, &b) {
+		t.Error("a new write rate is the same")
+	}
+}
+
+// timeStableUntil bounds when time can change a classification: before the
+// bound every segment's verdict is as at now; at the bound one changes.
+func TestTimeStableUntil(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := DefaultTopicConfig()
+	cfg.RetentionMs = time.Hour.Milliseconds()
+	p := Partition{Topic: "t", Kind: KindLive, HighWatermark: 1 << 40, LogStartOffset: 0, LogEndOffset: 5000, ActiveWrittenBytes: -1}
+	for i := range 5 {
+		p.Segments = append(p.Segments, Segment{BaseOffset: int64(i) * 1000, LogBytes: 1 << 20,
+			LargestTimestamp: base.Add(time.Duration(i) * 17 * time.Minute), TimestampSource: TimestampFromTimeIndex})
+	}
+	p.OpenExpiry = []ExpiryPoint{{TimestampMs: base.Add(65 * time.Minute).UnixMilli(), Position: 1000}}
+	verdicts := func(at int64) string {
+		q := Classify(p, cfg, time.UnixMilli(at))
+		return fmt.Sprint(segmentStates(q))
+	}
+	changes := 0
+	for now := base.UnixMilli(); now < base.Add(3*time.Hour).UnixMilli(); {
+		until := timeStableUntil(&p, cfg, now)
+		if until == math.MaxInt64 {
+			break
+		}
+		if a, b := verdicts(now), verdicts(until-1); a != b {
+			t.Fatalf("classification changed before the bound: at %d %s, at %d %s", now, a, until-1, b)
+		}
+		if a, b := verdicts(until-1), verdicts(until); a == b {
+			t.Errorf("nothing changed at the bound %d: %s", until, a)
+		}
+		changes++
+		now = until
+	}
+	if changes < 5 {
+		t.Errorf("%d boundaries found, want one per segment and expiry point", changes)
+	}
+}
+
+func segmentStates(p Partition) []string {
+	var out []string
+	for _, s := range p.Segments {
+		out = append(out, fmt.Sprintf("%s/%s/%d", s.State, s.Reason, s.ExpiredBytes))
+	}
+	return out
+}
+
+// A checkpoint file rewritten with a new high watermark reaches the
+// snapshot; rewritten with the same lines (Kafka rewrites it every 5 s),
+// the snapshot keeps sharing its partitions.
+func TestLiveCheckpointRewrite(t *testing.T) {
+	dir := genLogDir(t)
+	a := startAgent(t, fastConfig(dir), nil)
+	cp := "0\n4\norders 0 7\norders 1 9\naudit.log-v2 0 3\naudit.log-v2 1 4\n"
+	writeFile := func(content string) {
+		t.Helper()
+		tmp := filepath.Join(dir, "replication-offset-checkpoint.tmp")
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "replication-offset-checkpoint")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(cp)
+	s := waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if p, _ := livePartition(s, "orders-1"); p.HighWatermark != 9 {
+			return fmt.Errorf("orders-1 high watermark %d, want 9", p.HighWatermark)
+		}
+		return nil
+	})
+	writeFile(cp)
+	time.Sleep(300 * time.Millisecond)
+	if s2 := a.Snapshot(); &s2.LogDirs[0].Partitions[0] != &s.LogDirs[0].Partitions[0] {
+		t.Error("the same checkpoint lines gave the snapshot new partitions")
+	}
+	writeFile(strings.Replace(cp, "orders 1 9", "orders 1 11", 1))
+	waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if p, _ := livePartition(s, "orders-1"); p.HighWatermark != 11 {
+			return fmt.Errorf("orders-1 high watermark %d, want 11", p.HighWatermark)
+		}
+		return nil
+	})
+}
+
+// TestSameSegmentFactsCoversSegment: a re-read hands the previous segment
+// slice back when sameSegmentFacts holds; a scanned Segment field it does
+// not compare would keep a stale value.
+func TestSameSegmentFactsCoversSegment(t *testing.T) {
+	// Compared: BaseOffset, LogBytes, DiskBytes, ApparentBytes,
+	// LargestTimestamp, TimestampSource. Set by Classify: State, Reason,
+	// ExpiredBytes, Tier.
+	if n := reflect.TypeFor[Segment]().NumField(); n != 10 {
+		t.Fatalf("Segment has %d fields, sameSegmentFacts knows 10: compare the new ones the scanner fills and update this count", n)
+	}
+	a := []Segment{{BaseOffset: 1, LogBytes: 2, LargestTimestamp: time.UnixMilli(5), TimestampSource: TimestampFromMtime}}
+	b := []Segment{a[0]}
+	b[0].State = StateEligible
+	if !sameSegmentFacts(a, b) {
+		t.Error("a classification made the facts differ")
+	}
+	b[0].LargestTimestamp = time.UnixMilli(6)
+	if sameSegmentFacts(a, b) {
+		t.Error("a new largest timestamp is the same")
+	}
 }

@@ -151,7 +151,9 @@ func errKind(err error) ErrorKind {
 // segments whose files kept their sizes take their largest timestamp from
 // it instead of reading their time index again (Kafka never rewrites a
 // closed segment's time index in place), so a periodic full scan costs
-// little more than listing and stat'ing the files.
+// little more than listing and stat'ing the files. A partition whose
+// segments all read as before gets prev's segment slice back, with
+// whatever classification it carries (Classify recomputes it).
 func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 	ld := LogDir{Path: path, BrokerID: -1}
 	root, err := os.OpenRoot(path)
@@ -374,6 +376,7 @@ func readDir(root *os.Root, name string) ([]os.DirEntry, error) {
 type scratch struct {
 	buf   []byte
 	files []segFile
+	segs  []Segment // a partition's segments as read, before they are kept
 	// A partition listing's bad entries, and whether one vanished.
 	bad      []badEntry
 	vanished bool
@@ -517,7 +520,9 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 			nseg++
 		}
 	}
-	p.Segments = make([]Segment, 0, nseg)
+	// Read into scratch space: the result is copied out only when it
+	// differs from prev's (a periodic rescan then allocates no segments).
+	p.Segments = sc.segs[:0]
 	tp := TopicPartition{topic, part}
 	if kind == KindLive || kind == KindFuture {
 		// A -future log's offsets are checkpointed in its own log dir
@@ -569,7 +574,34 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 		p.DiskBytes += seg.DiskBytes
 		p.Segments = append(p.Segments, seg)
 	}
+	sc.segs = p.Segments[:0]
+	if prev != nil && sameSegmentFacts(prev.Segments, p.Segments) {
+		// Nothing read differs: keep the earlier slice, so that a running
+		// agent holds one copy of each segment across re-reads and rescans.
+		p.Segments = prev.Segments
+	} else {
+		p.Segments = append(make([]Segment, 0, len(p.Segments)), p.Segments...)
+	}
 	return p, nil
+}
+
+// sameSegmentFacts reports whether two reads of a partition found the same
+// segments (what the scanner reads; not the classification). A field the
+// scanner fills, added to Segment, must be compared here
+// (TestSameSegmentFactsCoversSegment checks).
+func sameSegmentFacts(a, b []Segment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.BaseOffset != y.BaseOffset || x.LogBytes != y.LogBytes || x.DiskBytes != y.DiskBytes ||
+			x.ApparentBytes != y.ApparentBytes || !x.LargestTimestamp.Equal(y.LargestTimestamp) ||
+			x.TimestampSource != y.TimestampSource {
+			return false
+		}
+	}
+	return true
 }
 
 // segmentFiles is one segment to read: its files in a partition directory.

@@ -185,6 +185,7 @@ func runGuard(ctx context.Context, args []string, getenv env, out streams) error
 		return err
 	}
 	logger := newLogger(cfg.Log, out.stderr)
+	applyMemoryLimit(logger, getenv)
 	ver, rev := buildVersion()
 	logger.Info("starting", "version", ver, "log_dirs", cfg.LogDirs, "enforce", cfg.Enforcer.Enabled,
 		"profile", cfg.Enforcer.Profile, "kafka", strings.Join(cfg.Kafka.BootstrapServers, ","))
