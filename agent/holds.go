@@ -1,8 +1,12 @@
 package agent
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
-// Holds marks, in dirs (a snapshot's own copies: modified in place), the
+// Holds marks, in dirs (a snapshot's own LogDir values; a dir's Partitions
+// slice is replaced by a copy before any partition in it changes), the
 // partitions whose retention Kafka holds for a reason a partition alone
 // does not show, and classifies them again with Partition.Held set, so
 // nothing in them is eligible (spec R1.2):
@@ -36,6 +40,7 @@ func (c ConfigSet) Holds(dirs []LogDir, now time.Time) {
 	}
 	for i := range dirs {
 		_, offline := c.OfflineLogDirs[dirs[i].Path]
+		cloned := false
 		for j := range dirs[i].Partitions {
 			p := &dirs[i].Partitions[j]
 			var r Reason
@@ -48,8 +53,19 @@ func (c ConfigSet) Holds(dirs []LogDir, now time.Time) {
 			if r == "" || p.Held == r {
 				continue
 			}
-			p.Held = r
-			*p = Classify(*p, c.For(p.Topic), now)
+			if !cloned {
+				// The live agent shares a dir's Partitions slice between
+				// snapshots while nothing in it changes: a hold goes into a
+				// copy, so no published snapshot changes and the shared
+				// slice stays unheld (a hold that ends is gone at the next
+				// publish).
+				dirs[i].Partitions = slices.Clone(dirs[i].Partitions)
+				cloned = true
+				p = &dirs[i].Partitions[j]
+			}
+			q := *p
+			q.Held = r
+			*p = Classify(q, c.For(p.Topic), now)
 		}
 	}
 }

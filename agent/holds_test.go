@@ -121,3 +121,35 @@ func TestBrokerDefaultsRetentionCheckInterval(t *testing.T) {
 		t.Fatal("defaults")
 	}
 }
+
+// TestHoldsLeaveSharedSlicesAlone: the live agent publishes the same
+// Partitions slice in successive snapshots while nothing in a dir changes.
+// A hold goes into a copy: the shared slice (and so every snapshot already
+// published) is unchanged, and once the -future log is gone the next
+// publish of the same shared slice carries no hold (spec R1.2).
+func TestHoldsLeaveSharedSlicesAlone(t *testing.T) {
+	live := mkPartition(0, 300, 300, seg{0, 100, 200 * time.Hour}, seg{100, 100, 200 * time.Hour}, seg{200, 100, 0})
+	live.Topic, live.Dir, live.Kind = "a", "a-0", KindLive
+	future := live
+	future.Dir, future.Kind = "a-0.abc-future", KindFuture
+	cs := ConfigSet{Defaults: cfg(hour, -1, "delete")}
+	shared := []Partition{Classify(live, cs.Defaults, testNow)}
+
+	during := []LogDir{{Path: "/d0", Partitions: shared}, {Path: "/d1", Partitions: []Partition{future}}}
+	cs.Holds(during, testNow)
+	if during[0].Partitions[0].Held != HeldMoving {
+		t.Fatalf("moving partition not held: %q", during[0].Partitions[0].Held)
+	}
+	if &during[0].Partitions[0] == &shared[0] || shared[0].Held != "" {
+		t.Fatal("the hold was written into the shared slice")
+	}
+
+	after := []LogDir{{Path: "/d0", Partitions: shared}}
+	cs.Holds(after, testNow)
+	if &after[0].Partitions[0] != &shared[0] || after[0].Partitions[0].Held != "" {
+		t.Fatalf("after the move: held %q, shared %v", after[0].Partitions[0].Held, &after[0].Partitions[0] == &shared[0])
+	}
+	if !slices.ContainsFunc(after[0].Partitions[0].Segments, func(s Segment) bool { return s.State == StateEligible }) {
+		t.Error("after the move nothing is eligible")
+	}
+}

@@ -573,7 +573,7 @@ func samePartition(a, b *Partition) bool {
 		a.LogStartOffset == b.LogStartOffset && a.HighWatermark == b.HighWatermark && a.LogEndOffset == b.LogEndOffset &&
 		a.ActiveWrittenBytes == b.ActiveWrittenBytes && a.PendingDeleteBytes == b.PendingDeleteBytes &&
 		a.OtherBytes == b.OtherBytes && a.DiskBytes == b.DiskBytes && a.AppendedBytes == b.AppendedBytes &&
-		a.WriteRateBytesPerSecond == b.WriteRateBytesPerSecond && a.Tiered == b.Tiered
+		a.WriteRateBytesPerSecond == b.WriteRateBytesPerSecond && a.Tiered == b.Tiered && a.Held == b.Held
 }
 
 // set stores a freshly read partition: appended bytes, classification.

@@ -493,8 +493,8 @@ func TestLiveGlobLogDirs(t *testing.T) {
 // published snapshot gets a new Partitions slice; a Partition field it does
 // not compare would leave a change unpublished.
 func TestSamePartitionCoversPartition(t *testing.T) {
-	if n := reflect.TypeFor[Partition]().NumField(); n != 17 {
-		t.Fatalf("Partition has %d fields, samePartition compares 17: compare the new ones and update this count", n)
+	if n := reflect.TypeFor[Partition]().NumField(); n != 18 {
+		t.Fatalf("Partition has %d fields, samePartition compares 18: compare the new ones and update this count", n)
 	}
 	a := Partition{Topic: "t", Segments: []Segment{{BaseOffset: 1}}, Remote: &RemoteOffsets{HighestUploaded: 3}}
 	b := a
@@ -510,6 +510,11 @@ func TestSamePartitionCoversPartition(t *testing.T) {
 	b.WriteRateBytesPerSecond = 1
 	if samePartition(&a, &b) {
 		t.Error("a new write rate is the same")
+	}
+	b = a
+	b.Held = HeldMoving
+	if samePartition(&a, &b) {
+		t.Error("a new retention hold is the same")
 	}
 }
 
