@@ -82,6 +82,7 @@ func segmentBases(s *agent.Snapshot) (all map[string][]int64, eligible map[strin
 // eligible (spec R1.3): by time, by size and below a log start offset
 // moved by DeleteRecords. There is one retention rule.
 func TestRetentionAgreesWithClassify(t *testing.T) {
+	t.Parallel()
 	b, dir := newDemoBroker(t, 24*time.Hour) // only the test's checks
 	sc := newScanner(t)
 	seen := map[agent.Reason]bool{}
@@ -137,6 +138,7 @@ func TestRetentionAgreesWithClassify(t *testing.T) {
 // answers DeleteRecords; the log start offset only moves up and never
 // past the high watermark.
 func TestAdminDeleteRecords(t *testing.T) {
+	t.Parallel()
 	b, _ := newDemoBroker(t, 0)
 	a := b.Admin()
 	ctx := t.Context()
@@ -200,6 +202,7 @@ func TestAdminDeleteRecords(t *testing.T) {
 // the topic's producers until it is deleted; the default producer quota
 // caps each topic's producer; ownership records round-trip.
 func TestAdminProtection(t *testing.T) {
+	t.Parallel()
 	b, _ := newDemoBroker(t, 0)
 	a := b.Admin()
 	ctx := t.Context()

@@ -115,6 +115,7 @@ func countLines(logs, msg string, attrs ...string) int {
 // ownership record, no log start offset moved; usage falls back through
 // retention alone.
 func TestObserveModeAcrossTheBands(t *testing.T) {
+	t.Parallel()
 	r := runCycle(t, enforcer.Config{})
 	for _, band := range []string{"periodic", "purge", "protect"} {
 		if countLines(r.logs, "band changed", "band="+band) == 0 {
@@ -148,6 +149,7 @@ func TestObserveModeAcrossTheBands(t *testing.T) {
 // producers are refused) and lifts the protection when usage is back under
 // the hysteresis bound, leaving no ACL and an empty claim behind.
 func TestEnforceModeAcrossTheBands(t *testing.T) {
+	t.Parallel()
 	r := runCycle(t, enforcer.Config{Enabled: true})
 	if countLines(r.logs, "deleted records", "action=periodic") == 0 ||
 		countLines(r.logs, "deleted unexpired records", "action=purge") == 0 {

@@ -70,6 +70,7 @@ func TestScenarioPhases(t *testing.T) {
 // 90%, peaks under 100%, and falls back under the scenario's Low through
 // the burst topic's own retention, into the next calm.
 func TestDemoScenarioCycle(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg, sc := Demo(DemoOptions{Dir: dir, Now: t0, Capacity: testCapacity, Speed: 2})
 	b, err := New(cfg, slog.New(slog.DiscardHandler))
