@@ -39,6 +39,9 @@ type fakeAdmin struct {
 	// topics the cluster no longer has.
 	configs map[string]map[string]string
 	gone    map[string]bool
+	// failDeletes, failQuotaRemovals, failAlters: the next n calls
+	// fail (a right revoked for a minute, a controller move).
+	failDeletes, failQuotaRemovals, failAlters int
 	// Reads, for tests of what a pass reads.
 	loads       int
 	offsetCalls [][]TopicPartition
@@ -124,6 +127,10 @@ func (f *fakeAdmin) CreateACLs(_ context.Context, acls []ACL) error {
 func (f *fakeAdmin) DeleteACLs(_ context.Context, acls []ACL) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failDeletes > 0 {
+		f.failDeletes--
+		return errors.New("CLUSTER_AUTHORIZATION_FAILED")
+	}
 	f.writes++
 	for _, a := range acls {
 		delete(f.acls, normACL(a))
@@ -148,6 +155,10 @@ func (f *fakeAdmin) SetDefaultProducerQuota(_ context.Context, r int64) error {
 func (f *fakeAdmin) RemoveDefaultProducerQuota(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failQuotaRemovals > 0 {
+		f.failQuotaRemovals--
+		return errors.New("REQUEST_TIMED_OUT")
+	}
 	f.writes++
 	f.quota = 0
 	return nil
@@ -222,6 +233,10 @@ func (f *fakeAdmin) AlterTopicConfig(_ context.Context, topic, key string, value
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
 		return err
+	}
+	if f.failAlters > 0 {
+		f.failAlters--
+		return errors.New("NOT_CONTROLLER")
 	}
 	f.writes++
 	if f.configs == nil {
