@@ -1,9 +1,12 @@
 package enforcer
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
 
 // Regression tests of issue 20's faults (spec R8.5-R8.8): each failed on
@@ -160,5 +163,63 @@ func TestR8_6QuotaReleaseRemovesTheValueSet(t *testing.T) {
 	}
 	if f.quota != 0 {
 		t.Fatalf("R8.6/the old quota is stranded: %d", f.quota)
+	}
+}
+
+// R8.4: protection needs no offsets (issue 20, point 5): a leader that
+// does not answer the offsets read holds deletions back, never
+// protection, and the lease is renewed.
+func TestR8_4UnreachableLeaderHoldsOnlyDeletions(t *testing.T) {
+	O := agent.StateOpen
+	full := func() *agent.Snapshot {
+		return snap(950, 1000, part("a", 0, 0, 10, seg(0, 100, O), seg(5, 1, O)), part("b", 0, 0, 10, seg(0, 100, O), seg(5, 1, O)))
+	}
+	f := newFakeAdmin(full())
+	f.offsetsErr = errors.New("dial tcp broker-2:9092: i/o timeout")
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		s := full()
+		s.Time = clock.t
+		e.src.(*staticSource).snap = s
+		_ = e.Reconcile(t.Context())
+	}
+	if len(f.offsetCalls) != 0 {
+		t.Fatalf("offsets read despite the fault")
+	}
+	if !f.acls[denyAll("a")] || !f.acls[denyAll("b")] {
+		t.Fatalf("R8.4/one unreachable leader disabled protection: %v", f.acls)
+	}
+	if r := f.records.Agents[1]; r.Renewed.IsZero() {
+		t.Fatalf("R8.1/lease not renewed: %+v", r)
+	}
+	for tp, lso := range f.lso {
+		if lso != 0 {
+			t.Fatalf("R6/deleted from %v without its offsets", tp)
+		}
+	}
+}
+
+// R8.8: a broker fenced for a restart (missing from the metadata) keeps
+// its agent's protection while the disk is full, and the agent renews its
+// lease so peers do not lift it (issue 20, point 6).
+func TestR8_8FencedBrokerKeepsProtectionAndLease(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	e, _ := newTestEnforcer(t, cfg, full(), f, clock)
+	passAt(t, e, clock, full())
+	f.live = []int32{2, 3} // broker 1 restarts: fenced
+	for range 25 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, full())
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatalf("R8.8/a restart lifted protection while the disk is full: %v", f.acls)
+	}
+	if r := f.records.Agents[1]; clock.t.Sub(r.Renewed) > 5*time.Second {
+		t.Fatalf("R8.1/lease not renewed while fenced: renewed %v, now %v", r.Renewed, clock.t)
 	}
 }

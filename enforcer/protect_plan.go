@@ -145,9 +145,10 @@ func (pp ProtectionPlan) releases() bool {
 // outcome (spec R8.4).
 func (pp ProtectionPlan) Grows() bool { return len(pp.Create) > 0 || pp.SetQuota > 0 }
 
-// trusted: the agent may renew its lease: a fresh snapshot, the broker
-// reachable and its own broker alive.
-func trusted(o Observed) bool { return !o.Stale && !o.BrokerUnreachable && !o.BrokerNotAlive }
+// trusted: the agent may renew its lease: a fresh snapshot and the
+// cluster reachable (the records read and written). Its own broker being
+// fenced for a restart is no reason to let peers lift its protection.
+func trusted(o Observed) bool { return !o.Stale && !o.BrokerUnreachable }
 
 // planProtection computes this agent's record, the ACL or quota changes
 // and the peer lifts. It is pure.

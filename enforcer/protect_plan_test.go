@@ -88,7 +88,10 @@ func TestDesiredProtection(t *testing.T) {
 		{rule: "R6/stale does not add protection", profile: CloudProfile(), usage: 990, stale: true},
 		{rule: "R8.3/an unreadable log dir is no reason to protect", profile: CloudProfile(), usage: 950, scanErr: true},
 		{rule: "R8.3/an unreadable log dir's protection is lifted", profile: CloudProfile(), usage: 950, was: true, scanErr: true},
-		{rule: "R8.3/a broker the cluster no longer lists is no reason to protect", profile: CloudProfile(), usage: 990, was: true, gone: true},
+		{rule: "R8.3/a broker the cluster does not list is no reason to protect anew", profile: CloudProfile(), usage: 990, gone: true},
+		{rule: "R8.8/a broker fenced for a restart keeps its protection while the disk is full", profile: CloudProfile(), usage: 990, was: true, gone: true, want: true},
+		{rule: "R8.8/a broker fenced for a restart keeps its protection through the hysteresis", profile: CloudProfile(), usage: 850, was: true, gone: true, want: true},
+		{rule: "R8.8/a fenced broker's protection is lifted below the hysteresis", profile: CloudProfile(), usage: 849, was: true, gone: true},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {

@@ -42,6 +42,8 @@ type fakeAdmin struct {
 	// failDeletes, failQuotaRemovals, failAlters: the next n calls
 	// fail (a right revoked for a minute, a controller move).
 	failDeletes, failQuotaRemovals, failAlters int
+	// offsetsErr fails every offsets read (a partition leader unreachable).
+	offsetsErr error
 	// Reads, for tests of what a pass reads.
 	loads       int
 	offsetCalls [][]TopicPartition
@@ -70,6 +72,9 @@ func (f *fakeAdmin) Offsets(_ context.Context, parts []TopicPartition) (map[Topi
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
 		return nil, err
+	}
+	if f.offsetsErr != nil {
+		return nil, f.offsetsErr
 	}
 	f.offsetCalls = append(f.offsetCalls, slices.Clone(parts))
 	out := map[TopicPartition]Offsets{}
