@@ -316,6 +316,7 @@ func scheduledRan(goals []DirGoal, o Observed) bool {
 // is blocked: any reason holds something back (a stale snapshot, a log
 // dir's or a topic's hold, a limit on purges).
 func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool) {
+	e.dropGoneDirs(goals)
 	for _, g := range goals {
 		for _, b := range e.policy.Profile.Bands {
 			v := 0.0
@@ -396,4 +397,28 @@ func (e *Enforcer) setBlocked(reasons []BlockReason, dirs, topics []string) {
 		e.logger.Info("destructive actions allowed again")
 	}
 	e.heldReasons = reasons
+}
+
+// dropGoneDirs removes the per-log-dir series of log dirs that left the
+// config or the glob (a kubelet pod path after a reschedule): a stale
+// write_protection_active 1 would keep an alert firing for good.
+func (e *Enforcer) dropGoneDirs(goals []DirGoal) {
+	if len(goals) == 0 {
+		return
+	}
+	now := make(map[string]bool, len(goals))
+	for _, g := range goals {
+		now[g.LogDir] = true
+	}
+	for d := range e.bands {
+		if now[d] {
+			continue
+		}
+		gone := prometheus.Labels{"log_dir": d}
+		e.m.band.DeletePartialMatch(gone)
+		e.m.prot.active.DeletePartialMatch(gone)
+		e.m.prot.wanted.DeletePartialMatch(gone)
+		delete(e.bands, d)
+		e.logger.Info("log dir gone: its series are removed", "log_dir", d)
+	}
 }

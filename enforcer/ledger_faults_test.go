@@ -317,3 +317,36 @@ func TestR8_7UndecodableRecordIsSkippedAndUntouchable(t *testing.T) {
 		t.Fatal("R8.7/a decodable record does not clear the mark")
 	}
 }
+
+// The series of a log dir that left the config or the glob (a kubelet pod
+// path after a reschedule) are removed: a stale write_protection_active
+// 1 would keep an alert firing (issue 20, point 9).
+func TestLogDirSeriesRemovedWhenTheDirLeaves(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
+	passAt(t, e, clock, full())
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, e, clock, full())
+	if v := gather(t, reg, "kafka_disk_guard_write_protection_active", map[string]string{"log_dir": dir}); v != 1 {
+		t.Fatalf("active %v", v)
+	}
+	moved := full()
+	moved.LogDirs[0].Path = "/var/lib/kubelet/pods/new/volumes/data"
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, e, clock, moved)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "log_dir" && l.GetValue() == dir && mf.GetName() != "kafka_disk_guard_log_dir_identity" {
+					t.Errorf("series of the log dir that left: %s %v", mf.GetName(), m.GetLabel())
+				}
+			}
+		}
+	}
+}
