@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,8 @@ type Enforcer struct {
 	clock   Clock
 	dryRun  bool
 	brokerF *int32
+	// instance: this agent's name in its record (Deps.Instance).
+	instance string
 
 	// State below is owned by the single worker (Run / Reconcile).
 	lastScheduled time.Time
@@ -148,6 +151,12 @@ type Deps struct {
 	// Features are the rights features of the guard's other parts
 	// (admission), checked and reported with the enforcer's own.
 	Features []rights.Feature
+	// Instance names this agent in its record (spec R8.8): a record of
+	// its broker written by another instance, with a live lease, makes it
+	// stand by. Default: the host name (a container restarted in its pod
+	// goes on at once; another install, or a pod scheduled anew, waits a
+	// lease).
+	Instance string
 }
 
 // New builds an enforcer. It performs no I/O.
@@ -192,6 +201,10 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		evidence:      deps.Evidence,
 		features:      enforcerFeatures(profile, cfg.Protection.Strategy, deps.Features),
 		ev:            evidenceState{node: -1},
+		instance:      deps.Instance,
+	}
+	if e.instance == "" {
+		e.instance, _ = os.Hostname()
 	}
 	e.guarded.Store(-1)
 	if cfg.BrokerID != nil && *cfg.BrokerID >= 0 {
@@ -285,6 +298,11 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	plan := PlanActions(o, goals)
 	if e.report(goals, plan, o) {
 		result = ReconcileBlocked
+	}
+	if e.prot.standby {
+		// Another instance acts for this broker (spec R8.8): this one
+		// changes nothing, lifts nothing, deletes nothing.
+		return readErr
 	}
 	t := time.Now()
 	applyErr := e.apply(ctx, plan, goals, o)

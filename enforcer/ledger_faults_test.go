@@ -2,9 +2,13 @@ package enforcer
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
@@ -348,5 +352,56 @@ func TestLogDirSeriesRemovedWhenTheDirLeaves(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// R8.8: a second agent for the same broker (another install, left in
+// observe mode) sees the first one's live lease and stands by: it lifts
+// nothing, says so in a metric, and takes over once that lease expires
+// (issue 20, point 8).
+func TestR8_8SecondAgentForTheBrokerStandsBy(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	newAs := func(cfg Config, instance string) (*Enforcer, *prometheus.Registry) {
+		reg := prometheus.NewRegistry()
+		cfg.BrokerID = new(int32(1))
+		s := full()
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, reg
+	}
+	active, _ := newAs(cfg, "pod-a")
+	observer, reg := newAs(Config{Interval: time.Second}, "pod-b")
+	passAt(t, active, clock, full())
+	if !f.acls[denyAll("a")] {
+		t.Fatal("not protected")
+	}
+	for range 20 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, active, clock, full())
+		passAt(t, observer, clock, full())
+		if !f.acls[denyAll("a")] {
+			t.Fatalf("R8.8/the second agent lifted the active agent's protection")
+		}
+	}
+	if v := gather(t, reg, "kafka_disk_guard_protection_standby", nil); v != 1 {
+		t.Errorf("R8.8/standby %v", v)
+	}
+	// The active agent dies: the second takes over after the lease (in
+	// observe mode it lifts what is now its own).
+	for range 15 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, observer, clock, full())
+	}
+	if v := gather(t, reg, "kafka_disk_guard_protection_standby", nil); v != 0 {
+		t.Errorf("R8.8/standby %v after the lease expired", v)
+	}
+	if len(f.acls) != 0 || f.records.Agents[1].Instance != "pod-b" {
+		t.Fatalf("R8.8/no takeover: acls %v record %+v", f.acls, f.records.Agents[1])
 	}
 }

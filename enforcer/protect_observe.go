@@ -55,6 +55,11 @@ type protectionState struct {
 	// missingSince: since when wanted protection has been missing from
 	// what is read back (zero: all in place).
 	missingSince time.Time
+	// self: the renewal of this broker's record by another instance, as
+	// last seen and since when; standby: that instance's lease is live,
+	// this agent stands by (spec R8.8).
+	self    leaseSeen
+	standby bool
 	// ledgerLost: the last read found the ownership topic lost; written:
 	// this agent's record as last written (restored from memory when the
 	// topic lost it).
@@ -95,6 +100,10 @@ func (e *Enforcer) real() Record {
 func (e *Enforcer) recordsDue(o Observed) bool {
 	if e.prot.records == nil {
 		return true
+	}
+	due := o.Now.Sub(e.prot.loaded) >= e.cfg.Interval || o.Now.Before(e.prot.loaded)
+	if e.prot.standby {
+		return due // following the active instance's lease
 	}
 	for d := range e.policy.protectDirs(o) {
 		if !o.Protected[d] {
@@ -164,6 +173,7 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 		e.logger.Warn("ownership records that do not decode were skipped: those brokers' claims are left alone until a decodable record replaces them",
 			"brokers", slices.Sorted(maps.Keys(recs.Undecodable)), "values", skipped)
 	}
+	e.followInstance(recs, o.Now)
 	// This agent's own record vanished (the topic was deleted and created
 	// again): it is written again from memory, never read as "no claims".
 	if _, ok := recs.Agents[e.brokerID]; !ok && e.prot.written != nil && !e.prot.written.Empty() {
@@ -208,6 +218,36 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	return nil
 }
 
+// followInstance decides whether this agent stands by (spec R8.8): its
+// broker's record was written by another instance whose lease this agent
+// saw renewed within the lease, on its own clock. Once no renewal is seen
+// for a lease, it takes over (its next record names it).
+func (e *Enforcer) followInstance(recs Records, now time.Time) {
+	r, ok := recs.Agents[e.brokerID]
+	was := e.prot.standby
+	if !ok || r.Instance == "" || r.Instance == e.instance || r.Renewed.IsZero() {
+		e.prot.standby, e.prot.self = false, leaseSeen{}
+	} else {
+		if s := e.prot.self; !s.renewed.Equal(r.Renewed) || now.Before(s.since) {
+			e.prot.self = leaseSeen{renewed: r.Renewed, since: now}
+		}
+		lease := r.Lease()
+		if lease <= 0 {
+			lease = e.cfg.Protection.LeaseDuration
+		}
+		e.prot.standby = now.Sub(e.prot.self.since) < lease
+	}
+	e.m.prot.standby.Set(gauge(e.prot.standby))
+	switch {
+	case e.prot.standby && !was:
+		e.logger.Warn("another agent instance acts for this broker: standing by (changing nothing) until its lease expires",
+			"broker_id", e.brokerID, "instance", e.instance, "active_instance", r.Instance, "lease", r.Lease().String())
+	case was && !e.prot.standby:
+		e.logger.Warn("the other agent instance for this broker stopped renewing its lease: taking over",
+			"broker_id", e.brokerID, "instance", e.instance, "previous_instance", r.Instance)
+	}
+}
+
 // expired lists the other agents whose protection is to be lifted: a
 // lease seen unrenewed for its length on this agent's clock (immune to
 // clock differences between hosts), or a broker missing from the
@@ -246,7 +286,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 		recs = e.prot.records.Clone()
 	}
 	po := &ProtectionObserved{
-		BrokerID: e.brokerID, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun,
+		BrokerID: e.brokerID, Instance: e.instance, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun,
 		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, UnrecordedQuota: e.prot.unrecordedQuota,
 		ProducerByteRate: cfg.ProducerByteRate, Lease: cfg.LeaseDuration, OwnershipTopic: e.cfg.OwnershipTopic,
 		ExemptTopics: cfg.ExemptTopics, ExemptPrincipals: cfg.ExemptPrincipals,

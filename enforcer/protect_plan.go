@@ -58,6 +58,9 @@ type ProtectionObserved struct {
 	LowerFrom      float64
 	OperatorTopics map[string]bool
 
+	// Instance: this agent's instance (written into its record).
+	Instance string
+
 	// Settings (enforcer.protection, enforcer.ownershipTopic).
 	ProducerByteRate int64
 	Lease            time.Duration
@@ -156,7 +159,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	po := o.Protection
 	me := po.Records.Agents[po.BrokerID]
 	var pp ProtectionPlan
-	rec := Record{BrokerID: po.BrokerID, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(),
+	rec := Record{BrokerID: po.BrokerID, Instance: po.Instance, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(),
 		Since: me.Since, Renewed: me.Renewed, Ack: me.Ack, Suppressed: me.Suppressed, Updated: me.Updated}
 
 	// The log dirs under protection, with why each entered it.
@@ -337,6 +340,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	// Write the record when it changed, when the lease is due (renewed
 	// only on trusted inputs), or when the last write failed.
 	changed := !sameOwned(me.Owned, rec.Owned) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
+		(me.Instance != rec.Instance && (rec.Claims() || len(rec.LogDirs) > 0)) ||
 		!sameSuppression(me.Suppressed, rec.Suppressed) || (rec.Claims() && (me.Strategy != rec.Strategy || me.LeaseMs != rec.LeaseMs))
 	renew := trusted(o) && rec.Claims() && (o.Now.Sub(me.Renewed) >= po.Lease/3 || o.Now.Before(me.Renewed))
 	if trusted(o) && (renew || (changed && rec.Claims())) {

@@ -128,6 +128,9 @@ type Suppression struct {
 type Record struct {
 	Version  int32  `json:"v"`
 	BrokerID int32  `json:"broker_id"`
+	// Instance: the agent instance that wrote it (spec R8.8): another
+	// instance for the same broker stands by while its lease is live.
+	Instance string `json:"instance,omitempty"`
 	Strategy string `json:"strategy,omitempty"`
 	// Since: when the current protection episode began (zero: none).
 	Since time.Time `json:"since,omitzero"`
