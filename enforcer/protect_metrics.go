@@ -64,7 +64,7 @@ type protectionMetrics struct {
 	undecodable prometheus.Gauge
 	// standby: another instance acts for this broker (spec R8.8).
 	standby prometheus.Gauge
-	brokers     map[int32]bool // broker_id series exported
+	brokers map[int32]bool // broker_id series exported
 }
 
 func newProtectionMetrics(reg prometheus.Registerer) (*protectionMetrics, error) {

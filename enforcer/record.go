@@ -126,8 +126,8 @@ type Suppression struct {
 
 // Record is one broker agent's protection record.
 type Record struct {
-	Version  int32  `json:"v"`
-	BrokerID int32  `json:"broker_id"`
+	Version  int32 `json:"v"`
+	BrokerID int32 `json:"broker_id"`
 	// Instance: the agent instance that wrote it (spec R8.8): another
 	// instance for the same broker stands by while its lease is live.
 	Instance string `json:"instance,omitempty"`
