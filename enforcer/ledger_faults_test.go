@@ -405,3 +405,56 @@ func TestR8_8SecondAgentForTheBrokerStandsBy(t *testing.T) {
 		t.Fatalf("R8.8/no takeover: acls %v record %+v", f.acls, f.records.Agents[1])
 	}
 }
+
+// R7.3 across restarts: the purge caps' windows are kept in the agent's
+// record and restored at start, so a crash loop does not get a fresh
+// budget each time (issue 20, point 7).
+func TestR7_3PurgeCapsSurviveARestart(t *testing.T) {
+	C, O := agent.StateClosed, agent.StateOpen
+	clock := &monoClock{wall: t0}
+	var segs []agent.Segment
+	for i := range 30 {
+		segs = append(segs, sized(int64(i)*10, i, C, 100))
+	}
+	segs = append(segs, sized(300, 30, O, 100))
+	s := snap(9500, 10000, part("a", 0, 0, 310, segs...))
+	clock.at(s)
+	f := newFakeAdmin(s)
+	cfg := Config{Enabled: true, BrokerID: new(int32(1)), Purge: PurgeConfig{MaxPercentPerPass: 2, MaxPercentPerHour: 5, MaxPercentPerDay: 10, OtherBytesPercent: 100}}
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	for range 5 {
+		clock.tick(time.Second)
+		clock.at(s)
+		if err := e.Reconcile(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 500 {
+		t.Fatalf("unexpired bytes purged before the restart: %v, want 500 (the hour's cap)", got)
+	}
+	// The process restarts: a new monotonic clock, the same wall clock.
+	clock = &monoClock{wall: clock.wall.Add(10 * time.Second)}
+	e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	for range 5 {
+		clock.tick(time.Second)
+		clock.at(s)
+		if err := e.Reconcile(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 0 {
+		t.Fatalf("R7.3/a restart reset the hour's cap: %v more unexpired bytes purged", got)
+	}
+	if v := gather(t, reg, "kafka_disk_guard_purged_unexpired_window_bytes", map[string]string{"log_dir": dir, "window": "24h"}); v != 500 {
+		t.Errorf("R7.3/purged_unexpired_window_bytes{24h} %v after the restart, want 500", v)
+	}
+	// An hour later the hour's window has room again; the day's keeps count.
+	clock.tick(time.Hour)
+	clock.at(s)
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 200 {
+		t.Fatalf("R7.3/an hour later: %v, want 200", got)
+	}
+}

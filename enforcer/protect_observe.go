@@ -60,6 +60,9 @@ type protectionState struct {
 	// this agent stands by (spec R8.8).
 	self    leaseSeen
 	standby bool
+	// purgesRestored: the purge history of this agent's record was read
+	// back into the caps' windows (once, at the first read).
+	purgesRestored bool
 	// ledgerLost: the last read found the ownership topic lost; written:
 	// this agent's record as last written (restored from memory when the
 	// topic lost it).
@@ -117,6 +120,9 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 // claims or wants something, set something unrecorded, or another agent's
 // record claims something (the cluster-wide view, expired leases).
 func (e *Enforcer) protectionRelevant(o Observed) bool {
+	if !e.dryRun && !samePurges(e.real().Purged, e.purgeHistory(o.Now)) {
+		return true // the purge history goes into the record
+	}
 	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 ||
 		len(e.policy.lowerCandidates(o)) > 0 {
 		return true
@@ -174,6 +180,9 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 			"brokers", slices.Sorted(maps.Keys(recs.Undecodable)), "values", skipped)
 	}
 	e.followInstance(recs, o.Now)
+	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
+		o.Purged = e.purged(e.ev.lastMono)
+	}
 	// This agent's own record vanished (the topic was deleted and created
 	// again): it is written again from memory, never read as "no claims".
 	if _, ok := recs.Agents[e.brokerID]; !ok && e.prot.written != nil && !e.prot.written.Empty() {
@@ -286,7 +295,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 		recs = e.prot.records.Clone()
 	}
 	po := &ProtectionObserved{
-		BrokerID: e.brokerID, Instance: e.instance, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun,
+		BrokerID: e.brokerID, Instance: e.instance, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun, Purged: e.purgeHistory(o.Now),
 		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, UnrecordedQuota: e.prot.unrecordedQuota,
 		ProducerByteRate: cfg.ProducerByteRate, Lease: cfg.LeaseDuration, OwnershipTopic: e.cfg.OwnershipTopic,
 		ExemptTopics: cfg.ExemptTopics, ExemptPrincipals: cfg.ExemptPrincipals,

@@ -60,6 +60,9 @@ type ProtectionObserved struct {
 
 	// Instance: this agent's instance (written into its record).
 	Instance string
+	// Purged: this agent's purge history of the last day (written into
+	// its record: the caps survive a restart).
+	Purged []PurgeBucket
 
 	// Settings (enforcer.protection, enforcer.ownershipTopic).
 	ProducerByteRate int64
@@ -159,8 +162,12 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	po := o.Protection
 	me := po.Records.Agents[po.BrokerID]
 	var pp ProtectionPlan
-	rec := Record{BrokerID: po.BrokerID, Instance: po.Instance, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(),
+	rec := Record{BrokerID: po.BrokerID, Instance: po.Instance, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(), Purged: me.Purged,
 		Since: me.Since, Renewed: me.Renewed, Ack: me.Ack, Suppressed: me.Suppressed, Updated: me.Updated}
+
+	if po.Enforcing {
+		rec.Purged = po.Purged // observe mode's purges are not real ones
+	}
 
 	// The log dirs under protection, with why each entered it.
 	oldWhy := map[string]Why{}
@@ -340,7 +347,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	// Write the record when it changed, when the lease is due (renewed
 	// only on trusted inputs), or when the last write failed.
 	changed := !sameOwned(me.Owned, rec.Owned) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
-		(me.Instance != rec.Instance && (rec.Claims() || len(rec.LogDirs) > 0)) ||
+		(me.Instance != rec.Instance && (rec.Claims() || len(rec.LogDirs) > 0)) || (po.Enforcing && !samePurges(me.Purged, rec.Purged)) ||
 		!sameSuppression(me.Suppressed, rec.Suppressed) || (rec.Claims() && (me.Strategy != rec.Strategy || me.LeaseMs != rec.LeaseMs))
 	renew := trusted(o) && rec.Claims() && (o.Now.Sub(me.Renewed) >= po.Lease/3 || o.Now.Before(me.Renewed))
 	if trusted(o) && (renew || (changed && rec.Claims())) {

@@ -148,7 +148,11 @@ type Record struct {
 	// seen; from then on its claims are its own again.
 	Ack        string       `json:"ack,omitempty"`
 	Suppressed *Suppression `json:"suppressed,omitempty"`
-	Updated    time.Time    `json:"updated,omitzero"`
+	// Purged: the unexpired bytes this agent purged over the last day, by
+	// log dir and bucket (purge_record.go): restored at a restart, so the
+	// purge caps' windows (spec R7.3) survive it.
+	Purged  []PurgeBucket `json:"purged,omitempty"`
+	Updated time.Time     `json:"updated,omitzero"`
 }
 
 // Lease is the record's lease duration.
