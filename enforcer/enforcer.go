@@ -41,14 +41,50 @@ type Clock interface {
 	Now() time.Time
 }
 
-// Admin is the Kafka admin API the enforcer uses. Implemented by
-// internal/kafkaadmin. Every method checks every per-item error code.
+// Admin is the Kafka admin API the enforcer uses, made of small
+// interfaces (a part that needs only one names only that one).
+// Implemented by internal/kafkaadmin and internal/simbroker. Every method
+// checks every per-item error code.
 type Admin interface {
-	// Offsets returns the broker's log start offset and high watermark.
+	DeletionAdmin
+	RecordStore
+	ACLAdmin
+	QuotaAdmin
+	ConfigAdmin
+	// LiveBrokers lists the broker ids in the cluster's metadata (nil:
+	// unknown, as without a cluster).
+	LiveBrokers(ctx context.Context) ([]int32, error)
+}
+
+// DeletionAdmin reads offsets and deletes records (spec R4.1).
+type DeletionAdmin interface {
+	// Offsets returns the broker's log start offset and high watermark of
+	// the partitions whose leader answered; a partition left out is not
+	// deleted from.
 	Offsets(ctx context.Context, parts []TopicPartition) (map[TopicPartition]Offsets, error)
 	// DeleteRecords moves log start offsets of one topic's partitions; the
 	// map holds each partition's own result (nil: done).
 	DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64) (map[int32]error, error)
+}
+
+// RecordStore is the ledger: the ownership topic (spec R8.5-R8.8).
+type RecordStore interface {
+	// LoadRecords reads the ownership topic to its end: every agent's
+	// record and lift (record.go). A topic that is missing, has more than
+	// one partition or is not compacted is ErrLedgerLost (ErrLedgerMissing
+	// when missing), never "no records"; a value that does not decode is
+	// skipped and counted in Records.Undecodable.
+	LoadRecords(ctx context.Context) (Records, error)
+	// StoreRecord writes this agent's record (keyed by its broker id,
+	// acks=all, partition 0), creating the topic when missing; it returns
+	// when the write is acknowledged or ctx ends.
+	StoreRecord(ctx context.Context, r Record) error
+	// StoreLift writes a lift of a broker's claims (acks=all).
+	StoreLift(ctx context.Context, l Lift) error
+}
+
+// ACLAdmin reads and changes topic ACLs (strategy acl).
+type ACLAdmin interface {
 	// TopicACLs lists every ACL on topic resources; ErrNoAuthorizer when
 	// the brokers run without an authorizer.
 	TopicACLs(ctx context.Context) ([]ACL, error)
@@ -56,26 +92,23 @@ type Admin interface {
 	// DeleteACLs deletes exactly the bindings given.
 	CreateACLs(ctx context.Context, acls []ACL) error
 	DeleteACLs(ctx context.Context, acls []ACL) error
+	// AllowEveryoneIfNoACLFound reads the brokers'
+	// allow.everyone.if.no.acl.found (see AllowEveryone).
+	AllowEveryoneIfNoACLFound(ctx context.Context) (AllowEveryone, error)
+}
+
+// QuotaAdmin reads and changes the default client quota (strategy quota).
+type QuotaAdmin interface {
 	// DefaultProducerQuota is the default client entity's
 	// producer_byte_rate (0: none).
 	DefaultProducerQuota(ctx context.Context) (int64, error)
 	SetDefaultProducerQuota(ctx context.Context, rate int64) error
 	RemoveDefaultProducerQuota(ctx context.Context) error
-	// LoadRecords reads the ownership topic to its end: every agent's
-	// record and lift (record.go). A missing topic holds none.
-	LoadRecords(ctx context.Context) (Records, error)
-	// StoreRecord writes this agent's record (keyed by its broker id,
-	// acks=all), creating the topic on first use; it returns when the
-	// write is acknowledged or ctx ends.
-	StoreRecord(ctx context.Context, r Record) error
-	// StoreLift writes a lift of a broker's claims (acks=all).
-	StoreLift(ctx context.Context, l Lift) error
-	// LiveBrokers lists the broker ids in the cluster's metadata (nil:
-	// unknown, as without a cluster).
-	LiveBrokers(ctx context.Context) ([]int32, error)
-	// AllowEveryoneIfNoACLFound reads the brokers'
-	// allow.everyone.if.no.acl.found (see AllowEveryone).
-	AllowEveryoneIfNoACLFound(ctx context.Context) (AllowEveryone, error)
+}
+
+// ConfigAdmin reads and changes topic configs (tiered topics' local
+// retention, spec R7.4).
+type ConfigAdmin interface {
 	// TopicConfigOverrides reads key of each topic as set on the topic
 	// itself (nil: not set there, inherited from the broker or Kafka's
 	// default). A topic the cluster does not have is left out of the map;
