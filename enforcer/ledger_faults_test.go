@@ -458,3 +458,23 @@ func TestR7_3PurgeCapsSurviveARestart(t *testing.T) {
 		t.Fatalf("R7.3/an hour later: %v, want 200", got)
 	}
 }
+
+// R4.4: observe mode reports a lift it would do once: the virtual
+// record's releasing claims count as gone, not as in place forever.
+func TestR4_4ObserveModeReportsAWouldBeLiftOnce(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Interval: time.Second}, full(), f, clock)
+	passAt(t, e, clock, full())
+	for range 4 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, calm())
+	}
+	if v := gather(t, reg, "kafka_disk_guard_actions_total", map[string]string{"action": "unprotect", "result": "dry_run"}); v != 2 {
+		t.Errorf("R4.4/would-be unprotect actions %v, want 2 (one per topic, once)", v)
+	}
+	if len(f.acls) != 0 || f.writes != 0 {
+		t.Errorf("observe mode changed the cluster: %v, %d writes", f.acls, f.writes)
+	}
+}

@@ -399,7 +399,9 @@ func (e *Enforcer) wouldProtect(po *ProtectionObserved) *ProtectionObserved {
 	delete(v.Records.Lifts, e.brokerID)
 	v.Enforcing, v.Expired, v.Unrecorded, v.UnrecordedQuota, v.RecordDirty = true, nil, nil, 0, false
 	v.ACLs = slices.Clone(po.ACLs)
-	e.prot.virtual.Bindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
+	// Held claims only: what observe mode would be releasing counts as
+	// gone at once (it reports the lift once).
+	e.prot.virtual.HeldBindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
 	if q := e.prot.virtual.Quota(); q > 0 && po.DefaultProducerByteRate == 0 {
 		v.DefaultProducerByteRate = q
 	}
