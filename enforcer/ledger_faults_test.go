@@ -478,3 +478,36 @@ func TestR4_4ObserveModeReportsAWouldBeLiftOnce(t *testing.T) {
 		t.Errorf("observe mode changed the cluster: %v, %d writes", f.acls, f.writes)
 	}
 }
+
+// R8.1/R8.5: two agents give up a shared binding, each planning from a
+// cache in which the other still holds it. Each goes through the release
+// (the smaller record written, the topic read to its end), so the later
+// one deletes it: no binding is left that no record claims.
+func TestR8_5SharedBindingGivenUpFromStaleCaches(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second}
+	a, _ := enforcerAs(t, 1, cfg, full(), f, clock)
+	b, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, a, clock, full())
+		passAt(t, b, clock, full())
+	}
+	if !f.acls[denyAll("a")] || len(f.records.Agents[1].ACLTopics()) == 0 || len(f.records.Agents[2].ACLTopics()) == 0 {
+		t.Fatalf("not protected by both: %v %+v", f.acls, f.records.Agents)
+	}
+	// Calm at the same instant: neither reads the records before planning.
+	clock.t = clock.t.Add(100 * time.Millisecond)
+	passAt(t, a, clock, calm())
+	passAt(t, b, clock, calm())
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, a, clock, calm())
+		passAt(t, b, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.1/a binding no record claims is left: %v, records %+v", f.acls, f.records.Agents)
+	}
+}

@@ -293,17 +293,22 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	}
 	pp.Create = byTopic(create)
 	// Two-phase release (spec R8.5): a binding given up stays in the
-	// record, releasing, while it is read back in place; one another live
-	// record holds is left to that record.
+	// record, releasing, while it is read back in place. Every claim given
+	// up goes through the release once (the smaller record written, then
+	// the topic read to its end: of two agents dropping one binding the
+	// later deletes it); a releasing claim another live record still held
+	// at that read is left to that record.
 	others := Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
 	delete(others.Agents, po.BrokerID)
 	heldElsewhere := others.LiveBindings()
+	wasReleasing := map[ACL]bool{}
+	Record{Owned: me.Releasing()}.Bindings(nil, func(a ACL) { wasReleasing[a] = true })
 	release := map[string][]ACL{}
 	var releasing []ACL
 	seen := map[ACL]bool{}
 	drop := func(a ACL) {
 		a = normACL(a)
-		if !want[a] && present[a] && !seen[a] && !heldElsewhere[a] {
+		if !want[a] && present[a] && !seen[a] && !(wasReleasing[a] && heldElsewhere[a]) {
 			seen[a] = true
 			release[a.Topic] = append(release[a.Topic], a)
 			releasing = append(releasing, a)
@@ -336,7 +341,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 				o.Releasing = v == me.ReleasingQuota()
 				rec.Owned = append(rec.Owned, o)
 			}
-		case po.DefaultProducerByteRate == v && !others.LiveQuota(v):
+		case po.DefaultProducerByteRate == v && !(v == me.ReleasingQuota() && v != me.Quota() && others.LiveQuota(v)):
 			o := quotaOwned(v)
 			o.Releasing = true
 			rec.Owned = append(rec.Owned, o)
