@@ -51,27 +51,29 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	o.Protected = dirSet(e.mine().LogDirs)
 	r := reads{o: &o}
 
-	o.BrokerNotAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
+	o.BrokerNotAlive, o.BrokerGone = e.selfAlive(now)
 	fresh := false
 	if e.recordsDue(o) {
-		fresh = r.do("load_records", func() error { return e.readRecords(ctx, &o) })
+		fresh = r.ledger("load_records", func() error { return e.readRecords(ctx, &o) })
 		if fresh {
 			o.Protected = dirSet(e.mine().LogDirs)
-			o.BrokerNotAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
+			o.BrokerNotAlive, o.BrokerGone = e.selfAlive(now)
 		}
 	}
 	if !o.BrokerUnreachable {
 		if parts := e.policy.freeingPartitions(o); len(parts) > 0 {
-			r.do("list_offsets", func() error { return e.readOffsets(ctx, &o, parts) })
+			// Protection needs no offsets (spec R8.4): a failed read
+			// holds only the deletions of the partitions it left out.
+			r.soft("list_offsets", func() error { return e.readOffsets(ctx, &o, parts) })
 		}
 	}
-	if e.prot.records != nil && !o.BrokerUnreachable && e.protectionRelevant(o) {
+	if e.prot.records != nil && !o.BrokerUnreachable && !r.ledgerLost && e.protectionRelevant(o) {
 		r.do("observe_protection", func() error { return e.readProtection(ctx, &o) })
 	}
 	// A binding this agent claims is missing: an operator may have lifted
 	// it. Read the records again before putting it back.
 	if o.Protection != nil && !fresh && e.claimsMissing(o.Protection) {
-		if r.do("load_records", func() error { return e.readRecords(ctx, &o) }) {
+		if r.ledger("load_records", func() error { return e.readRecords(ctx, &o) }) {
 			o.Protection.Records = e.prot.records.Clone()
 			o.Protection.Expired = e.expired(o.Now)
 		} else {
@@ -81,11 +83,49 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	return o, r.phases, errors.Join(r.errs...)
 }
 
+// selfAlive reports whether this agent's broker is missing from the
+// cluster's metadata (fenced for a restart, or gone), and whether it has
+// been for a whole lease (gone: peers lift its protection then, and the
+// agent keeps none).
+func (e *Enforcer) selfAlive(now time.Time) (notAlive, gone bool) {
+	notAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
+	if !notAlive {
+		e.prot.selfGone = time.Time{}
+		return false, false
+	}
+	if e.prot.selfGone.IsZero() || now.Before(e.prot.selfGone) {
+		e.prot.selfGone = now
+	}
+	return true, now.Sub(e.prot.selfGone) >= e.cfg.Protection.LeaseDuration
+}
+
 // reads times observe's reads and keeps their errors.
 type reads struct {
 	o      *Observed
 	phases []any
 	errs   []error
+	// ledgerLost: the ownership topic is lost (ErrLedgerLost): protection
+	// is neither observed nor changed this pass; deletions go on.
+	ledgerLost bool
+}
+
+// ledger runs a read of the ownership topic: a lost ledger holds back
+// protection only (nothing is claimed or released on its word, spec
+// R8.7); any other failure marks the broker unreachable.
+func (r *reads) ledger(name string, read func() error) bool {
+	t := time.Now()
+	err := read()
+	r.phases = append(r.phases, name, time.Since(t))
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrLedgerLost):
+		r.ledgerLost = true
+	default:
+		r.o.BrokerUnreachable = true
+	}
+	r.errs = append(r.errs, err)
+	return false
 }
 
 // do runs one read; a failure marks the broker unreachable. It reports
@@ -100,6 +140,18 @@ func (r *reads) do(name string, read func() error) bool {
 		return false
 	}
 	return true
+}
+
+// soft runs one read whose failure holds back only what needs it (the
+// partitions left without offsets are not deleted from): the broker is not
+// marked unreachable.
+func (r *reads) soft(name string, read func() error) {
+	t := time.Now()
+	err := read()
+	r.phases = append(r.phases, name, time.Since(t))
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
 }
 
 // fractionDone lists the partitions that had their purge_fraction pass

@@ -55,6 +55,26 @@ type protectionState struct {
 	// missingSince: since when wanted protection has been missing from
 	// what is read back (zero: all in place).
 	missingSince time.Time
+	// self: the renewal of this broker's record by another instance, as
+	// last seen and since when; standby: that instance's lease is live,
+	// this agent stands by (spec R8.8).
+	self    leaseSeen
+	standby bool
+	// selfGone: since when this agent's broker has been missing from the
+	// cluster's metadata (zero: listed).
+	selfGone time.Time
+	// purgesRestored: the purge history of this agent's record was read
+	// back into the caps' windows (once, at the first read).
+	purgesRestored bool
+	// ledgerLost: the last read found the ownership topic lost; written:
+	// this agent's record as last written (restored from memory when the
+	// topic lost it).
+	ledgerLost bool
+	written    *Record
+	// releaseFailures: releases failed in a row; releaseRetryAt: not
+	// retried before (capped backoff, spec R8.5).
+	releaseFailures int
+	releaseRetryAt  time.Time
 }
 
 type leaseSeen struct {
@@ -87,6 +107,10 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 	if e.prot.records == nil {
 		return true
 	}
+	due := o.Now.Sub(e.prot.loaded) >= e.cfg.Interval || o.Now.Before(e.prot.loaded)
+	if e.prot.standby {
+		return due // following the active instance's lease
+	}
 	for d := range e.policy.protectDirs(o) {
 		if !o.Protected[d] {
 			return false // switching on: use the cached records
@@ -99,6 +123,9 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 // claims or wants something, set something unrecorded, or another agent's
 // record claims something (the cluster-wide view, expired leases).
 func (e *Enforcer) protectionRelevant(o Observed) bool {
+	if !e.dryRun && !samePurges(e.real().Purged, e.purgeHistory(o.Now)) {
+		return true // the purge history goes into the record
+	}
 	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 ||
 		len(e.policy.lowerCandidates(o)) > 0 {
 		return true
@@ -117,8 +144,64 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 // brokers, and follows the other agents' leases.
 func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	recs, err := e.admin.LoadRecords(ctx)
+	if errors.Is(err, ErrLedgerMissing) && e.prot.records == nil && e.prot.written == nil {
+		// The agent's first read (its start, as Run's Prepare): the topic
+		// is created, and empty; this agent knows no claim to keep or
+		// release. Observe mode creates nothing: nothing is claimed or
+		// lifted on it either way.
+		if p, ok := e.admin.(Preparer); ok && !e.dryRun {
+			if perr := p.Prepare(ctx); perr == nil {
+				e.logger.Info("ownership topic created at start", "topic", e.cfg.OwnershipTopic)
+				recs, err = NewRecords(), nil
+			}
+		} else if e.dryRun {
+			recs, err = NewRecords(), nil
+		}
+	}
+	if errors.Is(err, ErrLedgerLost) {
+		e.m.prot.ledgerLost.Set(1)
+		if !e.prot.ledgerLost {
+			e.logger.Error("protection ledger lost: nothing is claimed or released until it is back; the guard creates a missing ownership topic again",
+				"topic", e.cfg.OwnershipTopic, "err", err)
+		}
+		e.prot.ledgerLost = true
+		// A missing topic is created again (a reshaped or uncompacted
+		// one is the operator's to fix): the records this agent holds
+		// in memory are written to it by the next passes.
+		if p, ok := e.admin.(Preparer); ok && !e.dryRun {
+			if perr := p.Prepare(ctx); perr != nil {
+				err = errors.Join(err, fmt.Errorf("create the ownership topic again: %w", perr))
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("load protection records: %w", err)
+	}
+	if e.prot.ledgerLost {
+		e.logger.Warn("protection ledger back", "topic", e.cfg.OwnershipTopic)
+		e.prot.ledgerLost = false
+	}
+	e.m.prot.ledgerLost.Set(0)
+	skipped := 0
+	for _, n := range recs.Undecodable {
+		skipped += n
+	}
+	e.m.prot.undecodable.Set(float64(skipped))
+	if len(recs.Undecodable) > 0 {
+		e.logger.Warn("ownership records that do not decode were skipped: those brokers' claims are left alone until a decodable record replaces them",
+			"brokers", slices.Sorted(maps.Keys(recs.Undecodable)), "values", skipped)
+	}
+	e.followInstance(recs, o.Now)
+	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
+		o.Purged = e.purged(e.ev.lastMono)
+	}
+	// This agent's own record vanished (the topic was deleted and created
+	// again): it is written again from memory, never read as "no claims".
+	if _, ok := recs.Agents[e.brokerID]; !ok && e.prot.written != nil && !e.prot.written.Empty() {
+		recs = recs.Clone()
+		recs.Agents[e.brokerID] = *e.prot.written
+		e.prot.dirty = true
+		e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
 	}
 	live, err := e.admin.LiveBrokers(ctx)
 	if err != nil {
@@ -156,6 +239,36 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	return nil
 }
 
+// followInstance decides whether this agent stands by (spec R8.8): its
+// broker's record was written by another instance whose lease this agent
+// saw renewed within the lease, on its own clock. Once no renewal is seen
+// for a lease, it takes over (its next record names it).
+func (e *Enforcer) followInstance(recs Records, now time.Time) {
+	r, ok := recs.Agents[e.brokerID]
+	was := e.prot.standby
+	if !ok || r.Instance == "" || r.Instance == e.instance || r.Renewed.IsZero() {
+		e.prot.standby, e.prot.self = false, leaseSeen{}
+	} else {
+		if s := e.prot.self; !s.renewed.Equal(r.Renewed) || now.Before(s.since) {
+			e.prot.self = leaseSeen{renewed: r.Renewed, since: now}
+		}
+		lease := r.Lease()
+		if lease <= 0 {
+			lease = e.cfg.Protection.LeaseDuration
+		}
+		e.prot.standby = now.Sub(e.prot.self.since) < lease
+	}
+	e.m.prot.standby.Set(gauge(e.prot.standby))
+	switch {
+	case e.prot.standby && !was:
+		e.logger.Warn("another agent instance acts for this broker: standing by (changing nothing) until its lease expires",
+			"broker_id", e.brokerID, "instance", e.instance, "active_instance", r.Instance, "lease", r.Lease().String())
+	case was && !e.prot.standby:
+		e.logger.Warn("the other agent instance for this broker stopped renewing its lease: taking over",
+			"broker_id", e.brokerID, "instance", e.instance, "previous_instance", r.Instance)
+	}
+}
+
 // expired lists the other agents whose protection is to be lifted: a
 // lease seen unrenewed for its length on this agent's clock (immune to
 // clock differences between hosts), or a broker missing from the
@@ -166,8 +279,8 @@ func (e *Enforcer) expired(now time.Time) map[int32]string {
 		return out
 	}
 	for id, r := range e.prot.records.Agents {
-		if id == e.brokerID || !r.Claims() {
-			continue
+		if id == e.brokerID || !r.Claims() || e.prot.records.Undecodable[id] > 0 {
+			continue // an undecodable record's claims are untouchable (R8.7)
 		}
 		lease := r.Lease()
 		if lease <= 0 {
@@ -194,7 +307,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 		recs = e.prot.records.Clone()
 	}
 	po := &ProtectionObserved{
-		BrokerID: e.brokerID, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun,
+		BrokerID: e.brokerID, Instance: e.instance, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun, Purged: e.purgeHistory(o.Now),
 		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, UnrecordedQuota: e.prot.unrecordedQuota,
 		ProducerByteRate: cfg.ProducerByteRate, Lease: cfg.LeaseDuration, OwnershipTopic: e.cfg.OwnershipTopic,
 		ExemptTopics: cfg.ExemptTopics, ExemptPrincipals: cfg.ExemptPrincipals,
@@ -205,8 +318,10 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 	sortACLs(po.Unrecorded)
 	needACLs, needQuota := cfg.Strategy == StrategyACL || len(po.Unrecorded) > 0, cfg.Strategy == StrategyQuota || po.UnrecordedQuota > 0
 	for _, r := range append(valuesOf(recs.Agents), e.prot.virtual) {
-		needACLs = needACLs || len(r.ACLTopics()) > 0
-		needQuota = needQuota || r.Quota() > 0
+		for _, c := range r.Owned {
+			needACLs = needACLs || c.Kind == OwnedACL
+			needQuota = needQuota || c.Kind == OwnedQuota
+		}
 	}
 	if needACLs {
 		acls, err := e.admin.TopicACLs(ctx)
@@ -296,7 +411,9 @@ func (e *Enforcer) wouldProtect(po *ProtectionObserved) *ProtectionObserved {
 	delete(v.Records.Lifts, e.brokerID)
 	v.Enforcing, v.Expired, v.Unrecorded, v.UnrecordedQuota, v.RecordDirty = true, nil, nil, 0, false
 	v.ACLs = slices.Clone(po.ACLs)
-	e.prot.virtual.Bindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
+	// Held claims only: what observe mode would be releasing counts as
+	// gone at once (it reports the lift once).
+	e.prot.virtual.HeldBindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
 	if q := e.prot.virtual.Quota(); q > 0 && po.DefaultProducerByteRate == 0 {
 		v.DefaultProducerByteRate = q
 	}
@@ -358,6 +475,6 @@ func (e *Enforcer) claimsMissing(po *ProtectionObserved) bool {
 		present[normACL(a)] = true
 	}
 	missing := false
-	me.Bindings(nil, func(a ACL) { missing = missing || !present[a] })
+	me.HeldBindings(nil, func(a ACL) { missing = missing || !present[a] })
 	return missing
 }

@@ -98,6 +98,13 @@ type Owned struct {
 	// Prev: topic_config: the guard's own earlier value, while it lowers
 	// the value further (a value in place equal to it is the guard's).
 	Prev *string `json:"prev,omitempty"`
+	// Releasing: the claim is being given up (spec R8.5): it stays in the
+	// record, no longer live (it keeps nothing in place for anyone),
+	// until what it names is read back gone or restored; every pass
+	// retries the release, and a peer after the lease and an operator's
+	// lift drive it too. A reader of an older version takes it for a
+	// live claim (it keeps the protection: the safe side).
+	Releasing bool `json:"releasing,omitempty"`
 }
 
 // Why says why a log dir is protected: its band and usage when it entered
@@ -119,8 +126,11 @@ type Suppression struct {
 
 // Record is one broker agent's protection record.
 type Record struct {
-	Version  int32  `json:"v"`
-	BrokerID int32  `json:"broker_id"`
+	Version  int32 `json:"v"`
+	BrokerID int32 `json:"broker_id"`
+	// Instance: the agent instance that wrote it (spec R8.8): another
+	// instance for the same broker stands by while its lease is live.
+	Instance string `json:"instance,omitempty"`
 	Strategy string `json:"strategy,omitempty"`
 	// Since: when the current protection episode began (zero: none).
 	Since time.Time `json:"since,omitzero"`
@@ -138,24 +148,57 @@ type Record struct {
 	// seen; from then on its claims are its own again.
 	Ack        string       `json:"ack,omitempty"`
 	Suppressed *Suppression `json:"suppressed,omitempty"`
-	Updated    time.Time    `json:"updated,omitzero"`
+	// Purged: the unexpired bytes this agent purged over the last day, by
+	// log dir and bucket (purge_record.go): restored at a restart, so the
+	// purge caps' windows (spec R7.3) survive it.
+	Purged  []PurgeBucket `json:"purged,omitempty"`
+	Updated time.Time     `json:"updated,omitzero"`
 }
 
 // Lease is the record's lease duration.
 func (r Record) Lease() time.Duration { return time.Duration(r.LeaseMs) * time.Millisecond }
 
-// Claims reports whether the record owns anything.
+// Claims reports whether the record owns anything (releasing claims
+// included).
 func (r Record) Claims() bool { return len(r.Owned) > 0 }
+
+// Held lists the claims the record holds (not releasing).
+func (r Record) Held() []Owned {
+	var out []Owned
+	for _, o := range r.Owned {
+		if !o.Releasing {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Releasing lists the claims being given up (spec R8.5).
+func (r Record) Releasing() []Owned {
+	var out []Owned
+	for _, o := range r.Owned {
+		if o.Releasing {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// ReleasingQuota is the producer_byte_rate of a quota claim being given
+// up (0: none).
+func (r Record) ReleasingQuota() int64 {
+	return Record{Owned: r.Releasing()}.Quota()
+}
 
 // Empty reports whether the record neither owns anything nor has a log
 // dir under protection.
 func (r Record) Empty() bool { return len(r.Owned) == 0 && len(r.LogDirs) == 0 && r.Suppressed == nil }
 
-// ACLTopics is every topic the record protects with ACLs.
+// ACLTopics is every topic the record protects with ACLs (held claims).
 func (r Record) ACLTopics() []string {
 	var out []string
 	for _, o := range r.Owned {
-		if o.Kind == OwnedACL {
+		if o.Kind == OwnedACL && !o.Releasing {
 			out = append(out, o.Topics...)
 		}
 	}
@@ -164,10 +207,10 @@ func (r Record) ACLTopics() []string {
 }
 
 // Quota is the producer_byte_rate of the default client entity the record
-// owns (0: none).
+// holds: the value the guard set (0: none; a releasing claim is not held).
 func (r Record) Quota() int64 {
 	for _, o := range r.Owned {
-		if o.Kind == OwnedQuota && o.Entity == DefaultClientEntity && o.Key == producerByteRateKey {
+		if o.Kind == OwnedQuota && !o.Releasing && o.Entity == DefaultClientEntity && o.Key == producerByteRateKey {
 			n, _ := strconv.ParseInt(o.Value, 10, 64)
 			return n
 		}
@@ -175,11 +218,20 @@ func (r Record) Quota() int64 {
 	return 0
 }
 
-// Bindings calls f for every ACL binding the record owns (its topic
-// shapes), topics in scope only (nil: all).
+// Bindings calls f for every ACL binding the record names (its topic
+// shapes; releasing claims included), topics in scope only (nil: all).
 func (r Record) Bindings(scope func(topic string) bool, f func(ACL)) {
+	r.bindings(false, scope, f)
+}
+
+// HeldBindings is Bindings of the held claims only.
+func (r Record) HeldBindings(scope func(topic string) bool, f func(ACL)) {
+	r.bindings(true, scope, f)
+}
+
+func (r Record) bindings(held bool, scope func(topic string) bool, f func(ACL)) {
 	for _, o := range r.Owned {
-		if o.Kind != OwnedACL || o.Shape == nil {
+		if o.Kind != OwnedACL || o.Shape == nil || (held && o.Releasing) {
 			continue
 		}
 		for _, t := range o.Topics {
@@ -192,11 +244,11 @@ func (r Record) Bindings(scope func(topic string) bool, f func(ACL)) {
 	}
 }
 
-// TopicShapes maps each protected topic to its shape.
+// TopicShapes maps each protected topic to its shape (held claims).
 func (r Record) TopicShapes() map[string]Shape {
 	out := map[string]Shape{}
 	for _, o := range r.Owned {
-		if o.Kind == OwnedACL && o.Shape != nil {
+		if o.Kind == OwnedACL && o.Shape != nil && !o.Releasing {
 			for _, t := range o.Topics {
 				out[t] = *o.Shape
 			}
@@ -261,26 +313,83 @@ func (l Lift) Merge(earlier Lift) Lift {
 	return l
 }
 
+// ErrLedgerLost: the ownership topic is missing, has more than one
+// partition, or is not compacted (spec R8.7). It is never read as "no
+// records": nothing new is claimed and nothing is released on its word.
+// Match it with errors.Is.
+var ErrLedgerLost = errors.New("protection ledger lost")
+
+// ErrLedgerMissing: the ledger is lost because the ownership topic does
+// not exist (it matches ErrLedgerLost too). Before this agent (or any)
+// ever wrote to it, that is a cluster where the guard never protected
+// anything; after, its records are gone.
+var ErrLedgerMissing = fmt.Errorf("%w: the ownership topic does not exist", ErrLedgerLost)
+
 // Records is the ownership topic's content: every broker's latest record
 // and lift.
 type Records struct {
 	Agents map[int32]Record
 	Lifts  map[int32]Lift
+	// Undecodable: brokers whose latest record or lift could not be
+	// decoded (garbage, or a newer version during a rolling upgrade), with
+	// how many such values were skipped. Their claims are untouchable
+	// (never lifted by a peer or an operator's lift) until a decodable
+	// value replaces them; Agents keeps their last decodable record.
+	Undecodable map[int32]int
 }
 
 // NewRecords returns an empty set.
 func NewRecords() Records {
-	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}}
+	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}, Undecodable: map[int32]int{}}
+}
+
+// ApplyRecord folds one value of the ownership topic into the set: the
+// latest value per key wins; an empty value (a tombstone) removes the
+// key; keys the guard does not know are left alone; a value that does not
+// decode is skipped and counted (Undecodable).
+func ApplyRecord(out Records, key, value []byte) {
+	id, lift, ok := ParseKey(string(key))
+	if !ok {
+		return
+	}
+	var err error
+	switch {
+	case len(value) == 0 && lift:
+		delete(out.Lifts, id)
+	case len(value) == 0:
+		delete(out.Agents, id)
+	case lift:
+		var l Lift
+		if l, err = DecodeLift(value); err == nil {
+			out.Lifts[id] = l
+		}
+	default:
+		var r Record
+		if r, err = DecodeRecord(value); err == nil {
+			r.BrokerID = id
+			out.Agents[id] = r
+		}
+	}
+	if err != nil {
+		if out.Undecodable != nil {
+			out.Undecodable[id]++
+		}
+		return
+	}
+	delete(out.Undecodable, id)
 }
 
 // Clone copies the maps (records are values).
 func (rs Records) Clone() Records {
-	out := Records{Agents: maps.Clone(rs.Agents), Lifts: maps.Clone(rs.Lifts)}
+	out := Records{Agents: maps.Clone(rs.Agents), Lifts: maps.Clone(rs.Lifts), Undecodable: maps.Clone(rs.Undecodable)}
 	if out.Agents == nil {
 		out.Agents = map[int32]Record{}
 	}
 	if out.Lifts == nil {
 		out.Lifts = map[int32]Lift{}
+	}
+	if out.Undecodable == nil {
+		out.Undecodable = map[int32]int{}
 	}
 	return out
 }
@@ -312,13 +421,13 @@ func (rs Records) Live(id int32, topic string) bool {
 	return v == nil || !v(topic)
 }
 
-// LiveBindings is every ACL binding some record claims and no pending
-// lift voids: what must stay.
+// LiveBindings is every ACL binding some record holds (not releasing)
+// and no pending lift voids: what must stay.
 func (rs Records) LiveBindings() map[ACL]bool {
 	out := map[ACL]bool{}
 	for id, r := range rs.Agents {
 		v := rs.voidScope(id)
-		r.Bindings(func(t string) bool { return v == nil || !v(t) }, func(a ACL) { out[a] = true })
+		r.HeldBindings(func(t string) bool { return v == nil || !v(t) }, func(a ACL) { out[a] = true })
 	}
 	return out
 }
@@ -333,15 +442,27 @@ func (rs Records) GuardBindings() map[ACL]bool {
 	return out
 }
 
-// LiveQuota is the default client producer_byte_rate some live record
-// claims (0: none).
-func (rs Records) LiveQuota() int64 {
+// LiveQuota reports whether some live record holds a claim on the default
+// client producer_byte_rate at value q.
+func (rs Records) LiveQuota(q int64) bool {
 	for id, r := range rs.Agents {
-		if q := r.Quota(); q > 0 && rs.Live(id, "") {
-			return q
+		if r.Quota() == q && q > 0 && rs.Live(id, "") {
+			return true
 		}
 	}
-	return 0
+	return false
+}
+
+// GuardQuota reports whether any record (voided or releasing claims
+// included) names the default client producer_byte_rate at value q: a
+// value the guard set, never an operator's.
+func (rs Records) GuardQuota(q int64) bool {
+	for _, r := range rs.Agents {
+		if q > 0 && (r.Quota() == q || r.ReleasingQuota() == q) {
+			return true
+		}
+	}
+	return false
 }
 
 // LiveTopics lists the topics broker id's record protects with live
@@ -499,7 +620,7 @@ func sameOwned(a, b []Owned) bool {
 	norm := func(os []Owned) []string {
 		out := make([]string, 0, len(os))
 		for _, o := range os {
-			k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key + "|" + o.Value
+			k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key + "|" + o.Value + "|" + strconv.FormatBool(o.Releasing)
 			if o.Orig != nil {
 				k += "|" + *o.Orig
 			}
