@@ -68,7 +68,9 @@ type Observed struct {
 	Protection   *ProtectionObserved
 	WouldProtect *ProtectionObserved
 	// BrokerNotAlive: the cluster's metadata does not list this agent's
-	// broker: none of its log dirs is a reason to protect (spec R8.3).
+	// broker (fenced for a restart, or gone): none of its log dirs is a
+	// reason to protect anew (spec R8.3); protection already on is kept
+	// through the hysteresis.
 	BrokerNotAlive bool
 
 	// Evidence for destructive actions (spec R6). What is missing here
@@ -195,8 +197,15 @@ func (p Policy) protects(o Observed, ld *agent.LogDir) bool {
 		return false
 	case o.Stale:
 		return was
-	case pi < 0 || unreadable(ld) || o.BrokerNotAlive:
+	case pi < 0 || unreadable(ld):
 		return false
+	case o.BrokerNotAlive:
+		// Fenced (a restart) or gone: nothing newly protected, but
+		// protection already on is kept through the hysteresis, since
+		// a returning broker replicates its backlog onto the same disk
+		// (spec R8.8's peers lift it once the broker stays out of the
+		// metadata for a lease).
+		return was && u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100
 	case u >= p.Profile.Bands[pi].From && (was || confirmed(o, ld)):
 		return true
 	case was && u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100:

@@ -71,7 +71,7 @@ func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quo
 			out.ACLs = nil
 		}
 	}
-	if quota > 0 && recs.LiveQuota() == 0 {
+	if quota > 0 && !recs.LiveQuota(quota) {
 		cur, err := a.DefaultProducerQuota(ctx)
 		switch {
 		case err != nil:
@@ -142,6 +142,7 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 type LiftAdmin interface {
 	ReleaseAdmin
 	StoreLift(ctx context.Context, l Lift) error
+	TopicACLs(ctx context.Context) ([]ACL, error)
 }
 
 // LiftRequest says what an operator lifts.
@@ -162,16 +163,25 @@ type LiftRequest struct {
 type LiftResult struct {
 	Lifts    []Lift
 	Released Released
+	// Remaining: what the lift was asked to lift that is still in place
+	// after it (read back): a binding, the quota or a lowered config whose
+	// removal failed, and that no live record outside the lift holds.
+	// Non-empty: the lift is not done (spec R8.5; the command exits
+	// non-zero and can be run again).
+	Remaining []string
 }
 
 // LiftProtection lifts protection as an operator does (kafka-disk-guard protection
 // lift): for each broker whose live claims are in scope it writes a lift
 // (merged with an earlier lift the agent has not acknowledged, so nothing
 // is given back), then releases the claims it voids that no other live
-// record still claims. An agent that is alive acknowledges the lift and
+// record still claims. Claims in scope that are already voided or
+// releasing (an earlier lift or release that failed) are released again
+// without a new lift. An agent that is alive acknowledges the lift and
 // does not protect that scope again until its episode ends (or until
 // kafka-disk-guard protection resume). Bindings no record claims are
-// never touched.
+// never touched. What is still in place afterwards is read back into
+// Remaining.
 func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResult, error) {
 	var res LiftResult
 	if req.Kind == "" {
@@ -182,7 +192,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 		return res, fmt.Errorf("read the protection records: %w", err)
 	}
 	var cands []ACL
-	var quota int64
+	quotas := map[int64]bool{}
 	var configs []Owned
 	for _, id := range slices.Sorted(maps.Keys(recs.Agents)) {
 		r := recs.Agents[id]
@@ -195,19 +205,25 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 			l.Topics = []string{req.Topic}
 			scope = func(t string) bool { return t == req.Topic }
 		}
-		// Only what is live now is lifted again.
+		// A lift is written only for what is live now; what is voided
+		// or releasing is released again.
 		live := false
-		r.Bindings(func(t string) bool { return scope(t) && recs.Live(id, t) }, func(b ACL) {
-			live = true
-			cands = append(cands, b)
-		})
-		if q := r.Quota(); q > 0 && req.Topic == "" && recs.Live(id, "") {
-			live, quota = true, q
-		}
-		for _, c := range r.ConfigClaims() {
-			if scope(c.Topic) && recs.Live(id, c.Topic) {
+		r.Bindings(scope, func(b ACL) { cands = append(cands, b) })
+		r.HeldBindings(func(t string) bool { return scope(t) && recs.Live(id, t) }, func(ACL) { live = true })
+		if req.Topic == "" {
+			for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
+				if q > 0 {
+					quotas[q] = true
+				}
+			}
+			if q := r.Quota(); q > 0 && recs.Live(id, "") {
 				live = true
+			}
+		}
+		for _, c := range r.allConfigClaims() {
+			if scope(c.Topic) {
 				configs = append(configs, c)
+				live = live || (!c.Releasing && recs.Live(id, c.Topic))
 			}
 		}
 		if !live {
@@ -221,11 +237,81 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 		}
 		res.Lifts = append(res.Lifts, l)
 	}
-	if len(res.Lifts) == 0 {
+	if len(cands) == 0 && len(quotas) == 0 && len(configs) == 0 {
 		return res, nil
 	}
-	res.Released, err = ReleaseUnclaimed(ctx, a, cands, quota, configs)
-	return res, err
+	var errs []error
+	qs := slices.Sorted(maps.Keys(quotas))
+	first := int64(0)
+	if len(qs) > 0 {
+		first, qs = qs[0], qs[1:]
+	}
+	res.Released, err = ReleaseUnclaimed(ctx, a, cands, first, configs)
+	errs = append(errs, err)
+	for _, q := range qs {
+		rel, err := ReleaseUnclaimed(ctx, a, nil, q, nil)
+		res.Released.QuotaRemoved = res.Released.QuotaRemoved || rel.QuotaRemoved
+		errs = append(errs, err)
+	}
+	rem, err := remaining(ctx, a, cands, quotas, configs)
+	res.Remaining = rem
+	errs = append(errs, err)
+	return res, errors.Join(errs...)
+}
+
+// remaining reads back what a lift was asked to lift and lists what is
+// still in place and held by no live record.
+func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]bool, configs []Owned) ([]string, error) {
+	recs, err := a.LoadRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the protection records again: %w", err)
+	}
+	var out []string
+	var errs []error
+	if len(cands) > 0 {
+		acls, err := a.TopicACLs(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read the acls back: %w", err))
+		}
+		present := map[ACL]bool{}
+		for _, x := range acls {
+			present[normACL(x)] = true
+		}
+		live := recs.LiveBindings()
+		seen := map[ACL]bool{}
+		for _, c := range cands {
+			c = normACL(c)
+			if present[c] && !live[c] && !seen[c] {
+				seen[c] = true
+				out = append(out, fmt.Sprintf("acl %s %s %s on topic %s", c.Permission, c.Operation, c.Principal, c.Topic))
+			}
+		}
+	}
+	if len(quotas) > 0 {
+		cur, err := a.DefaultProducerQuota(ctx)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("read the quota back: %w", err))
+		case quotas[cur] && !recs.LiveQuota(cur):
+			out = append(out, fmt.Sprintf("quota %s %s=%d", DefaultClientEntity, producerByteRateKey, cur))
+		}
+	}
+	live := recs.LiveConfigClaims()
+	for _, c := range configs {
+		if live[[2]string{c.Topic, c.Key}] {
+			continue
+		}
+		cur, err := a.TopicConfigOverrides(ctx, []string{c.Topic}, c.Key)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read %s of topic %s back: %w", c.Key, c.Topic, err))
+			continue
+		}
+		if v, ok := cur[c.Topic]; ok && recs.guardSet(c, v) {
+			out = append(out, fmt.Sprintf("topic config %s=%s on topic %s", c.Key, show(v), c.Topic))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), errors.Join(errs...)
 }
 
 // NewLiftID returns a unique lift id: kind, time, random.

@@ -269,8 +269,20 @@ func gentlest(parts []*agent.Partition, need int64) int64 {
 
 // ---- Records ----
 
-// ConfigClaims lists the topic configs the record owns.
+// ConfigClaims lists the topic configs the record holds (not releasing).
 func (r Record) ConfigClaims() []Owned {
+	var out []Owned
+	for _, o := range r.Owned {
+		if o.Kind == OwnedTopicConfig && !o.Releasing {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// allConfigClaims lists every topic config claim of the record, releasing
+// ones included.
+func (r Record) allConfigClaims() []Owned {
 	var out []Owned
 	for _, o := range r.Owned {
 		if o.Kind == OwnedTopicConfig {
@@ -293,11 +305,11 @@ func (rs Records) LiveConfigClaims() map[[2]string]bool {
 	return out
 }
 
-// configClaim returns a claim on (topic, key) of any record (voided or
-// not) whose value is v: v is a value the guard set.
+// configClaim returns a claim on (topic, key) of any record (voided,
+// releasing or not) whose value is v: v is a value the guard set.
 func (rs Records) configClaim(topic, key, v string) (Owned, bool) {
 	for _, id := range slices.Sorted(maps.Keys(rs.Agents)) {
-		for _, c := range rs.Agents[id].ConfigClaims() {
+		for _, c := range rs.Agents[id].allConfigClaims() {
 			if c.Topic == topic && c.Key == key && (c.Value == v || (c.Prev != nil && *c.Prev == v)) {
 				return c, true
 			}
@@ -329,7 +341,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 	po := o.Protection
 	claims := me.ConfigClaims()
 	if !po.ConfigsRead {
-		return claims
+		return me.allConfigClaims()
 	}
 	// Topics wanted lowered now, with the value; topics kept lowered
 	// (usage still above the hysteresis bound in a log dir holding them).
@@ -354,20 +366,45 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 		}
 	}
 	var out []Owned
+	// Two-phase release (spec R8.5): a claim given up stays, releasing,
+	// until the value in place is read back as no longer the guard's
+	// (restored, changed by an operator, or the topic gone), or another
+	// live record holds the key (its release restores it).
+	release := func(c Owned) {
+		c.Releasing = true
+		out = append(out, c)
+		pp.ReleaseConfigs = append(pp.ReleaseConfigs, c)
+	}
+	liveOthers := Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
+	delete(liveOthers.Agents, po.BrokerID)
+	heldElsewhere := liveOthers.LiveConfigClaims()
+	for _, c := range me.Releasing() {
+		if c.Kind != OwnedTopicConfig {
+			continue
+		}
+		cur, read := po.TopicConfigs[c.Topic]
+		if read && po.Records.guardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
+			release(c)
+		}
+	}
 	mine := map[string]bool{}
 	for _, c := range claims {
 		mine[c.Topic] = true
 		cur, read := po.TopicConfigs[c.Topic]
 		switch {
-		case !po.Records.Live(po.BrokerID, c.Topic):
-			// Lifted by a peer or an operator, who restored it: given up.
 		case !read:
 			// The topic is gone (deleted): so is its config; the claim
 			// goes with it.
+		case !po.Records.Live(po.BrokerID, c.Topic):
+			// Lifted by a peer or an operator: released by them, and
+			// by this agent while the guard's value is still in place.
+			if po.Records.guardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
+				release(c)
+			}
 		case !po.Records.guardSet(c, cur):
 			pp.DroppedConfigs = append(pp.DroppedConfigs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: cur, From: strPtr(c.Value)})
 		case wantNothing || suppressed(c.Topic) || !keep[c.Topic]:
-			pp.ReleaseConfigs = append(pp.ReleaseConfigs, c)
+			release(c)
 		default:
 			if v, ok := want[c.Topic]; ok && v < mustInt(c.Value) && v < mustInt(*cur) {
 				// Lowered further: the earlier value stays the guard's
@@ -433,7 +470,7 @@ func (p Policy) lowerCandidates(o Observed) []string {
 func configTopics(recs Records, extra Record, cands []string) []string {
 	set := map[string]bool{}
 	for _, r := range append(valuesOf(recs.Agents), extra) {
-		for _, c := range r.ConfigClaims() {
+		for _, c := range r.allConfigClaims() {
 			set[c.Topic] = true
 		}
 	}

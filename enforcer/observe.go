@@ -60,7 +60,9 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	}
 	if !o.BrokerUnreachable {
 		if parts := e.policy.freeingPartitions(o); len(parts) > 0 {
-			r.do("list_offsets", func() error { return e.readOffsets(ctx, &o, parts) })
+			// Protection needs no offsets (spec R8.4): a failed read
+			// holds only the deletions of the partitions it left out.
+			r.soft("list_offsets", func() error { return e.readOffsets(ctx, &o, parts) })
 		}
 	}
 	if e.prot.records != nil && !o.BrokerUnreachable && e.protectionRelevant(o) {
@@ -98,6 +100,18 @@ func (r *reads) do(name string, read func() error) bool {
 		return false
 	}
 	return true
+}
+
+// soft runs one read whose failure holds back only what needs it (the
+// partitions left without offsets are not deleted from): the broker is not
+// marked unreachable.
+func (r *reads) soft(name string, read func() error) {
+	t := time.Now()
+	err := read()
+	r.phases = append(r.phases, name, time.Since(t))
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
 }
 
 // fractionDone lists the partitions that had their purge_fraction pass

@@ -67,7 +67,7 @@ func TestReconcileRecordReads(t *testing.T) {
 	if f.acls[denyAll("b")] {
 		t.Error("R3.7/b still protected")
 	}
-	if own := f.records.Agents[1]; own.Claims() || len(own.LogDirs) > 0 {
+	if own := f.records.Agents[1]; len(own.Held()) > 0 || len(own.LogDirs) > 0 {
 		t.Errorf("R8.1/own record after lifting: %+v", own)
 	}
 }

@@ -134,23 +134,34 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 		// one waits for a later pass, and so does anything released.
 		errs = append(errs, errors.New("the protection record could not be written: recorded by a later pass"))
 	case pp.releases():
-		if err := e.storeRecord(ctx, rec); err != nil {
-			// Nothing is deleted before the smaller record is written:
-			// protection stays until a later pass can record it.
-			problems[ErrorRecordFailed] = true
-			errs = append(errs, err)
+		// Two-phase release (spec R8.5): the record marking the claims
+		// releasing is written first; they leave it only once a later
+		// pass reads them back gone. A release that fails is retried
+		// every pass, with a capped backoff.
+		if pp.Write || !wrote {
+			if err := e.storeRecord(ctx, rec); err != nil {
+				// Nothing is deleted before the smaller record is written:
+				// protection stays until a later pass can record it.
+				problems[ErrorRecordFailed] = true
+				errs = append(errs, err)
+				break
+			}
+		}
+		now := e.clock.Now()
+		if now.Before(e.prot.releaseRetryAt) && !e.prot.releaseRetryAt.IsZero() {
+			problems[ErrorLiftFailed] = true
+			errs = append(errs, fmt.Errorf("release retried at %s (failed %d times)", e.prot.releaseRetryAt.Format(time.RFC3339), e.prot.releaseFailures))
 			break
 		}
 		rel, err := e.release(ctx, flatten(pp.Release), pp.ReleaseQuota, pp.ReleaseConfigs)
 		e.unprotected(rel, band, "", pp.ReleaseQuota)
 		if err != nil {
 			problems[ErrorLiftFailed] = true
+			e.prot.releaseFailures++
+			e.prot.releaseRetryAt = now.Add(e.releaseBackoff(e.prot.releaseFailures))
 			errs = append(errs, err)
 		} else {
-			for _, a := range flatten(pp.Release) {
-				delete(e.prot.unrecorded, a)
-			}
-			e.prot.unrecordedQuota = 0
+			e.prot.releaseFailures, e.prot.releaseRetryAt = 0, time.Time{}
 		}
 	case pp.Write && !wrote:
 		if err := e.storeRecord(ctx, rec); err != nil {
@@ -194,10 +205,25 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	if len(e.prot.unrecorded) > 0 {
 		r.Bindings(nil, func(a ACL) { delete(e.prot.unrecorded, a) })
 	}
-	if r.Quota() > 0 {
+	if r.Quota() > 0 || r.ReleasingQuota() > 0 {
 		e.prot.unrecordedQuota = 0
 	}
 	return nil
+}
+
+// maxReleaseBackoff caps the wait between two attempts of a release that
+// keeps failing.
+const maxReleaseBackoff = 5 * time.Minute
+
+// releaseBackoff is the wait after the n-th failed release in a row: the
+// interval, doubled each time, capped at maxReleaseBackoff and a third of
+// the lease.
+func (e *Enforcer) releaseBackoff(n int) time.Duration {
+	d := max(e.cfg.Interval, time.Second)
+	for i := 1; i < n && d < maxReleaseBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxReleaseBackoff, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Interval))
 }
 
 // release runs ReleaseUnclaimed and keeps the records it read.
@@ -216,14 +242,18 @@ func (e *Enforcer) liftPeer(ctx context.Context, pl PeerLift, band string) error
 	now := e.clock.Now()
 	l := Lift{ID: NewLiftID(pl.Kind, now), BrokerID: pl.BrokerID, Kind: pl.Kind,
 		By: fmt.Sprintf("agent of broker %d", e.brokerID), At: now, Reason: liftReason(pl.Kind, e.cfg.Protection.LeaseDuration)}
-	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
-	err := e.admin.StoreLift(sctx, l)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("record the lift of broker %d: %w", pl.BrokerID, err)
-	}
-	if e.prot.records != nil {
-		e.prot.records.Lifts[pl.BrokerID] = l
+	if pl.Retry {
+		l, _ = e.prot.records.PendingLift(pl.BrokerID)
+	} else {
+		sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
+		err := e.admin.StoreLift(sctx, l)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("record the lift of broker %d: %w", pl.BrokerID, err)
+		}
+		if e.prot.records != nil {
+			e.prot.records.Lifts[pl.BrokerID] = l
+		}
 	}
 	rel, err := e.release(ctx, pl.Release, pl.ReleaseQuota, pl.ReleaseConfigs)
 	e.logger.Warn("write protection of another agent lifted", "broker_id", pl.BrokerID, "reason", pl.Kind, "topics", pl.Topics,

@@ -55,6 +55,10 @@ type protectionState struct {
 	// missingSince: since when wanted protection has been missing from
 	// what is read back (zero: all in place).
 	missingSince time.Time
+	// releaseFailures: releases failed in a row; releaseRetryAt: not
+	// retried before (capped backoff, spec R8.5).
+	releaseFailures int
+	releaseRetryAt  time.Time
 }
 
 type leaseSeen struct {
@@ -205,8 +209,10 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 	sortACLs(po.Unrecorded)
 	needACLs, needQuota := cfg.Strategy == StrategyACL || len(po.Unrecorded) > 0, cfg.Strategy == StrategyQuota || po.UnrecordedQuota > 0
 	for _, r := range append(valuesOf(recs.Agents), e.prot.virtual) {
-		needACLs = needACLs || len(r.ACLTopics()) > 0
-		needQuota = needQuota || r.Quota() > 0
+		for _, c := range r.Owned {
+			needACLs = needACLs || c.Kind == OwnedACL
+			needQuota = needQuota || c.Kind == OwnedQuota
+		}
 	}
 	if needACLs {
 		acls, err := e.admin.TopicACLs(ctx)
@@ -358,6 +364,6 @@ func (e *Enforcer) claimsMissing(po *ProtectionObserved) bool {
 		present[normACL(a)] = true
 	}
 	missing := false
-	me.Bindings(nil, func(a ACL) { missing = missing || !present[a] })
+	me.HeldBindings(nil, func(a ACL) { missing = missing || !present[a] })
 	return missing
 }

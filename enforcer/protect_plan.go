@@ -86,6 +86,9 @@ type PeerLift struct {
 	// record claims them once the lift is written.
 	ReleaseConfigs []Owned
 	Topics         int
+	// Retry: the lift is written already (a pending lift): only the
+	// release is driven again.
+	Retry bool
 }
 
 // ProtectionPlan is how the protection state changes this pass.
@@ -121,6 +124,9 @@ type ProtectionPlan struct {
 	OperatorQuota bool     // an operator's default quota is in place: quota protection not applied
 	NoAuthorizer  bool     // protection wanted, but the brokers have no authorizer
 	Impossible    []string // topics where an exempt principal cannot be left out (an ALLOW WRITE for User:*)
+	// OperatorOwned: wanted bindings already in place that no record
+	// names: an operator's, protection in place, never claimed (R8.6).
+	OperatorOwned []ACL
 }
 
 // Empty reports whether the protection plan changes nothing.
@@ -139,9 +145,10 @@ func (pp ProtectionPlan) releases() bool {
 // outcome (spec R8.4).
 func (pp ProtectionPlan) Grows() bool { return len(pp.Create) > 0 || pp.SetQuota > 0 }
 
-// trusted: the agent may renew its lease: a fresh snapshot, the broker
-// reachable and its own broker alive.
-func trusted(o Observed) bool { return !o.Stale && !o.BrokerUnreachable && !o.BrokerNotAlive }
+// trusted: the agent may renew its lease: a fresh snapshot and the
+// cluster reachable (the records read and written). Its own broker being
+// fenced for a restart is no reason to let peers lift its protection.
+func trusted(o Observed) bool { return !o.Stale && !o.BrokerUnreachable }
 
 // planProtection computes this agent's record, the ACL or quota changes
 // and the peer lifts. It is pure.
@@ -232,21 +239,22 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 			rec.Owned = append(rec.Owned, aclOwned(topics, po, want, &pp)...)
 		}
 	}
+	// The quota (spec R8.6): the guard claims the value its own call set,
+	// or a value in place another record names (the guard's); a value no
+	// record names is the operator's, never claimed.
+	myQuotas := slices.DeleteFunc([]int64{me.Quota(), me.ReleasingQuota(), po.UnrecordedQuota}, func(v int64) bool { return v <= 0 })
+	var claimedQuota int64
 	if po.Strategy == StrategyQuota && len(topics) > 0 && po.QuotaRead {
-		othersClaim := false
-		for id, r := range po.Records.Agents {
-			if id != po.BrokerID && r.Quota() > 0 && po.Records.Live(id, "") {
-				othersClaim = true
-			}
-		}
-		switch {
-		case me.Quota() > 0 || po.UnrecordedQuota > 0 || othersClaim || po.DefaultProducerByteRate == 0:
-			rec.Owned = append(rec.Owned, quotaOwned(po.ProducerByteRate))
-			if po.DefaultProducerByteRate == 0 {
-				pp.SetQuota = po.ProducerByteRate
-			}
+		switch inPlace := po.DefaultProducerByteRate; {
+		case inPlace == 0:
+			claimedQuota, pp.SetQuota = po.ProducerByteRate, po.ProducerByteRate
+		case slices.Contains(myQuotas, inPlace) || po.Records.GuardQuota(inPlace):
+			claimedQuota = inPlace
 		default:
 			pp.OperatorQuota = true
+		}
+		if claimedQuota > 0 {
+			rec.Owned = append(rec.Owned, quotaOwned(claimedQuota))
 		}
 	}
 
@@ -274,13 +282,21 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		}
 	}
 	pp.Create = byTopic(create)
+	// Two-phase release (spec R8.5): a binding given up stays in the
+	// record, releasing, while it is read back in place; one another live
+	// record holds is left to that record.
+	others := Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
+	delete(others.Agents, po.BrokerID)
+	heldElsewhere := others.LiveBindings()
 	release := map[string][]ACL{}
+	var releasing []ACL
 	seen := map[ACL]bool{}
 	drop := func(a ACL) {
 		a = normACL(a)
-		if !want[a] && present[a] && !seen[a] {
+		if !want[a] && present[a] && !seen[a] && !heldElsewhere[a] {
 			seen[a] = true
 			release[a.Topic] = append(release[a.Topic], a)
+			releasing = append(releasing, a)
 		}
 	}
 	if po.ACLsRead {
@@ -288,10 +304,34 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		for _, a := range po.Unrecorded {
 			drop(a)
 		}
+		for _, o := range ownedFromBindings(releasing) {
+			o.Releasing = true
+			rec.Owned = append(rec.Owned, o)
+		}
+	} else if !po.NoAuthorizer {
+		// Not read this pass: the ACL claims stay as they are.
+		for _, o := range me.Owned {
+			if o.Kind == OwnedACL {
+				rec.Owned = append(rec.Owned, o)
+			}
+		}
 	}
 	pp.Release = byTopic(release)
-	if rec.Quota() == 0 {
-		pp.ReleaseQuota = max(me.Quota(), po.UnrecordedQuota)
+	for _, v := range myQuotas {
+		switch {
+		case v == claimedQuota || pp.ReleaseQuota == v:
+		case !po.QuotaRead:
+			if v == me.Quota() || v == me.ReleasingQuota() {
+				o := quotaOwned(v)
+				o.Releasing = v == me.ReleasingQuota()
+				rec.Owned = append(rec.Owned, o)
+			}
+		case po.DefaultProducerByteRate == v && !others.LiveQuota(v):
+			o := quotaOwned(v)
+			o.Releasing = true
+			rec.Owned = append(rec.Owned, o)
+			pp.ReleaseQuota = v
+		}
 	}
 
 	// Write the record when it changed, when the lease is due (renewed
@@ -311,66 +351,75 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	}
 	pp.Record = rec
 
-	// Other agents' expired protection.
+	// Other agents' expired protection: lifted once (a lift written), and
+	// driven again while what the lift voided is still in place (its
+	// release failed, spec R8.5).
 	for _, id := range slices.Sorted(maps.Keys(po.Expired)) {
 		r, ok := po.Records.Agents[id]
-		if _, pending := po.Records.PendingLift(id); id == po.BrokerID || !ok || !r.Claims() || pending {
+		if id == po.BrokerID || !ok || !r.Claims() {
 			continue
 		}
-		pl := PeerLift{BrokerID: id, Kind: po.Expired[id], ReleaseQuota: r.Quota(), Topics: len(r.ACLTopics()), ReleaseConfigs: r.ConfigClaims()}
+		_, pending := po.Records.PendingLift(id)
+		pl := PeerLift{BrokerID: id, Kind: po.Expired[id], Topics: len(r.ACLTopics()), Retry: pending}
+		for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
+			if q > 0 && (!po.QuotaRead || po.DefaultProducerByteRate == q) {
+				pl.ReleaseQuota = q
+			}
+		}
+		for _, c := range r.allConfigClaims() {
+			if cur, read := po.TopicConfigs[c.Topic]; !po.ConfigsRead || (read && po.Records.guardSet(c, cur)) {
+				pl.ReleaseConfigs = append(pl.ReleaseConfigs, c)
+			}
+		}
 		r.Bindings(nil, func(a ACL) {
 			if present[normACL(a)] {
 				pl.Release = append(pl.Release, normACL(a))
 			}
 		})
+		if pending && len(pl.Release) == 0 && pl.ReleaseQuota == 0 && len(pl.ReleaseConfigs) == 0 {
+			continue
+		}
 		sortACLs(pl.Release)
+		pl.Release = slices.Compact(pl.Release)
 		pp.Lifts = append(pp.Lifts, pl)
 	}
 	return pp
 }
 
 // aclOwned decides each topic's shape, fills want with the bindings and
-// returns the claims grouped by shape.
+// returns the claims. It claims only what the guard's own calls create
+// (spec R8.6): a wanted binding already in place that no record names
+// (nor this agent's unrecorded set) is an operator's; it counts as
+// protection in place and is never claimed, so never deleted.
 func aclOwned(topics []string, po *ProtectionObserved, want map[ACL]bool, pp *ProtectionPlan) []Owned {
 	guard := po.Records.GuardBindings()
 	for _, a := range po.Unrecorded {
 		guard[normACL(a)] = true
 	}
+	present := make(map[ACL]bool, len(po.ACLs))
 	in := shapeInputs{allowEveryone: po.AllowEveryone, exempt: po.ExemptPrincipals}
 	for _, a := range po.ACLs {
+		present[normACL(a)] = true
 		if !guard[normACL(a)] {
 			in.operator = append(in.operator, a)
 		}
 	}
-	byShape := map[string]*Owned{}
-	var keys []string
+	var claimed []ACL
 	for _, t := range topics {
 		s, impossible := shapeFor(t, in)
 		if impossible {
 			pp.Impossible = append(pp.Impossible, t)
 		}
-		if s.Empty() {
-			continue // only exempt principals (and super users) can write
-		}
 		for _, a := range s.Bindings(t) {
 			want[a] = true
+			if present[a] && !guard[a] {
+				pp.OperatorOwned = append(pp.OperatorOwned, a)
+				continue
+			}
+			claimed = append(claimed, a)
 		}
-		k := s.key()
-		o := byShape[k]
-		if o == nil {
-			sc := s
-			o = &Owned{Kind: OwnedACL, Shape: &sc}
-			byShape[k] = o
-			keys = append(keys, k)
-		}
-		o.Topics = append(o.Topics, t)
 	}
-	slices.Sort(keys)
-	out := make([]Owned, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, *byShape[k])
-	}
-	return out
+	return ownedFromBindings(claimed)
 }
 
 func sameSuppression(a, b *Suppression) bool {

@@ -22,6 +22,13 @@ func owns(s Shape, topics ...string) Owned {
 	return Owned{Kind: OwnedACL, Shape: &sc, Topics: topics}
 }
 
+// releasingOwns is a claim being given up (spec R8.5).
+func releasingOwns(s Shape, topics ...string) Owned {
+	o := owns(s, topics...)
+	o.Releasing = true
+	return o
+}
+
 func bindings(s Shape, topics ...string) []ACL {
 	var out []ACL
 	for _, t := range topics {
@@ -81,7 +88,10 @@ func TestDesiredProtection(t *testing.T) {
 		{rule: "R6/stale does not add protection", profile: CloudProfile(), usage: 990, stale: true},
 		{rule: "R8.3/an unreadable log dir is no reason to protect", profile: CloudProfile(), usage: 950, scanErr: true},
 		{rule: "R8.3/an unreadable log dir's protection is lifted", profile: CloudProfile(), usage: 950, was: true, scanErr: true},
-		{rule: "R8.3/a broker the cluster no longer lists is no reason to protect", profile: CloudProfile(), usage: 990, was: true, gone: true},
+		{rule: "R8.3/a broker the cluster does not list is no reason to protect anew", profile: CloudProfile(), usage: 990, gone: true},
+		{rule: "R8.8/a broker fenced for a restart keeps its protection while the disk is full", profile: CloudProfile(), usage: 990, was: true, gone: true, want: true},
+		{rule: "R8.8/a broker fenced for a restart keeps its protection through the hysteresis", profile: CloudProfile(), usage: 850, was: true, gone: true, want: true},
+		{rule: "R8.8/a fenced broker's protection is lifted below the hysteresis", profile: CloudProfile(), usage: 849, was: true, gone: true},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -215,7 +225,7 @@ func TestPlanProtectionACL(t *testing.T) {
 		{
 			rule:    "R3.7/lifting releases exactly this agent's bindings, never an operator's",
 			obs:     protObs(calm, true, recs(mine), append(slices.Clone(both), bob)),
-			release: both, write: true,
+			release: both, write: true, owned: []Owned{releasingOwns(shapeDenyAll, "t1", "t2")},
 		},
 		{
 			rule:  "R8.1/after a restart, bindings already gone are not released again, the record is cleared",
@@ -229,7 +239,7 @@ func TestPlanProtectionACL(t *testing.T) {
 				o.Protection.Unrecorded = both
 				return o
 			}(),
-			release: both,
+			release: both, write: true, owned: []Owned{releasingOwns(shapeDenyAll, "t1", "t2")},
 		},
 		{
 			rule:  "R8.3/internal and exempt topics are never protected",
@@ -239,7 +249,7 @@ func TestPlanProtectionACL(t *testing.T) {
 		{
 			rule:  "R4.4/observe mode: this agent wants nothing and lifts what it set earlier",
 			obs:   func() Observed { o := protObs(full, true, recs(mine), both); o.Protection.Enforcing = false; return o }(),
-			write: true, release: both,
+			write: true, release: both, owned: []Owned{releasingOwns(shapeDenyAll, "t1", "t2")},
 		},
 	}
 	for _, c := range cases {
@@ -338,8 +348,12 @@ func TestPlanLeaseAndPeerLifts(t *testing.T) {
 			t.Fatalf("lifts %+v", p.Lifts)
 		}
 		o.Protection.Records.Lifts[2] = Lift{ID: "x", BrokerID: 2, Kind: LiftLeaseExpired}
+		if p := planOf(o); len(p.Lifts) != 1 || !p.Lifts[0].Retry || !reflect.DeepEqual(p.Lifts[0].Release, []ACL{denyAll("t1")}) {
+			t.Fatalf("R8.5/a pending lift whose binding is still in place: the release is driven again, no new lift: %+v", p.Lifts)
+		}
+		o.Protection.ACLs = nil
 		if p := planOf(o); len(p.Lifts) != 0 {
-			t.Fatalf("lifted again while a lift is pending: %+v", p.Lifts)
+			t.Fatalf("lifted again while a lift is pending and nothing is in place: %+v", p.Lifts)
 		}
 	})
 }
@@ -376,7 +390,7 @@ func TestPlanAcknowledgesLifts(t *testing.T) {
 	// The episode ends: the suppression with it.
 	rs.Agents[1] = p.Record
 	p = planOf(protObs(calm, true, rs, []ACL{denyAll("t2")}))
-	if p.Record.Suppressed != nil || p.Record.Claims() {
+	if p.Record.Suppressed != nil || len(p.Record.Held()) > 0 || !sameOwned(p.Record.Releasing(), []Owned{releasingOwns(shapeDenyAll, "t2")}) {
 		t.Fatalf("R8.1/after the episode: %+v", p.Record)
 	}
 	// Withdrawn (protection resume): protected again at once.

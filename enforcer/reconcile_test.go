@@ -39,6 +39,11 @@ type fakeAdmin struct {
 	// topics the cluster no longer has.
 	configs map[string]map[string]string
 	gone    map[string]bool
+	// failDeletes, failQuotaRemovals, failAlters: the next n calls
+	// fail (a right revoked for a minute, a controller move).
+	failDeletes, failQuotaRemovals, failAlters int
+	// offsetsErr fails every offsets read (a partition leader unreachable).
+	offsetsErr error
 	// Reads, for tests of what a pass reads.
 	loads       int
 	offsetCalls [][]TopicPartition
@@ -67,6 +72,9 @@ func (f *fakeAdmin) Offsets(_ context.Context, parts []TopicPartition) (map[Topi
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
 		return nil, err
+	}
+	if f.offsetsErr != nil {
+		return nil, f.offsetsErr
 	}
 	f.offsetCalls = append(f.offsetCalls, slices.Clone(parts))
 	out := map[TopicPartition]Offsets{}
@@ -124,6 +132,10 @@ func (f *fakeAdmin) CreateACLs(_ context.Context, acls []ACL) error {
 func (f *fakeAdmin) DeleteACLs(_ context.Context, acls []ACL) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failDeletes > 0 {
+		f.failDeletes--
+		return errors.New("CLUSTER_AUTHORIZATION_FAILED")
+	}
 	f.writes++
 	for _, a := range acls {
 		delete(f.acls, normACL(a))
@@ -148,6 +160,10 @@ func (f *fakeAdmin) SetDefaultProducerQuota(_ context.Context, r int64) error {
 func (f *fakeAdmin) RemoveDefaultProducerQuota(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failQuotaRemovals > 0 {
+		f.failQuotaRemovals--
+		return errors.New("REQUEST_TIMED_OUT")
+	}
 	f.writes++
 	f.quota = 0
 	return nil
@@ -222,6 +238,10 @@ func (f *fakeAdmin) AlterTopicConfig(_ context.Context, topic, key string, value
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
 		return err
+	}
+	if f.failAlters > 0 {
+		f.failAlters--
+		return errors.New("NOT_CONTROLLER")
 	}
 	f.writes++
 	if f.configs == nil {

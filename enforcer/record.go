@@ -98,6 +98,13 @@ type Owned struct {
 	// Prev: topic_config: the guard's own earlier value, while it lowers
 	// the value further (a value in place equal to it is the guard's).
 	Prev *string `json:"prev,omitempty"`
+	// Releasing: the claim is being given up (spec R8.5): it stays in the
+	// record, no longer live (it keeps nothing in place for anyone),
+	// until what it names is read back gone or restored; every pass
+	// retries the release, and a peer after the lease and an operator's
+	// lift drive it too. A reader of an older version takes it for a
+	// live claim (it keeps the protection: the safe side).
+	Releasing bool `json:"releasing,omitempty"`
 }
 
 // Why says why a log dir is protected: its band and usage when it entered
@@ -144,18 +151,47 @@ type Record struct {
 // Lease is the record's lease duration.
 func (r Record) Lease() time.Duration { return time.Duration(r.LeaseMs) * time.Millisecond }
 
-// Claims reports whether the record owns anything.
+// Claims reports whether the record owns anything (releasing claims
+// included).
 func (r Record) Claims() bool { return len(r.Owned) > 0 }
+
+// Held lists the claims the record holds (not releasing).
+func (r Record) Held() []Owned {
+	var out []Owned
+	for _, o := range r.Owned {
+		if !o.Releasing {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Releasing lists the claims being given up (spec R8.5).
+func (r Record) Releasing() []Owned {
+	var out []Owned
+	for _, o := range r.Owned {
+		if o.Releasing {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// ReleasingQuota is the producer_byte_rate of a quota claim being given
+// up (0: none).
+func (r Record) ReleasingQuota() int64 {
+	return Record{Owned: r.Releasing()}.Quota()
+}
 
 // Empty reports whether the record neither owns anything nor has a log
 // dir under protection.
 func (r Record) Empty() bool { return len(r.Owned) == 0 && len(r.LogDirs) == 0 && r.Suppressed == nil }
 
-// ACLTopics is every topic the record protects with ACLs.
+// ACLTopics is every topic the record protects with ACLs (held claims).
 func (r Record) ACLTopics() []string {
 	var out []string
 	for _, o := range r.Owned {
-		if o.Kind == OwnedACL {
+		if o.Kind == OwnedACL && !o.Releasing {
 			out = append(out, o.Topics...)
 		}
 	}
@@ -164,10 +200,10 @@ func (r Record) ACLTopics() []string {
 }
 
 // Quota is the producer_byte_rate of the default client entity the record
-// owns (0: none).
+// holds: the value the guard set (0: none; a releasing claim is not held).
 func (r Record) Quota() int64 {
 	for _, o := range r.Owned {
-		if o.Kind == OwnedQuota && o.Entity == DefaultClientEntity && o.Key == producerByteRateKey {
+		if o.Kind == OwnedQuota && !o.Releasing && o.Entity == DefaultClientEntity && o.Key == producerByteRateKey {
 			n, _ := strconv.ParseInt(o.Value, 10, 64)
 			return n
 		}
@@ -175,11 +211,20 @@ func (r Record) Quota() int64 {
 	return 0
 }
 
-// Bindings calls f for every ACL binding the record owns (its topic
-// shapes), topics in scope only (nil: all).
+// Bindings calls f for every ACL binding the record names (its topic
+// shapes; releasing claims included), topics in scope only (nil: all).
 func (r Record) Bindings(scope func(topic string) bool, f func(ACL)) {
+	r.bindings(false, scope, f)
+}
+
+// HeldBindings is Bindings of the held claims only.
+func (r Record) HeldBindings(scope func(topic string) bool, f func(ACL)) {
+	r.bindings(true, scope, f)
+}
+
+func (r Record) bindings(held bool, scope func(topic string) bool, f func(ACL)) {
 	for _, o := range r.Owned {
-		if o.Kind != OwnedACL || o.Shape == nil {
+		if o.Kind != OwnedACL || o.Shape == nil || (held && o.Releasing) {
 			continue
 		}
 		for _, t := range o.Topics {
@@ -192,11 +237,11 @@ func (r Record) Bindings(scope func(topic string) bool, f func(ACL)) {
 	}
 }
 
-// TopicShapes maps each protected topic to its shape.
+// TopicShapes maps each protected topic to its shape (held claims).
 func (r Record) TopicShapes() map[string]Shape {
 	out := map[string]Shape{}
 	for _, o := range r.Owned {
-		if o.Kind == OwnedACL && o.Shape != nil {
+		if o.Kind == OwnedACL && o.Shape != nil && !o.Releasing {
 			for _, t := range o.Topics {
 				out[t] = *o.Shape
 			}
@@ -312,13 +357,13 @@ func (rs Records) Live(id int32, topic string) bool {
 	return v == nil || !v(topic)
 }
 
-// LiveBindings is every ACL binding some record claims and no pending
-// lift voids: what must stay.
+// LiveBindings is every ACL binding some record holds (not releasing)
+// and no pending lift voids: what must stay.
 func (rs Records) LiveBindings() map[ACL]bool {
 	out := map[ACL]bool{}
 	for id, r := range rs.Agents {
 		v := rs.voidScope(id)
-		r.Bindings(func(t string) bool { return v == nil || !v(t) }, func(a ACL) { out[a] = true })
+		r.HeldBindings(func(t string) bool { return v == nil || !v(t) }, func(a ACL) { out[a] = true })
 	}
 	return out
 }
@@ -333,15 +378,27 @@ func (rs Records) GuardBindings() map[ACL]bool {
 	return out
 }
 
-// LiveQuota is the default client producer_byte_rate some live record
-// claims (0: none).
-func (rs Records) LiveQuota() int64 {
+// LiveQuota reports whether some live record holds a claim on the default
+// client producer_byte_rate at value q.
+func (rs Records) LiveQuota(q int64) bool {
 	for id, r := range rs.Agents {
-		if q := r.Quota(); q > 0 && rs.Live(id, "") {
-			return q
+		if r.Quota() == q && q > 0 && rs.Live(id, "") {
+			return true
 		}
 	}
-	return 0
+	return false
+}
+
+// GuardQuota reports whether any record (voided or releasing claims
+// included) names the default client producer_byte_rate at value q: a
+// value the guard set, never an operator's.
+func (rs Records) GuardQuota(q int64) bool {
+	for _, r := range rs.Agents {
+		if q > 0 && (r.Quota() == q || r.ReleasingQuota() == q) {
+			return true
+		}
+	}
+	return false
 }
 
 // LiveTopics lists the topics broker id's record protects with live
@@ -499,7 +556,7 @@ func sameOwned(a, b []Owned) bool {
 	norm := func(os []Owned) []string {
 		out := make([]string, 0, len(os))
 		for _, o := range os {
-			k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key + "|" + o.Value
+			k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key + "|" + o.Value + "|" + strconv.FormatBool(o.Releasing)
 			if o.Orig != nil {
 				k += "|" + *o.Orig
 			}

@@ -36,9 +36,20 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	attrs := []any{"by", req.By, "reason", req.Reason, "broker_ids", ids, "topic", req.Topic, "all", req.All,
 		"lift_ids", liftIDs, "acls_deleted", len(res.Released.ACLs), "acls_kept", res.Released.Kept, "quota_removed", res.Released.QuotaRemoved,
 		"configs_restored", len(res.Released.Configs), "configs_kept", res.Released.ConfigsKept, "configs_changed_by_operator", len(res.Released.ConfigsChanged)}
+	for _, r := range res.Remaining {
+		fmt.Fprintf(out.stdout, "Still in place: %s.\n", r)
+	}
+	if err == nil && len(res.Remaining) > 0 {
+		err = fmt.Errorf("%d change(s) the lift was asked to remove are still in place: run the lift again", len(res.Remaining))
+	}
 	if err != nil {
-		logger.Error("protection lift by an operator failed", append(attrs, "err", err)...)
+		logger.Error("protection lift by an operator failed", append(attrs, "remaining", res.Remaining, "err", err)...)
 		return err
+	}
+	released := len(res.Released.ACLs) > 0 || res.Released.QuotaRemoved || len(res.Released.Configs) > 0
+	if len(res.Lifts) == 0 && released {
+		fmt.Fprintf(out.stdout, "Released what earlier lifts or releases left in place: %d binding(s) deleted.\n", len(res.Released.ACLs))
+		return nil
 	}
 	if len(res.Lifts) == 0 {
 		fmt.Fprintln(out.stdout, "Nothing to lift: no record claims protection in that scope.")

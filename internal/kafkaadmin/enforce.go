@@ -123,9 +123,15 @@ func (e *Enforce) offsets(ctx context.Context, c *conn, parts []enforcer.TopicPa
 			}
 			r, err := b.GetAvailableOffsets(req)
 			if err != nil {
-				return nil, nil, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err)
+				// One unreachable leader holds only its own partitions:
+				// they are left out of the answer (spec R8.4).
+				errs = append(errs, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err))
+				break
 			}
 			res[i] = r
+		}
+		if res[0] == nil || res[1] == nil {
+			continue
 		}
 		for _, tp := range tps {
 			lo, hi := res[0].GetBlock(tp.Topic, tp.Partition), res[1].GetBlock(tp.Topic, tp.Partition)

@@ -1,0 +1,225 @@
+package enforcer
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// Regression tests of issue 20's faults (spec R8.5-R8.8): each failed on
+// the code before the ledger was made two-phase and verified.
+
+// R8.5: a release that fails once is retried (issue 20, point 1). The
+// claim stays in the record, releasing, the error stays up, and a later
+// pass deletes the binding; only then does the claim leave the record.
+func TestR8_5FailedReleaseIsRetried(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
+	passAt(t, e, clock, full())
+	if !f.acls[denyAll("a")] {
+		t.Fatal("not protected")
+	}
+	f.failDeletes = 1
+	pass := func() error {
+		clock.t = clock.t.Add(time.Second)
+		s := calm()
+		s.Time = clock.t
+		e.src.(*staticSource).snap = s
+		return e.Reconcile(t.Context())
+	}
+	if err := pass(); err == nil {
+		t.Fatal("no error from a failed release")
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatal("the fake did not fail the delete")
+	}
+	if rel := f.records.Agents[1].Releasing(); len(rel) == 0 {
+		t.Fatalf("R8.5/the claim left the record before its binding was gone: %+v", f.records.Agents[1])
+	}
+	if v := gather(t, reg, "kafka_disk_guard_write_protection_error", map[string]string{"reason": "lift_failed"}); v != 1 {
+		t.Errorf("R8.5/error{lift_failed} %v after a failed release", v)
+	}
+	for i := 0; i < 10 && len(f.acls) > 0; i++ {
+		_ = pass()
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.5/a release that failed once is never retried: %v", f.acls)
+	}
+	for range 2 {
+		if err := pass(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.records.Agents[1].Claims() {
+		t.Errorf("R8.5/released claims still in the record: %+v", f.records.Agents[1])
+	}
+	if v := gather(t, reg, "kafka_disk_guard_write_protection_error", map[string]string{"reason": "lift_failed"}); v != 0 {
+		t.Errorf("R8.5/error{lift_failed} %v once released", v)
+	}
+}
+
+// R8.5: an operator's lift drives releasing entries, and says (Remaining)
+// what it could not remove; run again, it finishes the job.
+func TestR8_5LiftDrivesReleasingEntries(t *testing.T) {
+	f := newFakeAdmin(snap(0, 1))
+	f.acls[denyAll("x")], f.acls[denyAll("y")] = true, true
+	f.records = recs(agentRecord(2, releasingOwns(shapeDenyAll, "x"), owns(shapeDenyAll, "y")))
+	f.failDeletes = 1
+	res, err := LiftProtection(t.Context(), f, LiftRequest{All: true, By: "operator", Now: t0})
+	if err == nil || len(res.Remaining) != 2 {
+		t.Fatalf("R8.5/a lift that failed must say so: err %v remaining %v", err, res.Remaining)
+	}
+	res, err = LiftProtection(t.Context(), f, LiftRequest{All: true, By: "operator", Now: t0})
+	if err != nil || len(res.Remaining) != 0 {
+		t.Fatalf("R8.5/lift run again: err %v remaining %v", err, res.Remaining)
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.5/lift run again finds nothing to lift: %v left", f.acls)
+	}
+}
+
+// R8.5: a peer drives the release of an expired agent whose lift was
+// written but whose release failed.
+func TestR8_5PeerRetriesAFailedPeerRelease(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	dead, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	passAt(t, dead, clock, full())
+	f.failDeletes = 1
+	for range 40 {
+		clock.t = clock.t.Add(time.Second)
+		s := calm()
+		s.Time = clock.t
+		peer.src.(*staticSource).snap = s
+		_ = peer.Reconcile(t.Context())
+	}
+	if _, ok := f.records.PendingLift(2); !ok {
+		t.Fatal("no lift written")
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.5/a peer's failed release is never retried: %v", f.acls)
+	}
+}
+
+// R8.6: an operator's binding identical to the one the guard wants is
+// never adopted, so never deleted (issue 20, point 2); it counts as
+// protection in place.
+func TestR8_6OperatorBindingIsNeverAdopted(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	f.acls[denyAll("a")] = true // the operator froze topic a
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true}, full(), f, clock)
+	passAt(t, e, clock, full())
+	if !f.acls[denyAll("b")] {
+		t.Fatal("b not protected")
+	}
+	if slices.Contains(f.records.Agents[1].ACLTopics(), "a") {
+		t.Errorf("R8.6/the operator's binding on a is claimed: %v", f.records.Agents[1].ACLTopics())
+	}
+	for range 3 {
+		clock.t = clock.t.Add(time.Minute)
+		passAt(t, e, clock, calm())
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatal("R8.6/the operator's binding was deleted on calm")
+	}
+	if f.acls[denyAll("b")] {
+		t.Fatal("the guard's own binding stayed")
+	}
+}
+
+// R8.6: the quota records the value set, and the release removes exactly
+// that value, even after producerByteRate changed (issue 20, point 4).
+func TestR8_6QuotaReleaseRemovesTheValueSet(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Protection: ProtectionConfig{Strategy: StrategyQuota, ProducerByteRate: 1024}}
+	e, _ := newTestEnforcer(t, cfg, full(), f, clock)
+	passAt(t, e, clock, full())
+	if f.quota != 1024 {
+		t.Fatalf("quota %d", f.quota)
+	}
+	// A rollout changes the rate; the agent restarts, still full.
+	cfg.Protection.ProducerByteRate = 2048
+	e, _ = newTestEnforcer(t, cfg, full(), f, clock)
+	clock.t = clock.t.Add(time.Minute)
+	passAt(t, e, clock, full())
+	if q := f.records.Agents[1].Quota(); q != 1024 {
+		t.Errorf("R8.6/the record claims %d, the value in place is 1024", q)
+	}
+	for range 3 {
+		clock.t = clock.t.Add(time.Minute)
+		passAt(t, e, clock, calm())
+	}
+	if f.quota != 0 {
+		t.Fatalf("R8.6/the old quota is stranded: %d", f.quota)
+	}
+}
+
+// R8.4: protection needs no offsets (issue 20, point 5): a leader that
+// does not answer the offsets read holds deletions back, never
+// protection, and the lease is renewed.
+func TestR8_4UnreachableLeaderHoldsOnlyDeletions(t *testing.T) {
+	O := agent.StateOpen
+	full := func() *agent.Snapshot {
+		return snap(950, 1000, part("a", 0, 0, 10, seg(0, 100, O), seg(5, 1, O)), part("b", 0, 0, 10, seg(0, 100, O), seg(5, 1, O)))
+	}
+	f := newFakeAdmin(full())
+	f.offsetsErr = errors.New("dial tcp broker-2:9092: i/o timeout")
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		s := full()
+		s.Time = clock.t
+		e.src.(*staticSource).snap = s
+		_ = e.Reconcile(t.Context())
+	}
+	if len(f.offsetCalls) != 0 {
+		t.Fatalf("offsets read despite the fault")
+	}
+	if !f.acls[denyAll("a")] || !f.acls[denyAll("b")] {
+		t.Fatalf("R8.4/one unreachable leader disabled protection: %v", f.acls)
+	}
+	if r := f.records.Agents[1]; r.Renewed.IsZero() {
+		t.Fatalf("R8.1/lease not renewed: %+v", r)
+	}
+	for tp, lso := range f.lso {
+		if lso != 0 {
+			t.Fatalf("R6/deleted from %v without its offsets", tp)
+		}
+	}
+}
+
+// R8.8: a broker fenced for a restart (missing from the metadata) keeps
+// its agent's protection while the disk is full, and the agent renews its
+// lease so peers do not lift it (issue 20, point 6).
+func TestR8_8FencedBrokerKeepsProtectionAndLease(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	e, _ := newTestEnforcer(t, cfg, full(), f, clock)
+	passAt(t, e, clock, full())
+	f.live = []int32{2, 3} // broker 1 restarts: fenced
+	for range 25 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, full())
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatalf("R8.8/a restart lifted protection while the disk is full: %v", f.acls)
+	}
+	if r := f.records.Agents[1]; clock.t.Sub(r.Renewed) > 5*time.Second {
+		t.Fatalf("R8.1/lease not renewed while fenced: renewed %v, now %v", r.Renewed, clock.t)
+	}
+}
