@@ -103,6 +103,12 @@ func (s *sim) check() *Failure {
 		switch {
 		case u >= 0.90 && !in:
 			s.protectSince[id], since, in = s.step, s.step, true
+			s.fencedAtStart[id] = !c.Alive(id)
+		case in && s.fencedAtStart[id] && c.Alive(id):
+			// A broker fenced (restarting) protects nothing anew (R8.8):
+			// the episode counts from its return.
+			s.protectSince[id], since = s.step, s.step
+			s.fencedAtStart[id] = false
 		case u < 0.85:
 			delete(s.protectSince, id)
 			in = false
@@ -112,7 +118,7 @@ func (s *sim) check() *Failure {
 			// purge band's restore bound (enforcer: lowerFrom).
 			s.suppressed[id] = false
 		}
-		if !in || u < 0.90 || s.step-since < 1 || !s.mustProtect(id, since) {
+		if !in || u < 0.90 || s.step-since < 1 || s.fencedAtStart[id] || !s.mustProtect(id, since) {
 			continue
 		}
 		if what := s.unprotected(id); what != "" {

@@ -86,25 +86,28 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // the ledger of today's code. The classes left out break an invariant
 // there (KnownBroken says which and how); each joins the mix when the
 // ledger's fix lands.
-var DefaultMix = []Class{Disk, AgentKill, OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume,
-	OperatorUninstall}
+var DefaultMix = []Class{Disk, AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+	OperatorLift, OperatorResume, OperatorUninstall}
 
-// KnownBroken maps each class left out of DefaultMix to the issue 20
-// point it finds and a seed that shows it (with Disk, -mix=disk,<class>).
+// KnownBroken maps each class left out of DefaultMix to what it finds
+// (the issue 20 point) and a seed that shows it, run with -mix=disk,CLASS.
 var KnownBroken = map[Class]string{
-	CallBefore:      "point 1 (a release that fails once is never retried): I1, seed 3",
-	CallAfter:       "point 1: I1, seed 2",
-	CallTimeout:     "point 1: I1, seed 7",
-	ControllerMove:  "point 1 (NOT_CONTROLLER on DeleteACLs/RemoveDefaultProducerQuota): I1, seed 2",
-	OperatorACLs:    "point 2 (an operator's identical binding is adopted, then deleted): I2, seed 3",
-	LedgerDelete:    "point 3 (a lost ledger turns the guard's protection into an operator's): I1, seed 1",
-	LedgerReshape:   "point 3 (3 partitions, the hash partitioner, partition 0 read): I1, seed 1",
-	LedgerGarbage:   "point 3 (one undecodable record fails every agent's read): I1, seed 1",
-	QuotaRateChange: "point 4 (a changed producerByteRate strands the old quota): I1, seed 2 (with agent_kill)",
-	BrokerRestart:   "point 6 (a broker restart lifts protection while the disk is full): I6, seed 1",
-	Duplicate:       "point 8 (a second agent for one broker lifts the first one's protection): I6, seed 1",
-	ClockJump:       "new: a peer whose wall clock jumps forward sees a live lease expired and lifts it: I6, seed 29",
-	TieredShared:    "new: two agents lowering one tiered topic's local retention: the later records the earlier's value as the original, the earlier takes the lower value for an operator's; the override stays: I1, seed 19",
+	CallBefore: "point 1 (a failed release): a default quota whose removal failed is then taken for an operator's " +
+		"(operator_quota) and stays: I1, seed 11",
+	CallAfter:      "point 1 (a failed release, the reply lost): the quota stays: I1, seed 7",
+	CallTimeout:    "point 1 (a release timed out): the quota stays: I1, seed 8",
+	ControllerMove: "point 1 (NOT_CONTROLLER on RemoveDefaultProducerQuota): the quota stays: I1, seed 2",
+	OperatorACLs: "point 2 (an operator's binding adopted): one created just before a switching-on pass is claimed, " +
+		"another agent then shares the claim, and the last release deletes it: I2, seed 3",
+	LedgerDelete:  "point 3 (a lost ledger turns the guard's protection into an operator's): I1, seed 1",
+	LedgerReshape: "point 3 (3 partitions, the hash partitioner, partition 0 read): I1, seed 1",
+	LedgerGarbage: "point 3 (one undecodable record fails every agent's read): I1, seed 1",
+	Duplicate:     "point 8 (a second agent for one broker lifts the first one's protection): I6, seed 1",
+	ClockJump: "new: a peer whose wall clock jumps forward 5 minutes sees a live lease expired and lifts it " +
+		"(leases are timed on the wall clock): I6, seed 29",
+	TieredShared: "new: two agents lowering one tiered topic's (cluster-wide) local retention: the later records the " +
+		"earlier's value as the original, the earlier takes the lower value for an operator's change and drops its " +
+		"claim; the lowered override stays: I1, seed 20",
 }
 
 // Options configure one run.
@@ -168,6 +171,8 @@ type sim struct {
 	// protectSince: since when each broker's log dir is in the protect
 	// band (-1: not).
 	protectSince map[int32]int
+	// fencedAtStart: the broker was fenced when its episode began.
+	fencedAtStart map[int32]bool
 	// failNext: methods that fail once (a controller move).
 	failNext map[string]bool
 	// callFaultP: the chance that an admin call fails.
@@ -216,7 +221,7 @@ func Run(opts Options) *Failure {
 		opts.Classes = DefaultMix
 	}
 	s := &sim{opts: opts, rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x6b6467)), classes: map[Class]bool{},
-		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, failNext: map[string]bool{}, liftedAt: -1000,
+		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
 		suppressed: map[int32]bool{}}
 	for _, c := range opts.Classes {
 		s.classes[c] = true

@@ -119,10 +119,7 @@ func TestSimFindsKnownBugs(t *testing.T) {
 			t.Fatalf("%s: no seed in %q", c, what)
 		}
 		classes := []Class{Disk, c}
-		if c == QuotaRateChange {
-			classes = append(classes, AgentKill)
-		}
-		inv := what[strings.LastIndex(what, "I"):][:2]
+		inv := what[strings.LastIndex(what, ": I")+2:][:2]
 		f := Run(Options{Seed: seed, Classes: classes})
 		if f == nil || f.Invariant != inv {
 			t.Errorf("%s (%s): the simulator no longer finds it (got %v): if the ledger's fix has landed, move %s into DefaultMix",
