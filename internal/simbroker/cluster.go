@@ -241,6 +241,31 @@ func (c *Cluster) usedBytes(broker int32) int64 {
 	return n
 }
 
+// Burst appends bytes stamped now to the partitions of topic the broker
+// leads: a producer's burst.
+func (c *Cluster) Burst(broker int32, topic string, bytes int64) {
+	var led []*simPart
+	for _, p := range c.parts {
+		if p.leader == broker && p.topic.Name == topic {
+			led = append(led, p)
+		}
+	}
+	for _, p := range led {
+		p.appendBytes(bytes/int64(len(led))/batchBytes*batchBytes, c.now)
+	}
+}
+
+// Expire removes every closed segment of topic, as retention would once
+// its data is old enough.
+func (c *Cluster) Expire(topic string) {
+	for _, p := range c.parts {
+		if p.topic.Name == topic && len(p.segs) > 1 {
+			p.segs = p.segs[len(p.segs)-1:]
+			p.lso = max(p.lso, p.segs[0].base)
+		}
+	}
+}
+
 // SetFill puts bytes on the broker's disk that are no partition's.
 func (c *Cluster) SetFill(broker int32, bytes int64) { c.brokers[broker].fill = max(bytes, 0) }
 

@@ -113,17 +113,11 @@ func TestSim(t *testing.T) {
 // bug on today's ledger. When this fails for a class, the ledger's fix
 // has landed: move the class into DefaultMix and delete its entry.
 func TestSimFindsKnownBugs(t *testing.T) {
-	for c, what := range KnownBroken {
-		var seed int64
-		if _, err := fmt.Sscanf(what[strings.Index(what, "seed "):], "seed %d", &seed); err != nil {
-			t.Fatalf("%s: no seed in %q", c, what)
-		}
-		classes := []Class{Disk, c}
-		inv := what[strings.LastIndex(what, ": I")+2:][:2]
-		f := Run(Options{Seed: seed, Classes: classes})
-		if f == nil || f.Invariant != inv {
-			t.Errorf("%s (%s): the simulator no longer finds it (got %v): if the ledger's fix has landed, move %s into DefaultMix",
-				c, what, f, c)
+	for c, k := range KnownBroken {
+		f := Run(Options{Seed: k.Seed, Classes: append([]Class{Disk, c}, k.Also...)})
+		if f == nil || f.Invariant != k.Invariant {
+			t.Errorf("%s (%s): the simulator no longer finds it at seed %d (got %v): if the fix has landed, move %s into DefaultMix",
+				c, k.What, k.Seed, f, c)
 		}
 	}
 }
