@@ -223,3 +223,97 @@ func TestR8_8FencedBrokerKeepsProtectionAndLease(t *testing.T) {
 		t.Fatalf("R8.1/lease not renewed while fenced: renewed %v, now %v", r.Renewed, clock.t)
 	}
 }
+
+// R8.7: a lost ledger is never "no records" (issue 20, point 3). With
+// allow.everyone true the guard's own ALLOW bindings must not turn into
+// an operator's: while the topic is lost nothing is claimed or released;
+// once it is back (created again, empty) the agent writes its record from
+// memory, and on calm releases every binding it set.
+func TestR8_7LostLedgerIsNotNoRecords(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	f.everyone = AllowEveryoneTrue
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
+	passAt(t, e, clock, full())
+	set := len(f.acls)
+	if set == 0 {
+		t.Fatal("not protected")
+	}
+	pass := func(s *agent.Snapshot) error {
+		clock.t = clock.t.Add(2 * time.Second)
+		s.Time = clock.t
+		e.src.(*staticSource).snap = s
+		return e.Reconcile(t.Context())
+	}
+	// The topic is deleted: every record with it.
+	f.records, f.ledgerErr = NewRecords(), ErrLedgerMissing
+	if err := pass(calm()); err == nil {
+		t.Fatal("no error while the ledger is lost")
+	}
+	if len(f.acls) != set {
+		t.Fatalf("R8.7/released on the word of a lost ledger: %v", f.acls)
+	}
+	if v := gather(t, reg, "kafka_disk_guard_protection_ledger_lost", nil); v != 1 {
+		t.Errorf("R8.7/ledger_lost %v", v)
+	}
+	// Created again, empty.
+	f.ledgerErr = nil
+	for range 4 {
+		_ = pass(calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the guard's own bindings became an operator's after the ledger was lost: %v", f.acls)
+	}
+	if v := gather(t, reg, "kafka_disk_guard_protection_ledger_lost", nil); v != 0 {
+		t.Errorf("R8.7/ledger_lost %v once back", v)
+	}
+}
+
+// R8.7: a record that does not decode is skipped and counted; its
+// broker's claims are untouchable (no peer lifts them), and every other
+// agent goes on (issue 20, point 3).
+func TestR8_7UndecodableRecordIsSkippedAndUntouchable(t *testing.T) {
+	rs := NewRecords()
+	good, err := EncodeRecord(agentRecord(2, owns(shapeDenyAll, "a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ApplyRecord(rs, []byte(RecordKey(2)), good)
+	ApplyRecord(rs, []byte(RecordKey(2)), []byte(`{"v":99,"owned":"a newer format"}`))
+	ApplyRecord(rs, []byte(RecordKey(3)), []byte("\x00garbage"))
+	if rs.Undecodable[2] != 1 || rs.Undecodable[3] != 1 || len(rs.Agents[2].ACLTopics()) != 1 {
+		t.Fatalf("R8.7/undecodable %v agents %v", rs.Undecodable, rs.Agents)
+	}
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	f.acls[denyAll("a")] = true
+	f.records = rs
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	e, reg := enforcerAs(t, 1, cfg, calm(), f, clock)
+	for range 30 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, calm())
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatal("R8.7/a peer lifted the claims of a broker whose record does not decode")
+	}
+	if v := gather(t, reg, "kafka_disk_guard_protection_ledger_undecodable_records", nil); v != 2 {
+		t.Errorf("R8.7/undecodable_records %v, want 2", v)
+	}
+	res, err := LiftProtection(t.Context(), f, LiftRequest{All: true, By: "operator", Now: clock.t})
+	if err != nil || !slices.Equal(res.Untouchable, []int32{2, 3}) || !f.acls[denyAll("a")] {
+		t.Fatalf("R8.7/operator lift: %+v %v %v", res, err, f.acls)
+	}
+	// This agent protects as usual meanwhile.
+	passAt(t, e, clock, full())
+	if !f.acls[denyAll("b")] {
+		t.Fatalf("R8.7/one undecodable record stopped every agent: %v", f.acls)
+	}
+	// A decodable record replaces it: the broker's claims are its own again.
+	ApplyRecord(f.records, []byte(RecordKey(2)), good)
+	if f.records.Undecodable[2] != 0 {
+		t.Fatal("R8.7/a decodable record does not clear the mark")
+	}
+}

@@ -169,6 +169,9 @@ type LiftResult struct {
 	// Non-empty: the lift is not done (spec R8.5; the command exits
 	// non-zero and can be run again).
 	Remaining []string
+	// Untouchable: brokers in scope whose latest record does not decode:
+	// left alone until a decodable record replaces it.
+	Untouchable []int32
 }
 
 // LiftProtection lifts protection as an operator does (kafka-disk-guard protection
@@ -197,6 +200,12 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 	for _, id := range slices.Sorted(maps.Keys(recs.Agents)) {
 		r := recs.Agents[id]
 		if !req.All && req.Topic == "" && id != req.Broker {
+			continue
+		}
+		if recs.Undecodable[id] > 0 {
+			// Its latest record does not decode: what it claims now is
+			// unknown, so nothing of it is lifted (spec R8.7).
+			res.Untouchable = append(res.Untouchable, id)
 			continue
 		}
 		l := Lift{ID: NewLiftID(req.Kind, req.Now), BrokerID: id, Kind: req.Kind, By: req.By, At: req.Now, Reason: req.Reason}
@@ -237,6 +246,12 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 		}
 		res.Lifts = append(res.Lifts, l)
 	}
+	for _, id := range slices.Sorted(maps.Keys(recs.Undecodable)) {
+		if _, ok := recs.Agents[id]; !ok && (req.All || req.Topic != "" || id == req.Broker) {
+			res.Untouchable = append(res.Untouchable, id)
+		}
+	}
+	slices.Sort(res.Untouchable)
 	if len(cands) == 0 && len(quotas) == 0 && len(configs) == 0 {
 		return res, nil
 	}

@@ -52,7 +52,7 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	o.BrokerNotAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
 	fresh := false
 	if e.recordsDue(o) {
-		fresh = r.do("load_records", func() error { return e.readRecords(ctx, &o) })
+		fresh = r.ledger("load_records", func() error { return e.readRecords(ctx, &o) })
 		if fresh {
 			o.Protected = dirSet(e.mine().LogDirs)
 			o.BrokerNotAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
@@ -65,13 +65,13 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 			r.soft("list_offsets", func() error { return e.readOffsets(ctx, &o, parts) })
 		}
 	}
-	if e.prot.records != nil && !o.BrokerUnreachable && e.protectionRelevant(o) {
+	if e.prot.records != nil && !o.BrokerUnreachable && !r.ledgerLost && e.protectionRelevant(o) {
 		r.do("observe_protection", func() error { return e.readProtection(ctx, &o) })
 	}
 	// A binding this agent claims is missing: an operator may have lifted
 	// it. Read the records again before putting it back.
 	if o.Protection != nil && !fresh && e.claimsMissing(o.Protection) {
-		if r.do("load_records", func() error { return e.readRecords(ctx, &o) }) {
+		if r.ledger("load_records", func() error { return e.readRecords(ctx, &o) }) {
 			o.Protection.Records = e.prot.records.Clone()
 			o.Protection.Expired = e.expired(o.Now)
 		} else {
@@ -86,6 +86,28 @@ type reads struct {
 	o      *Observed
 	phases []any
 	errs   []error
+	// ledgerLost: the ownership topic is lost (ErrLedgerLost): protection
+	// is neither observed nor changed this pass; deletions go on.
+	ledgerLost bool
+}
+
+// ledger runs a read of the ownership topic: a lost ledger holds back
+// protection only (nothing is claimed or released on its word, spec
+// R8.7); any other failure marks the broker unreachable.
+func (r *reads) ledger(name string, read func() error) bool {
+	t := time.Now()
+	err := read()
+	r.phases = append(r.phases, name, time.Since(t))
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrLedgerLost):
+		r.ledgerLost = true
+	default:
+		r.o.BrokerUnreachable = true
+	}
+	r.errs = append(r.errs, err)
+	return false
 }
 
 // do runs one read; a failure marks the broker unreachable. It reports

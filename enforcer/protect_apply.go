@@ -113,7 +113,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 				err := e.admin.AlterTopicConfig(ctx, c.Topic, c.Key, c.Value)
 				e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
 				if err != nil {
-					problems[ErrorCreateFailed] = true
+					problems[ErrorLocalRetentionFailed] = true
 					errs = append(errs, fmt.Errorf("lower %s of topic %s: %w", c.Key, c.Topic, err))
 				}
 			}
@@ -202,6 +202,7 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	}
 	r.BrokerID = e.brokerID
 	e.prot.records.Agents[e.brokerID] = r
+	e.prot.written = &r
 	if len(e.prot.unrecorded) > 0 {
 		r.Bindings(nil, func(a ACL) { delete(e.prot.unrecorded, a) })
 	}

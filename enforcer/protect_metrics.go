@@ -36,10 +36,15 @@ const (
 	// on a topic (an operator ACL allows User:* to write): it is denied
 	// there too.
 	ErrorExemptionImpossible ProtectionError = "exemption_impossible"
+	// ErrorLocalRetentionFailed: lowering a tiered topic's
+	// local.retention.bytes failed (spec R7.4): no write protection is
+	// involved, so it is not create_failed.
+	ErrorLocalRetentionFailed ProtectionError = "local_retention_failed"
 )
 
 func protectionErrors() []ProtectionError {
-	return []ProtectionError{ErrorNoAuthorizer, ErrorCreateFailed, ErrorOperatorQuota, ErrorNotInPlace, ErrorRecordFailed, ErrorLiftFailed, ErrorExemptionImpossible}
+	return []ProtectionError{ErrorNoAuthorizer, ErrorCreateFailed, ErrorOperatorQuota, ErrorNotInPlace, ErrorRecordFailed, ErrorLiftFailed,
+		ErrorExemptionImpossible, ErrorLocalRetentionFailed}
 }
 
 // protectionMetrics are the write-protection gauges: what this agent
@@ -54,6 +59,9 @@ type protectionMetrics struct {
 	leaseAge    *prometheus.GaugeVec
 	lease       *prometheus.GaugeVec
 	recordBytes prometheus.Gauge
+	// ledgerLost, undecodable: the ownership topic's health (spec R8.7).
+	ledgerLost  prometheus.Gauge
+	undecodable prometheus.Gauge
 	brokers     map[int32]bool // broker_id series exported
 }
 
@@ -65,7 +73,7 @@ func newProtectionMetrics(reg prometheus.Registerer) (*protectionMetrics, error)
 		wanted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "write_protection_wanted",
 			Help: "1 while the enforcer wants the log dir write-protected (0 in observe mode)."}, []string{"log_dir", "strategy"}),
 		errors: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "write_protection_error",
-			Help: "1 while write protection has this problem (no_authorizer, create_failed, operator_quota, not_in_place, record_failed, lift_failed, exemption_impossible)."}, []string{"reason"}),
+			Help: "1 while write protection has this problem (no_authorizer, create_failed, operator_quota, not_in_place, record_failed, lift_failed, exemption_impossible, local_retention_failed)."}, []string{"reason"}),
 		cluster: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cluster_write_protection",
 			Help: "1 while protection the agent of broker_id owns (its record, not lifted) is in place on the cluster, as this agent reads it."}, []string{"broker_id"}),
 		topics: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cluster_protected_topics",
@@ -76,9 +84,13 @@ func newProtectionMetrics(reg prometheus.Registerer) (*protectionMetrics, error)
 			Help: "Length of the lease of the agent of broker_id: protection unrenewed this long is lifted by a peer."}, []string{"broker_id"}),
 		recordBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "protection_record_bytes",
 			Help: "Size of this agent's ownership record as last written (gzipped JSON when large)."}),
+		ledgerLost: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "protection_ledger_lost",
+			Help: "1 while the ownership topic is missing, has more than one partition, or is not compacted: nothing is claimed or released on its word."}),
+		undecodable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "protection_ledger_undecodable_records",
+			Help: "Values of the ownership topic skipped at the last read because they do not decode (garbage, a newer version): their brokers' claims are untouchable."}),
 		brokers: map[int32]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.active, m.wanted, m.errors, m.cluster, m.topics, m.leaseAge, m.lease, m.recordBytes} {
+	for _, c := range []prometheus.Collector{m.active, m.wanted, m.errors, m.cluster, m.topics, m.leaseAge, m.lease, m.recordBytes, m.ledgerLost, m.undecodable} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

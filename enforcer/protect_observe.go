@@ -55,6 +55,11 @@ type protectionState struct {
 	// missingSince: since when wanted protection has been missing from
 	// what is read back (zero: all in place).
 	missingSince time.Time
+	// ledgerLost: the last read found the ownership topic lost; written:
+	// this agent's record as last written (restored from memory when the
+	// topic lost it).
+	ledgerLost bool
+	written    *Record
 	// releaseFailures: releases failed in a row; releaseRetryAt: not
 	// retried before (capped backoff, spec R8.5).
 	releaseFailures int
@@ -121,8 +126,51 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 // brokers, and follows the other agents' leases.
 func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	recs, err := e.admin.LoadRecords(ctx)
+	if errors.Is(err, ErrLedgerMissing) && e.dryRun && e.prot.written == nil {
+		// Observe mode on a cluster whose ownership topic was never
+		// created: nothing is claimed or lifted on it either way.
+		recs, err = NewRecords(), nil
+	}
+	if errors.Is(err, ErrLedgerLost) {
+		e.m.prot.ledgerLost.Set(1)
+		if !e.prot.ledgerLost {
+			e.logger.Error("protection ledger lost: nothing is claimed or released until it is back; the guard creates a missing ownership topic again",
+				"topic", e.cfg.OwnershipTopic, "err", err)
+		}
+		e.prot.ledgerLost = true
+		// A missing topic is created again (a reshaped or uncompacted
+		// one is the operator's to fix): the records this agent holds
+		// in memory are written to it by the next passes.
+		if p, ok := e.admin.(Preparer); ok && !e.dryRun {
+			if perr := p.Prepare(ctx); perr != nil {
+				err = errors.Join(err, fmt.Errorf("create the ownership topic again: %w", perr))
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("load protection records: %w", err)
+	}
+	if e.prot.ledgerLost {
+		e.logger.Warn("protection ledger back", "topic", e.cfg.OwnershipTopic)
+		e.prot.ledgerLost = false
+	}
+	e.m.prot.ledgerLost.Set(0)
+	skipped := 0
+	for _, n := range recs.Undecodable {
+		skipped += n
+	}
+	e.m.prot.undecodable.Set(float64(skipped))
+	if len(recs.Undecodable) > 0 {
+		e.logger.Warn("ownership records that do not decode were skipped: those brokers' claims are left alone until a decodable record replaces them",
+			"brokers", slices.Sorted(maps.Keys(recs.Undecodable)), "values", skipped)
+	}
+	// This agent's own record vanished (the topic was deleted and created
+	// again): it is written again from memory, never read as "no claims".
+	if _, ok := recs.Agents[e.brokerID]; !ok && e.prot.written != nil && !e.prot.written.Empty() {
+		recs = recs.Clone()
+		recs.Agents[e.brokerID] = *e.prot.written
+		e.prot.dirty = true
+		e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
 	}
 	live, err := e.admin.LiveBrokers(ctx)
 	if err != nil {
@@ -170,8 +218,8 @@ func (e *Enforcer) expired(now time.Time) map[int32]string {
 		return out
 	}
 	for id, r := range e.prot.records.Agents {
-		if id == e.brokerID || !r.Claims() {
-			continue
+		if id == e.brokerID || !r.Claims() || e.prot.records.Undecodable[id] > 0 {
+			continue // an undecodable record's claims are untouchable (R8.7)
 		}
 		lease := r.Lease()
 		if lease <= 0 {

@@ -44,6 +44,9 @@ type fakeAdmin struct {
 	failDeletes, failQuotaRemovals, failAlters int
 	// offsetsErr fails every offsets read (a partition leader unreachable).
 	offsetsErr error
+	// ledgerErr fails every records read (ErrLedgerLost: the ownership
+	// topic deleted or reshaped).
+	ledgerErr error
 	// Reads, for tests of what a pass reads.
 	loads       int
 	offsetCalls [][]TopicPartition
@@ -176,6 +179,9 @@ func (f *fakeAdmin) LoadRecords(context.Context) (Records, error) {
 		return Records{}, err
 	}
 	f.loads++
+	if f.ledgerErr != nil {
+		return NewRecords(), f.ledgerErr
+	}
 	return f.records.Clone(), nil
 }
 

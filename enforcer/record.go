@@ -306,26 +306,83 @@ func (l Lift) Merge(earlier Lift) Lift {
 	return l
 }
 
+// ErrLedgerLost: the ownership topic is missing, has more than one
+// partition, or is not compacted (spec R8.7). It is never read as "no
+// records": nothing new is claimed and nothing is released on its word.
+// Match it with errors.Is.
+var ErrLedgerLost = errors.New("protection ledger lost")
+
+// ErrLedgerMissing: the ledger is lost because the ownership topic does
+// not exist (it matches ErrLedgerLost too). Before this agent (or any)
+// ever wrote to it, that is a cluster where the guard never protected
+// anything; after, its records are gone.
+var ErrLedgerMissing = fmt.Errorf("%w: the ownership topic does not exist", ErrLedgerLost)
+
 // Records is the ownership topic's content: every broker's latest record
 // and lift.
 type Records struct {
 	Agents map[int32]Record
 	Lifts  map[int32]Lift
+	// Undecodable: brokers whose latest record or lift could not be
+	// decoded (garbage, or a newer version during a rolling upgrade), with
+	// how many such values were skipped. Their claims are untouchable
+	// (never lifted by a peer or an operator's lift) until a decodable
+	// value replaces them; Agents keeps their last decodable record.
+	Undecodable map[int32]int
 }
 
 // NewRecords returns an empty set.
 func NewRecords() Records {
-	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}}
+	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}, Undecodable: map[int32]int{}}
+}
+
+// ApplyRecord folds one value of the ownership topic into the set: the
+// latest value per key wins; an empty value (a tombstone) removes the
+// key; keys the guard does not know are left alone; a value that does not
+// decode is skipped and counted (Undecodable).
+func ApplyRecord(out Records, key, value []byte) {
+	id, lift, ok := ParseKey(string(key))
+	if !ok {
+		return
+	}
+	var err error
+	switch {
+	case len(value) == 0 && lift:
+		delete(out.Lifts, id)
+	case len(value) == 0:
+		delete(out.Agents, id)
+	case lift:
+		var l Lift
+		if l, err = DecodeLift(value); err == nil {
+			out.Lifts[id] = l
+		}
+	default:
+		var r Record
+		if r, err = DecodeRecord(value); err == nil {
+			r.BrokerID = id
+			out.Agents[id] = r
+		}
+	}
+	if err != nil {
+		if out.Undecodable != nil {
+			out.Undecodable[id]++
+		}
+		return
+	}
+	delete(out.Undecodable, id)
 }
 
 // Clone copies the maps (records are values).
 func (rs Records) Clone() Records {
-	out := Records{Agents: maps.Clone(rs.Agents), Lifts: maps.Clone(rs.Lifts)}
+	out := Records{Agents: maps.Clone(rs.Agents), Lifts: maps.Clone(rs.Lifts), Undecodable: maps.Clone(rs.Undecodable)}
 	if out.Agents == nil {
 		out.Agents = map[int32]Record{}
 	}
 	if out.Lifts == nil {
 		out.Lifts = map[int32]Lift{}
+	}
+	if out.Undecodable == nil {
+		out.Undecodable = map[int32]int{}
 	}
 	return out
 }

@@ -21,6 +21,9 @@ type StatusInput struct {
 	// record claims a config of (nil value: not set; missing: not read).
 	TopicConfigs map[string]*string
 	Now          time.Time
+	// LedgerLost: why the records could not be read (ErrLedgerLost), ""
+	// when they were.
+	LedgerLost string
 }
 
 // Broker states in the status.
@@ -31,6 +34,12 @@ const (
 	StateLifted  = "lifted"      // every claim voided by a lift the agent has not acknowledged
 	StatePartial = "partly_lifted"
 	StateIdle    = "idle" // nothing claimed
+	// StateReleasing: nothing held, claims being given up still in place
+	// (a release that failed, retried every pass, spec R8.5).
+	StateReleasing = "releasing"
+	// StateUndecodable: the broker's latest record does not decode: its
+	// claims are untouchable until a decodable record replaces it.
+	StateUndecodable = "undecodable"
 )
 
 // Status is the protection in place, cluster-wide.
@@ -46,6 +55,19 @@ type Status struct {
 	// claims (an operator's, or the guard's unrecorded).
 	UnattributedQuota int64 `json:"unattributed_quota,omitempty"`
 	NoAuthorizer      bool  `json:"no_authorizer,omitempty"`
+	// LedgerLost: the ownership topic is missing, reshaped or not
+	// compacted (spec R8.7): the records shown are none.
+	LedgerLost string `json:"ledger_lost,omitempty"`
+}
+
+// ReleasingStatus is one claim being given up (spec R8.5).
+type ReleasingStatus struct {
+	Kind  string `json:"kind"`
+	Topic string `json:"topic,omitempty"`
+	// What: the binding, quota or config value; InPlace: still read on the
+	// cluster (the release has not taken effect yet).
+	What    string `json:"what"`
+	InPlace bool   `json:"in_place"`
 }
 
 // BrokerStatus is one agent's protection.
@@ -72,7 +94,12 @@ type BrokerStatus struct {
 	// Configs: topic configs the agent changed (tiered topics' local
 	// retention, spec R7.4).
 	Configs []ConfigStatus `json:"topic_configs,omitempty"`
-	Updated time.Time      `json:"updated,omitzero"`
+	// Releasing: claims being given up, kept until read back gone.
+	Releasing []ReleasingStatus `json:"releasing,omitempty"`
+	// Undecodable: values of the broker's keys skipped since its last
+	// decodable record.
+	Undecodable int       `json:"undecodable_records,omitempty"`
+	Updated     time.Time `json:"updated,omitzero"`
 }
 
 // ConfigStatus is one topic config a record claims.
@@ -103,7 +130,7 @@ type TopicStatus struct {
 // BuildStatus computes the status. Pure.
 func BuildStatus(in StatusInput) Status {
 	var st Status
-	st.NoAuthorizer = in.NoAuthorizer
+	st.NoAuthorizer, st.LedgerLost = in.NoAuthorizer, in.LedgerLost
 	present := map[ACL]bool{}
 	for _, a := range in.ACLs {
 		present[normACL(a)] = true
@@ -111,6 +138,11 @@ func BuildStatus(in StatusInput) Status {
 	ids := slices.Sorted(maps.Keys(in.Records.Agents))
 	for id := range in.Records.Lifts {
 		if _, ok := in.Records.Agents[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	for id := range in.Records.Undecodable {
+		if _, ok := in.Records.Agents[id]; !ok && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
@@ -170,7 +202,30 @@ func BuildStatus(in StatusInput) Status {
 				voided++
 			}
 		}
+		for _, o := range r.Releasing() {
+			switch o.Kind {
+			case OwnedACL:
+				for _, t := range o.Topics {
+					for _, a := range o.Shape.Bindings(t) {
+						b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, Topic: t, InPlace: present[a],
+							What: a.Permission + " " + a.Operation + " " + a.Principal})
+					}
+				}
+			case OwnedQuota:
+				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: o.Entity + " " + o.Key + "=" + o.Value,
+					InPlace: in.DefaultProducerByteRate == mustInt(o.Value)})
+			case OwnedTopicConfig:
+				cur, read := in.TopicConfigs[o.Topic]
+				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, Topic: o.Topic, What: o.Key + "=" + o.Value,
+					InPlace: !read || in.Records.guardSet(o, cur)})
+			}
+		}
+		b.Undecodable = in.Records.Undecodable[id]
 		switch {
+		case b.Undecodable > 0:
+			b.State = StateUndecodable
+		case liveClaims == 0 && len(b.Releasing) > 0:
+			b.State = StateReleasing
 		case liveClaims == 0 && voided > 0:
 			b.State = StateLifted
 		case liveClaims == 0:
@@ -195,7 +250,7 @@ func BuildStatus(in StatusInput) Status {
 	sortACLs(st.Unattributed)
 	claimsQuota := false
 	for _, r := range in.Records.Agents {
-		claimsQuota = claimsQuota || r.Quota() > 0
+		claimsQuota = claimsQuota || r.Quota() > 0 || r.ReleasingQuota() > 0
 	}
 	if in.DefaultProducerByteRate > 0 && !claimsQuota {
 		st.UnattributedQuota = in.DefaultProducerByteRate
@@ -207,7 +262,7 @@ func BuildStatus(in StatusInput) Status {
 func (rs Records) ConfigTopics() []string {
 	set := map[string]bool{}
 	for _, r := range rs.Agents {
-		for _, c := range r.ConfigClaims() {
+		for _, c := range r.allConfigClaims() {
 			set[c.Topic] = true
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -36,6 +37,16 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	attrs := []any{"by", req.By, "reason", req.Reason, "broker_ids", ids, "topic", req.Topic, "all", req.All,
 		"lift_ids", liftIDs, "acls_deleted", len(res.Released.ACLs), "acls_kept", res.Released.Kept, "quota_removed", res.Released.QuotaRemoved,
 		"configs_restored", len(res.Released.Configs), "configs_kept", res.Released.ConfigsKept, "configs_changed_by_operator", len(res.Released.ConfigsChanged)}
+	for _, id := range res.Untouchable {
+		fmt.Fprintf(out.stdout, "Left alone: broker %d's latest record does not decode (garbage, or a newer guard); its claims are lifted once it writes a readable one.\n", id)
+	}
+	if errors.Is(err, enforcer.ErrLedgerMissing) {
+		// A cluster where the guard never protected anything (observe
+		// mode's uninstall), or one whose ledger was deleted: no record
+		// names anything, so nothing is known to be left in place.
+		fmt.Fprintln(out.stdout, "The ownership topic does not exist: no record names anything to lift (bindings that look like the guard's are listed by `protection status`).")
+		return nil
+	}
 	for _, r := range res.Remaining {
 		fmt.Fprintf(out.stdout, "Still in place: %s.\n", r)
 	}

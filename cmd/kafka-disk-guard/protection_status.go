@@ -31,7 +31,12 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	defer done()
 
 	in := enforcer.StatusInput{Now: time.Now()}
-	if in.Records, err = admin.LoadRecords(ctx); err != nil {
+	in.Records, err = admin.LoadRecords(ctx)
+	switch {
+	case errors.Is(err, enforcer.ErrLedgerLost):
+		// Shown, with what the cluster holds; the command fails.
+		in.Records, in.LedgerLost = enforcer.NewRecords(), err.Error()
+	case err != nil:
 		return fmt.Errorf("read the protection records: %w", err)
 	}
 	switch acls, err := admin.TopicACLs(ctx); {
@@ -62,9 +67,15 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	if *format == "json" {
 		enc := json.NewEncoder(out.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+	} else {
+		writeStatus(out.stdout, st, *topics, in.Now)
 	}
-	writeStatus(out.stdout, st, *topics, in.Now)
+	if st.LedgerLost != "" {
+		return fmt.Errorf("the protection ledger is lost: %s", st.LedgerLost)
+	}
 	return nil
 }
 
@@ -73,9 +84,12 @@ func writeStatus(w io.Writer, st enforcer.Status, topics bool, now time.Time) {
 	if st.NoAuthorizer {
 		fmt.Fprintln(w, "The brokers run without an authorizer: ACL protection cannot apply (use protection.strategy quota).")
 	}
-	if len(st.Brokers) == 0 {
+	if st.LedgerLost != "" {
+		fmt.Fprintf(w, "LEDGER LOST: %s.\nNo record can be read: nothing is claimed or released on its word. See docs/operating.md (the ledger is lost).\n", st.LedgerLost)
+	}
+	if len(st.Brokers) == 0 && st.LedgerLost == "" {
 		fmt.Fprintln(w, "No protection record: the guard has protected nothing.")
-	} else {
+	} else if len(st.Brokers) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "BROKER\tSTATE\tSTRATEGY\tSINCE\tLEASE\tTOPICS\tBINDINGS IN PLACE\tWHY")
 		for _, b := range st.Brokers {
@@ -103,6 +117,17 @@ func writeStatus(w io.Writer, st enforcer.Status, topics bool, now time.Time) {
 			if s := b.Suppressed; s != nil {
 				fmt.Fprintf(w, "broker %d: not protecting again until its disk calms down or `protection resume --broker %d`\n", b.BrokerID, b.BrokerID)
 			}
+			if b.Undecodable > 0 {
+				fmt.Fprintf(w, "broker %d: %d record value(s) that do not decode (garbage, or a newer guard): its claims are left alone until it writes a readable one\n",
+					b.BrokerID, b.Undecodable)
+			}
+			for _, r := range b.Releasing {
+				state := "gone, leaving the record"
+				if r.InPlace {
+					state = "STILL IN PLACE: retried every pass, or run `protection lift`"
+				}
+				fmt.Fprintf(w, "broker %d: releasing %s %s%s: %s\n", b.BrokerID, r.Kind, r.What, onTopic(r.Topic), state)
+			}
 		}
 	}
 	writeConfigs(w, st)
@@ -121,8 +146,9 @@ func writeStatus(w io.Writer, st enforcer.Status, topics bool, now time.Time) {
 		}
 	}
 	if len(st.Unattributed) > 0 || st.UnattributedQuota > 0 {
-		fmt.Fprintln(w, "\nUnattributed: look like the guard's, but no record claims them (the guard may have set them and")
-		fmt.Fprintln(w, "died before recording them, or an operator made them). The guard never lifts them: decide yourself.")
+		fmt.Fprintln(w, "\nOperator-owned (unattributed): look like the guard's, but no record claims them: an operator's, or")
+		fmt.Fprintln(w, "set by the guard before it died unrecorded. The guard counts an identical one as protection in place")
+		fmt.Fprintln(w, "and never claims, changes or lifts it: decide yourself.")
 		for _, a := range st.Unattributed {
 			fmt.Fprintf(w, "  topic %s: %s %s %s from %s\n", a.Topic, a.Permission, a.Operation, a.Principal, a.Host)
 		}
@@ -158,6 +184,13 @@ func writeConfigs(w io.Writer, st enforcer.Status) {
 		}
 	}
 	tw.Flush()
+}
+
+func onTopic(t string) string {
+	if t == "" {
+		return ""
+	}
+	return " on topic " + t
 }
 
 func optional(v *string) string {

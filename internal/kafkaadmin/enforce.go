@@ -29,6 +29,8 @@ type Enforce struct {
 	writing chan struct{}
 	// topicReady: the ownership topic is known to exist.
 	topicReady atomic.Bool
+	// ledger: the ownership topic as last read (incremental reads).
+	ledger ledgerCache
 }
 
 var _ enforcer.Admin = (*Enforce)(nil)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -16,17 +19,33 @@ import (
 // writes, which the lift protocol relies on), replicated min(3, brokers)
 // times. Its keys and values are the enforcer's (enforcer/record.go):
 // "broker-<id>" holds that broker agent's record, "lift-broker-<id>" the
-// latest lift of its claims. Agents read the whole topic: it holds one
-// live record per broker and key.
+// latest lift of its claims. Agents read it from where their last read
+// ended: it holds one live record per broker and key.
+
+// ledgerCache is what the last read of the ownership topic left: the
+// records and the offset to read on from, so a pass reads only what was
+// written since (a full read at start, after a gap, or when the topic was
+// recreated).
+type ledgerCache struct {
+	mu      sync.Mutex
+	valid   bool
+	topicID sarama.Uuid
+	next    int64
+	recs    enforcer.Records
+}
 
 // LoadRecords reads every record and lift to the topic's end (the high
 // watermark when asked, so a write acknowledged before the call is seen).
-// A missing topic means no agent ever protected anything.
+// The topic is verified first (spec R8.7): missing, with more than one
+// partition, or not compacted, it is the ledger lost
+// (enforcer.ErrLedgerLost), never "no records". A record that does not
+// decode is skipped and counted in Records.Undecodable (its broker's
+// claims untouchable) until a decodable one replaces it. Reads are
+// incremental: from the offset the last read ended at.
 func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
-	out := enforcer.NewRecords()
 	c, err := e.src.conn()
 	if err != nil {
-		return out, err
+		return enforcer.NewRecords(), err
 	}
 	// DescribeTopics answers a missing topic with a per-topic error at
 	// once (a metadata refresh would retry).
@@ -37,50 +56,88 @@ func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
 		return err
 	})
 	if err != nil {
-		return out, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, err)
+		return enforcer.NewRecords(), fmt.Errorf("describe topic %s: %w", e.ownershipTopic, err)
 	}
 	if len(md) != 1 || errors.Is(md[0].Err, sarama.ErrUnknownTopicOrPartition) {
-		return out, nil
+		e.topicReady.Store(false) // the guard creates it again (Prepare, or its next write)
+		return enforcer.NewRecords(), fmt.Errorf("%w: %s", enforcer.ErrLedgerMissing, e.ownershipTopic)
 	}
 	if !errors.Is(md[0].Err, sarama.ErrNoError) {
-		return out, fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
+		return enforcer.NewRecords(), fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
+	}
+	if n := len(md[0].Partitions); n != 1 {
+		return enforcer.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1 (a total order of writes)", enforcer.ErrLedgerLost, e.ownershipTopic, n)
+	}
+	var policy string
+	err = c.viaController(func() error {
+		entries, err := c.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: e.ownershipTopic, ConfigNames: []string{cleanupPolicyKey}})
+		for _, en := range entries {
+			if en.Name == cleanupPolicyKey {
+				policy = en.Value
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return enforcer.NewRecords(), fmt.Errorf("describe configs of topic %s: %w", e.ownershipTopic, err)
+	}
+	if !slices.Contains(strings.Split(policy, ","), "compact") {
+		return enforcer.NewRecords(), fmt.Errorf("%w: topic %s has cleanup.policy %q, want compact", enforcer.ErrLedgerLost, e.ownershipTopic, policy)
 	}
 	if err := c.client.RefreshMetadata(e.ownershipTopic); err != nil {
-		return out, fmt.Errorf("metadata of %s: %w", e.ownershipTopic, err)
+		return enforcer.NewRecords(), fmt.Errorf("metadata of %s: %w", e.ownershipTopic, err)
 	}
 	lo, err := c.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetOldest)
 	if err != nil {
-		return out, fmt.Errorf("oldest offset of %s: %w", e.ownershipTopic, err)
+		return enforcer.NewRecords(), fmt.Errorf("oldest offset of %s: %w", e.ownershipTopic, err)
 	}
 	hw, err := c.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetNewest)
 	if err != nil {
-		return out, fmt.Errorf("newest offset of %s: %w", e.ownershipTopic, err)
+		return enforcer.NewRecords(), fmt.Errorf("newest offset of %s: %w", e.ownershipTopic, err)
 	}
-	if hw <= lo {
-		return out, nil
+	e.ledger.mu.Lock()
+	defer e.ledger.mu.Unlock()
+	out, from := enforcer.NewRecords(), lo
+	if l := &e.ledger; l.valid && l.topicID == md[0].Uuid && l.next >= lo && l.next <= hw {
+		out, from = l.recs.Clone(), l.next
+	}
+	if err := e.fetchRecords(ctx, c, out, from, hw); err != nil {
+		e.ledger.valid = false
+		return enforcer.NewRecords(), err
+	}
+	e.ledger = ledgerCache{valid: true, topicID: md[0].Uuid, next: max(hw, from), recs: out.Clone()}
+	return out, nil
+}
+
+const cleanupPolicyKey = "cleanup.policy"
+
+// fetchRecords folds the records at offsets [from, hw) into out.
+func (e *Enforce) fetchRecords(ctx context.Context, c *conn, out enforcer.Records, from, hw int64) error {
+	if hw <= from {
+		return nil
 	}
 	leader, err := c.client.Leader(e.ownershipTopic, 0)
 	if err != nil {
-		return out, fmt.Errorf("leader of %s: %w", e.ownershipTopic, err)
+		return fmt.Errorf("leader of %s: %w", e.ownershipTopic, err)
 	}
 	// Plain Fetch requests: the topic is small, and a partition consumer
 	// would add its subscription batching delay to every read.
-	for off := lo; off < hw; {
+	for off := from; off < hw; {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return err
 		}
 		req := &sarama.FetchRequest{Version: 4, MaxWaitTime: 0, MinBytes: 1, MaxBytes: 64 << 20, Isolation: sarama.ReadUncommitted}
 		req.AddBlock(e.ownershipTopic, 0, off, 16<<20, -1)
 		rsp, err := leader.Fetch(req)
 		if err != nil {
-			return out, fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, err)
+			return fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, err)
 		}
 		block := rsp.GetBlock(e.ownershipTopic, 0)
 		if block == nil {
-			return out, fmt.Errorf("fetch %s at %d: no answer for the partition", e.ownershipTopic, off)
+			return fmt.Errorf("fetch %s at %d: no answer for the partition", e.ownershipTopic, off)
 		}
 		if !errors.Is(block.Err, sarama.ErrNoError) {
-			return out, fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, block.Err)
+			return fmt.Errorf("fetch %s at %d: %w", e.ownershipTopic, off, block.Err)
 		}
 		next := off
 		for _, rs := range block.RecordsSet {
@@ -94,51 +151,18 @@ func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
 			}
 			if !rb.Control {
 				for _, r := range rb.Records {
-					o := rb.FirstOffset + r.OffsetDelta
-					if o < off {
+					if rb.FirstOffset+r.OffsetDelta < off {
 						continue
 					}
-					if err := applyRecord(out, r.Key, r.Value); err != nil {
-						return out, fmt.Errorf("decode protection record %s at offset %d of %s: %w", r.Key, o, e.ownershipTopic, err)
-					}
+					enforcer.ApplyRecord(out, r.Key, r.Value)
 				}
 			}
 			next = max(next, end)
 		}
 		if next == off {
-			return out, fmt.Errorf("fetch %s at %d: no progress before offset %d", e.ownershipTopic, off, hw)
+			return fmt.Errorf("fetch %s at %d: no progress before offset %d", e.ownershipTopic, off, hw)
 		}
 		off = next
-	}
-	return out, nil
-}
-
-// applyRecord folds one record into the set: the latest value per key
-// wins; an empty value (a tombstone) removes the key; keys the guard does
-// not know are left alone.
-func applyRecord(out enforcer.Records, key, value []byte) error {
-	id, lift, ok := enforcer.ParseKey(string(key))
-	if !ok {
-		return nil
-	}
-	switch {
-	case len(value) == 0 && lift:
-		delete(out.Lifts, id)
-	case len(value) == 0:
-		delete(out.Agents, id)
-	case lift:
-		l, err := enforcer.DecodeLift(value)
-		if err != nil {
-			return err
-		}
-		out.Lifts[id] = l
-	default:
-		r, err := enforcer.DecodeRecord(value)
-		if err != nil {
-			return err
-		}
-		r.BrokerID = id
-		out.Agents[id] = r
 	}
 	return nil
 }
@@ -245,6 +269,9 @@ func (c *conn) ensureProducer() error {
 	if c.producer != nil {
 		return nil
 	}
+	// The ownership topic's records go to partition 0, named in each
+	// message: the default hash partitioner would ignore it.
+	c.client.Config().Producer.Partitioner = sarama.NewManualPartitioner
 	p, err := sarama.NewSyncProducerFromClient(c.client)
 	if err != nil {
 		return fmt.Errorf("producer: %w", err)
@@ -269,10 +296,16 @@ func (e *Enforce) ensureOwnershipTopic(c *conn) error {
 	// RF 3 where the cluster has 3 brokers, min.insync.replicas one less:
 	// writes go on with one broker down.
 	rf := int16(min(3, len(c.client.Brokers())))
+	// Compaction never touches the active segment: with Kafka's default
+	// segment.ms (7 days) and segment.bytes (1 GiB) a topic this small
+	// would never roll one, and superseded records would pile up. A
+	// segment rolls every hour instead, and is cleanable at once.
 	compact, minISR := "compact", strconv.Itoa(int(max(1, rf-1)))
+	segmentMs, dirty := strconv.Itoa(int(time.Hour/time.Millisecond)), "0.1"
 	err = c.admin.CreateTopic(e.ownershipTopic, &sarama.TopicDetail{
 		NumPartitions: 1, ReplicationFactor: max(rf, 1),
-		ConfigEntries: map[string]*string{"cleanup.policy": &compact, "min.insync.replicas": &minISR},
+		ConfigEntries: map[string]*string{cleanupPolicyKey: &compact, "min.insync.replicas": &minISR,
+			"segment.ms": &segmentMs, "min.cleanable.dirty.ratio": &dirty},
 	}, false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("create topic %s: %w", e.ownershipTopic, err)

@@ -2,6 +2,7 @@ package simbroker
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -97,7 +98,12 @@ func (a *Admin) RemoveDefaultProducerQuota(ctx context.Context) error {
 // LoadRecords reads every agent's protection record and lift (the broker
 // keeps the ownership topic in memory).
 func (a *Admin) LoadRecords(ctx context.Context) (enforcer.Records, error) {
-	return call(ctx, a, func(b *Broker) (enforcer.Records, error) { return b.records.Clone(), nil })
+	return call(ctx, a, func(b *Broker) (enforcer.Records, error) {
+		if b.ledgerLost {
+			return enforcer.NewRecords(), fmt.Errorf("%w: simulated", enforcer.ErrLedgerMissing)
+		}
+		return b.records.Clone(), nil
+	})
 }
 
 // StoreRecord writes an agent's record, as the topic holds it (encoded).
@@ -107,9 +113,9 @@ func (a *Admin) StoreRecord(ctx context.Context, r enforcer.Record) error {
 		return err
 	}
 	_, err = call(ctx, a, func(b *Broker) (struct{}, error) {
-		r, err := enforcer.DecodeRecord(data)
-		b.records.Agents[r.BrokerID] = r
-		return struct{}{}, err
+		b.ledgerLost = false // a write creates the topic again
+		enforcer.ApplyRecord(b.records, []byte(enforcer.RecordKey(r.BrokerID)), data)
+		return struct{}{}, nil
 	})
 	return err
 }
@@ -117,6 +123,7 @@ func (a *Admin) StoreRecord(ctx context.Context, r enforcer.Record) error {
 // StoreLift writes a lift of an agent's claims.
 func (a *Admin) StoreLift(ctx context.Context, l enforcer.Lift) error {
 	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
+		b.ledgerLost = false
 		l.Topics = slices.Clone(l.Topics)
 		b.records.Lifts[l.BrokerID] = l
 		return struct{}{}, nil
@@ -165,4 +172,21 @@ func (a *Admin) AlterTopicConfig(ctx context.Context, topic, key string, value *
 		return struct{}{}, nil
 	})
 	return err
+}
+
+// DeleteOwnershipTopic deletes the ownership topic and every record in it:
+// reads answer enforcer.ErrLedgerMissing until the next write creates it
+// again, empty (a fault of spec R8.7).
+func (b *Broker) DeleteOwnershipTopic() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.records, b.ledgerLost = enforcer.NewRecords(), true
+}
+
+// WriteOwnershipValue writes a raw value under key to the ownership topic
+// (garbage, or a newer record version: a fault of spec R8.7).
+func (b *Broker) WriteOwnershipValue(key string, value []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	enforcer.ApplyRecord(b.records, []byte(key), value)
 }

@@ -76,17 +76,19 @@ type Broker struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu        sync.Mutex // guards everything below
-	topics    map[string]*topicState
-	order     []*topicState // as configured
-	parts     []*partState  // as generated: by topic, then partition
-	acls      map[enforcer.ACL]bool
-	quota     int64                        // the default client's producer_byte_rate; 0: none
-	records   enforcer.Records             // the ownership topic, in memory
-	overrides map[string]map[string]string // topic config overrides set through the admin API
-	pending   []pendingFile
-	nextCheck time.Time
-	last      time.Time
+	mu      sync.Mutex // guards everything below
+	topics  map[string]*topicState
+	order   []*topicState // as configured
+	parts   []*partState  // as generated: by topic, then partition
+	acls    map[enforcer.ACL]bool
+	quota   int64            // the default client's producer_byte_rate; 0: none
+	records enforcer.Records // the ownership topic, in memory
+	// ledgerLost: the ownership topic was deleted (DeleteOwnershipTopic).
+	ledgerLost bool
+	overrides  map[string]map[string]string // topic config overrides set through the admin API
+	pending    []pendingFile
+	nextCheck  time.Time
+	last       time.Time
 }
 
 type topicState struct {
