@@ -40,7 +40,7 @@ type Cluster struct {
 	quota      int64
 	overrides  map[string]map[string]string
 	own        ownershipTopic
-	decoded    map[string]enforcer.Record
+	folded     *enforcer.Records // partition 0 as last read (nil: written since)
 	// Deletions: every DeleteRecords that moved a log start offset.
 	Deletions []Deletion
 }
@@ -59,7 +59,8 @@ type ClusterConfig struct {
 	OwnershipTopic            string
 	// HashPartitioner: records written to the ownership topic go to the
 	// partition the key hashes to (the producer's default partitioner),
-	// not to partition 0; reads read partition 0 only. Today's adapter.
+	// not to partition 0 (the adapter before R8.7; it now writes to
+	// partition 0).
 	HashPartitioner bool
 }
 
@@ -129,7 +130,7 @@ func NewCluster(cfg ClusterConfig, now time.Time) *Cluster {
 		cfg.OwnershipTopic = enforcer.DefaultOwnershipTopic
 	}
 	c := &Cluster{cfg: cfg, Faults: &Faults{}, now: now, brokers: map[int32]*simNode{},
-		acls: map[enforcer.ACL]bool{}, decoded: map[string]enforcer.Record{}, overrides: map[string]map[string]string{}}
+		acls: map[enforcer.ACL]bool{}, overrides: map[string]map[string]string{}}
 	for _, id := range cfg.Brokers {
 		c.brokers[id] = &simNode{id: id, dir: fmt.Sprintf("/var/lib/kafka/broker-%d", id), alive: true}
 	}
@@ -391,12 +392,12 @@ func (c *Cluster) Led(broker int32) []string {
 // Ownership faults.
 
 // DeleteOwnershipTopic deletes the ownership topic with its records.
-func (c *Cluster) DeleteOwnershipTopic() { c.own = ownershipTopic{} }
+func (c *Cluster) DeleteOwnershipTopic() { c.own, c.folded = ownershipTopic{}, nil }
 
 // RecreateOwnershipTopic deletes the ownership topic and creates it again
 // empty with n partitions (as infrastructure-as-code would).
 func (c *Cluster) RecreateOwnershipTopic(n int) {
-	c.own = ownershipTopic{exists: true, partitions: make([][]kv, n)}
+	c.own, c.folded = ownershipTopic{exists: true, partitions: make([][]kv, n)}, nil
 }
 
 // AppendOwnershipRecord writes a raw record to the ownership topic's
@@ -404,6 +405,7 @@ func (c *Cluster) RecreateOwnershipTopic(n int) {
 func (c *Cluster) AppendOwnershipRecord(key string, value []byte) {
 	c.ensureOwnership()
 	c.own.partitions[0] = append(compacted(c.own.partitions[0], key), kv{key, slices.Clone(value)})
+	c.folded = nil
 }
 
 // OwnershipPartitions is the ownership topic's partition count (0:
@@ -412,7 +414,7 @@ func (c *Cluster) OwnershipPartitions() int { return len(c.own.partitions) }
 
 func (c *Cluster) ensureOwnership() {
 	if !c.own.exists {
-		c.own = ownershipTopic{exists: true, partitions: make([][]kv, 1)}
+		c.own, c.folded = ownershipTopic{exists: true, partitions: make([][]kv, 1)}, nil
 	}
 }
 
@@ -425,71 +427,61 @@ func (c *Cluster) produce(key string, value []byte) {
 		p = int(h.Sum32() % uint32(len(c.own.partitions)))
 	}
 	c.own.partitions[p] = append(compacted(c.own.partitions[p], key), kv{key, slices.Clone(value)})
+	c.folded = nil
 }
 
-// compacted is the partition as compaction leaves it once key is written
-// again: its earlier records are gone (the simulation compacts at once).
+// compacted is the partition as compaction leaves it when key is written
+// again: of its earlier values only the latest is still there (the
+// simulation compacts at once, all but the newest segment).
 func compacted(part []kv, key string) []kv {
-	return slices.DeleteFunc(part, func(r kv) bool { return r.key == key })
+	last := -1
+	for i, r := range part {
+		if r.key == key {
+			last = i
+		}
+	}
+	out := part[:0]
+	for i, r := range part {
+		if r.key != key || i == last {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
-// readOwnership folds partition 0 as the adapter does: the latest value
-// per key, tombstones remove, unknown keys are left alone, an undecodable
-// value fails the read.
+// readOwnership reads the ownership topic as the adapter does: verified
+// first (missing: enforcer.ErrLedgerMissing; more than one partition:
+// enforcer.ErrLedgerLost), then partition 0 folded by
+// enforcer.ApplyRecord (an undecodable value is skipped and counted).
+// The fold is kept until the next write; each read gets its own copy.
 func (c *Cluster) readOwnership() (enforcer.Records, error) {
-	out := enforcer.NewRecords()
 	if !c.own.exists {
-		return out, nil
+		return enforcer.NewRecords(), fmt.Errorf("%w: %s", enforcer.ErrLedgerMissing, c.cfg.OwnershipTopic)
 	}
-	for off, r := range c.own.partitions[0] {
-		id, lift, ok := enforcer.ParseKey(r.key)
-		if !ok {
-			continue
-		}
-		var err error
-		switch {
-		case len(r.value) == 0 && lift:
-			delete(out.Lifts, id)
-		case len(r.value) == 0:
-			delete(out.Agents, id)
-		case lift:
-			var l enforcer.Lift
-			if l, err = enforcer.DecodeLift(r.value); err == nil {
-				out.Lifts[id] = l
-			}
-		default:
-			var rec enforcer.Record
-			if rec, err = c.decodeRecord(r.value); err == nil {
-				rec.BrokerID = id
-				out.Agents[id] = rec
-			}
-		}
-		if err != nil {
-			return out, fmt.Errorf("decode protection record %s at offset %d of %s: %w", r.key, off, c.cfg.OwnershipTopic, err)
-		}
+	if n := len(c.own.partitions); n != 1 {
+		return enforcer.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1", enforcer.ErrLedgerLost, c.cfg.OwnershipTopic, n)
 	}
-	return out, nil
-}
-
-// decodeRecord decodes a record value, each distinct value once (records
-// are values; their slices are never changed by the enforcer).
-func (c *Cluster) decodeRecord(value []byte) (enforcer.Record, error) {
-	if r, ok := c.decoded[string(value)]; ok {
+	if c.folded == nil {
+		out := enforcer.NewRecords()
+		for _, r := range c.own.partitions[0] {
+			enforcer.ApplyRecord(out, []byte(r.key), r.value)
+		}
+		c.folded = &out
+	}
+	out := c.folded.Clone()
+	for id, r := range out.Agents {
 		// A fresh copy of what the enforcer could change in place.
 		r.Why, r.LogDirs, r.Owned = slices.Clone(r.Why), slices.Clone(r.LogDirs), slices.Clone(r.Owned)
 		for i := range r.Owned {
 			r.Owned[i].Topics = slices.Clone(r.Owned[i].Topics)
 		}
-		return r, nil
+		out.Agents[id] = r
 	}
-	r, err := enforcer.DecodeRecord(value)
-	if err == nil {
-		if len(c.decoded) > 64 {
-			clear(c.decoded)
-		}
-		c.decoded[string(value)] = r
+	for id, l := range out.Lifts {
+		l.Topics = slices.Clone(l.Topics)
+		out.Lifts[id] = l
 	}
-	return r, err
+	return out, nil
 }
 
 // ClusterAdmin is one broker's admin view of the cluster: what an agent
@@ -507,6 +499,7 @@ type ClusterAdmin struct {
 var (
 	_ enforcer.Admin    = (*ClusterAdmin)(nil)
 	_ enforcer.Evidence = (*ClusterAdmin)(nil)
+	_ enforcer.Preparer = (*ClusterAdmin)(nil)
 )
 
 // Admin is the admin view of broker id for who.
@@ -672,8 +665,8 @@ func (a *ClusterAdmin) RemoveDefaultProducerQuota(ctx context.Context) error {
 	return a.c.Faults.after(a.Who, "RemoveDefaultProducerQuota")
 }
 
-// LoadRecords reads partition 0 of the ownership topic as today's adapter
-// does: a missing topic holds no records.
+// LoadRecords reads the ownership topic as the adapter does
+// (readOwnership).
 func (a *ClusterAdmin) LoadRecords(ctx context.Context) (enforcer.Records, error) {
 	if err := a.c.Faults.before(ctx, a.Who, "LoadRecords"); err != nil {
 		return enforcer.NewRecords(), err
@@ -707,6 +700,16 @@ func (a *ClusterAdmin) StoreLift(ctx context.Context, l enforcer.Lift) error {
 	}
 	a.c.produce(enforcer.LiftKey(l.BrokerID), data)
 	return a.c.Faults.after(a.Who, "StoreLift")
+}
+
+// Prepare creates the ownership topic when missing, as the adapter does
+// before an enforcing agent's first pass.
+func (a *ClusterAdmin) Prepare(ctx context.Context) error {
+	if err := a.c.Faults.before(ctx, a.Who, "Prepare"); err != nil {
+		return err
+	}
+	a.c.ensureOwnership()
+	return a.c.Faults.after(a.Who, "Prepare")
 }
 
 // DeleteLift withdraws the lift of a broker's claims (a tombstone), as

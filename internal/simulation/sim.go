@@ -90,8 +90,8 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // the ledger of today's code. The classes left out break an invariant
 // there (KnownBroken says which and how); each joins the mix when the
 // ledger's fix lands.
-var DefaultMix = []Class{Disk, AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-	OperatorLift, OperatorResume, OperatorUninstall}
+var DefaultMix = []Class{Disk, AgentKill, BrokerRestart, QuotaRateChange,
+	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -109,12 +109,18 @@ var KnownBroken = map[Class]Known{
 	CallTimeout:    {Seed: 8, Invariant: "I1", What: "point 1 (a release timed out): the quota stays"},
 	ControllerMove: {Seed: 2, Invariant: "I1", What: "point 1 (NOT_CONTROLLER on RemoveDefaultProducerQuota): the quota stays"},
 	OperatorACLs:   {Seed: 3, Invariant: "I2", What: "point 2 (an operator's binding adopted): one created just before a switching-on pass is claimed, another agent then shares the claim, and the last release deletes it"},
-	LedgerDelete:   {Seed: 1, Invariant: "I1", What: "point 3 (a lost ledger turns the guard's protection into an operator's)"},
-	LedgerReshape:  {Seed: 1, Invariant: "I1", What: "point 3 (3 partitions, the hash partitioner, partition 0 read)"},
-	LedgerGarbage:  {Seed: 1, Invariant: "I1", What: "point 3 (one undecodable record fails every agent's read)"},
 	Duplicate:      {Seed: 1, Invariant: "I6", What: "point 8 (a second agent for one broker lifts the first one's protection)"},
 	ClockJump:      {Seed: 29, Invariant: "I6", What: "new: a peer whose wall clock jumps forward 5 minutes sees a live lease expired and lifts it (leases are timed on the wall clock)"},
 	TieredShared:   {Seed: 20, Invariant: "I1", What: "new: two agents lowering one tiered topic's (cluster-wide) local retention: the later records the earlier's value as the original, the earlier takes the lower value for an operator's change and drops its claim; the lowered override stays"},
+	LedgerDelete: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
+		What: "the ownership topic deleted, and an agent restarted from nothing before writing its record again: " +
+			"what it set is in no record, unattributed (R8.4), and stays (the local retention it lowered)"},
+	LedgerReshape: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
+		What: "the ownership topic reshaped (lost: nothing claimed or released, R8.7, so I6 is waived while it is), " +
+			"then repaired by deleting it, and an agent restarted from nothing: its quota is in no record and stays"},
+	LedgerGarbage: {Also: DefaultMix, Seed: 280, Invariant: "I1",
+		What: "an undecodable value under lift-broker-2 (after an operator's lift of broker 2), agent 2 then protects " +
+			"with the quota, is killed and restarts: the quota stays (its claims untouchable while the lift key is garbage?)"},
 	Burst: {Also: []Class{AgentKill}, Seed: 1, Invariant: "I4",
 		What: "point 7 (purge caps reset on every restart): an agent killed and restarted purges a fresh hour's cap"},
 }
@@ -277,7 +283,6 @@ func (s *sim) build() {
 	}
 	cfg := simbroker.ClusterConfig{ClusterID: "sim-cluster", Brokers: []int32{1, 2, 3}, Capacity: capacity,
 		SuperUsers: []string{"User:admin"}, AllowEveryoneIfNoACLFound: s.rng.IntN(2) == 0,
-		HashPartitioner: true,
 		Topics: []simbroker.ClusterTopic{
 			{Name: "orders", Partitions: 6, Config: orders, SegmentBytes: orders.SegmentBytes, BytesPerSecond: 4 << 10},
 			{Name: "events", Partitions: eventsParts, Config: tiered, SegmentBytes: tiered.SegmentBytes, BytesPerSecond: 4 << 10},
@@ -319,6 +324,12 @@ func (s *sim) startAgent(a *agentSim) {
 		panic(fmt.Sprintf("simulation: enforcer config: %v", err))
 	}
 	a.enf, a.since, a.deadTill = enf, s.step, -1
+	if a.enabled {
+		// As Enforcer.Run does before the first pass.
+		if err := a.admin.Prepare(context.Background()); err != nil {
+			s.tracef("%s prepare: %v", a.name, err)
+		}
+	}
 }
 
 func (s *sim) run() *Failure {
@@ -382,6 +393,13 @@ func (s *sim) enterQuiet() {
 		s.c.SetAlive(id, true)
 	}
 	s.c.Expire("bursts")
+	if s.c.OwnershipPartitions() > 1 {
+		// A reshaped ledger stays lost until an operator repairs it: the
+		// operator deletes it, the agents create it again and write their
+		// records from memory.
+		s.c.DeleteOwnershipTopic()
+		s.tracef("operator: deletes the reshaped ownership topic")
+	}
 	for _, a := range s.agents {
 		if a.deadTill >= 0 {
 			a.deadTill = s.step
