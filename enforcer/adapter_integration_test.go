@@ -104,9 +104,11 @@ func TestR4_3ACLAndOwnershipAdapter(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// R8.7: a missing ownership topic is the ledger lost, never "no
+	// records".
 	own, err := a.LoadRecords(ctx)
-	if err != nil || len(own.Agents)+len(own.Lifts) != 0 {
-		t.Fatalf("before any record: %v %v", own, err)
+	if !errors.Is(err, enforcer.ErrLedgerMissing) || len(own.Agents)+len(own.Lifts) != 0 {
+		t.Fatalf("before any record: %v %v, want the ledger missing", own, err)
 	}
 	shape := enforcer.Shape{Deny: []string{enforcer.AnyPrincipal}}
 	rec := enforcer.Record{BrokerID: 7, Strategy: enforcer.StrategyACL, Owned: []enforcer.Owned{{Kind: enforcer.OwnedACL, Shape: &shape, Topics: []string{topic}}}}
@@ -130,6 +132,41 @@ func TestR4_3ACLAndOwnershipAdapter(t *testing.T) {
 	if len(own.Agents) != 2 || !slices.Equal(own.Agents[7].LogDirs, []string{"/d2"}) || !slices.Equal(own.Agents[7].ACLTopics(), []string{topic}) ||
 		own.Lifts[7].ID != "op-1" {
 		t.Fatalf("loaded %+v", own)
+	}
+	// R8.7: created with one partition, compacted, with a segment that
+	// rolls (compaction never touches the active one).
+	ca := shared.Admin(t)
+	md, err := ca.DescribeTopics([]string{"__kdg_test_adapter_own"})
+	if err != nil || len(md) != 1 || len(md[0].Partitions) != 1 {
+		t.Fatalf("R8.7/ownership topic %+v %v", md, err)
+	}
+	cfgs, err := ca.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "__kdg_test_adapter_own"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfgs {
+		if (c.Name == "cleanup.policy" && c.Value != "compact") || (c.Name == "segment.ms" && c.Value != "3600000") {
+			t.Errorf("R8.7/ownership topic %s=%s", c.Name, c.Value)
+		}
+	}
+	// R8.7: a value that does not decode is skipped and counted; every
+	// other record is read, incrementally after the first read.
+	p, err := sarama.NewSyncProducer([]string{shared.SASLAddr}, func() *sarama.Config {
+		c := shared.GuardConfig()
+		c.Producer.Return.Successes = true
+		c.Producer.Partitioner = sarama.NewManualPartitioner
+		return c
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "__kdg_test_adapter_own", Partition: 0,
+		Key: sarama.StringEncoder(enforcer.RecordKey(9)), Value: sarama.StringEncoder(`{"v":99}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if own, err = a.LoadRecords(ctx); err != nil || own.Undecodable[9] != 1 || len(own.Agents) != 2 || own.Lifts[7].ID != "op-1" {
+		t.Fatalf("R8.7/an undecodable record: %+v %v", own, err)
 	}
 	if err := a.DeleteLift(ctx, 7); err != nil {
 		t.Fatal(err)

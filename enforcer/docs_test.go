@@ -70,7 +70,7 @@ func TestMetricsDocumented(t *testing.T) {
 		for _, c := range []prometheus.Collector{m.enabled, m.band, m.actions, m.actionBytes, m.unexpiredBytes,
 			m.reconciles, m.duration, m.blocked, m.lowered, m.operatorChanged, m.ev.identity, m.ev.missingRights, m.ev.clockJump, m.ev.clockJumps,
 			m.ev.purgedWindow, m.ev.purgeChecks, m.ev.heldTopics, m.prot.active, m.prot.wanted, m.prot.errors,
-			m.prot.cluster, m.prot.topics, m.prot.leaseAge, m.prot.lease, m.prot.recordBytes, m.prot.ledgerLost, m.prot.undecodable} {
+			m.prot.cluster, m.prot.topics, m.prot.leaseAge, m.prot.lease, m.prot.recordBytes, m.prot.ledgerLost, m.prot.undecodable, m.prot.standby} {
 			c.Describe(ch)
 		}
 		close(ch)

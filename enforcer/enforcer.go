@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -40,14 +41,50 @@ type Clock interface {
 	Now() time.Time
 }
 
-// Admin is the Kafka admin API the enforcer uses. Implemented by
-// internal/kafkaadmin. Every method checks every per-item error code.
+// Admin is the Kafka admin API the enforcer uses, made of small
+// interfaces (a part that needs only one names only that one).
+// Implemented by internal/kafkaadmin and internal/simbroker. Every method
+// checks every per-item error code.
 type Admin interface {
-	// Offsets returns the broker's log start offset and high watermark.
+	DeletionAdmin
+	RecordStore
+	ACLAdmin
+	QuotaAdmin
+	ConfigAdmin
+	// LiveBrokers lists the broker ids in the cluster's metadata (nil:
+	// unknown, as without a cluster).
+	LiveBrokers(ctx context.Context) ([]int32, error)
+}
+
+// DeletionAdmin reads offsets and deletes records (spec R4.1).
+type DeletionAdmin interface {
+	// Offsets returns the broker's log start offset and high watermark of
+	// the partitions whose leader answered; a partition left out is not
+	// deleted from.
 	Offsets(ctx context.Context, parts []TopicPartition) (map[TopicPartition]Offsets, error)
 	// DeleteRecords moves log start offsets of one topic's partitions; the
 	// map holds each partition's own result (nil: done).
 	DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64) (map[int32]error, error)
+}
+
+// RecordStore is the ledger: the ownership topic (spec R8.5-R8.8).
+type RecordStore interface {
+	// LoadRecords reads the ownership topic to its end: every agent's
+	// record and lift (record.go). A topic that is missing, has more than
+	// one partition or is not compacted is ErrLedgerLost (ErrLedgerMissing
+	// when missing), never "no records"; a value that does not decode is
+	// skipped and counted in Records.Undecodable.
+	LoadRecords(ctx context.Context) (Records, error)
+	// StoreRecord writes this agent's record (keyed by its broker id,
+	// acks=all, partition 0), creating the topic when missing; it returns
+	// when the write is acknowledged or ctx ends.
+	StoreRecord(ctx context.Context, r Record) error
+	// StoreLift writes a lift of a broker's claims (acks=all).
+	StoreLift(ctx context.Context, l Lift) error
+}
+
+// ACLAdmin reads and changes topic ACLs (strategy acl).
+type ACLAdmin interface {
 	// TopicACLs lists every ACL on topic resources; ErrNoAuthorizer when
 	// the brokers run without an authorizer.
 	TopicACLs(ctx context.Context) ([]ACL, error)
@@ -55,26 +92,23 @@ type Admin interface {
 	// DeleteACLs deletes exactly the bindings given.
 	CreateACLs(ctx context.Context, acls []ACL) error
 	DeleteACLs(ctx context.Context, acls []ACL) error
+	// AllowEveryoneIfNoACLFound reads the brokers'
+	// allow.everyone.if.no.acl.found (see AllowEveryone).
+	AllowEveryoneIfNoACLFound(ctx context.Context) (AllowEveryone, error)
+}
+
+// QuotaAdmin reads and changes the default client quota (strategy quota).
+type QuotaAdmin interface {
 	// DefaultProducerQuota is the default client entity's
 	// producer_byte_rate (0: none).
 	DefaultProducerQuota(ctx context.Context) (int64, error)
 	SetDefaultProducerQuota(ctx context.Context, rate int64) error
 	RemoveDefaultProducerQuota(ctx context.Context) error
-	// LoadRecords reads the ownership topic to its end: every agent's
-	// record and lift (record.go). A missing topic holds none.
-	LoadRecords(ctx context.Context) (Records, error)
-	// StoreRecord writes this agent's record (keyed by its broker id,
-	// acks=all), creating the topic on first use; it returns when the
-	// write is acknowledged or ctx ends.
-	StoreRecord(ctx context.Context, r Record) error
-	// StoreLift writes a lift of a broker's claims (acks=all).
-	StoreLift(ctx context.Context, l Lift) error
-	// LiveBrokers lists the broker ids in the cluster's metadata (nil:
-	// unknown, as without a cluster).
-	LiveBrokers(ctx context.Context) ([]int32, error)
-	// AllowEveryoneIfNoACLFound reads the brokers'
-	// allow.everyone.if.no.acl.found (see AllowEveryone).
-	AllowEveryoneIfNoACLFound(ctx context.Context) (AllowEveryone, error)
+}
+
+// ConfigAdmin reads and changes topic configs (tiered topics' local
+// retention, spec R7.4).
+type ConfigAdmin interface {
 	// TopicConfigOverrides reads key of each topic as set on the topic
 	// itself (nil: not set there, inherited from the broker or Kafka's
 	// default). A topic the cluster does not have is left out of the map;
@@ -107,6 +141,8 @@ type Enforcer struct {
 	clock   Clock
 	dryRun  bool
 	brokerF *int32
+	// instance: this agent's name in its record (Deps.Instance).
+	instance string
 
 	// State below is owned by the single worker (Run / Reconcile).
 	lastScheduled time.Time
@@ -148,6 +184,12 @@ type Deps struct {
 	// Features are the rights features of the guard's other parts
 	// (admission), checked and reported with the enforcer's own.
 	Features []rights.Feature
+	// Instance names this agent in its record (spec R8.8): a record of
+	// its broker written by another instance, with a live lease, makes it
+	// stand by. Default: the host name (a container restarted in its pod
+	// goes on at once; another install, or a pod scheduled anew, waits a
+	// lease).
+	Instance string
 }
 
 // New builds an enforcer. It performs no I/O.
@@ -192,6 +234,10 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		evidence:      deps.Evidence,
 		features:      enforcerFeatures(profile, cfg.Protection.Strategy, deps.Features),
 		ev:            evidenceState{node: -1},
+		instance:      deps.Instance,
+	}
+	if e.instance == "" {
+		e.instance, _ = os.Hostname()
 	}
 	e.guarded.Store(-1)
 	if cfg.BrokerID != nil && *cfg.BrokerID >= 0 {
@@ -286,6 +332,11 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	if e.report(goals, plan, o) {
 		result = ReconcileBlocked
 	}
+	if e.prot.standby {
+		// Another instance acts for this broker (spec R8.8): this one
+		// changes nothing, lifts nothing, deletes nothing.
+		return readErr
+	}
 	t := time.Now()
 	applyErr := e.apply(ctx, plan, goals, o)
 	if !plan.Empty() {
@@ -316,6 +367,7 @@ func scheduledRan(goals []DirGoal, o Observed) bool {
 // is blocked: any reason holds something back (a stale snapshot, a log
 // dir's or a topic's hold, a limit on purges).
 func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool) {
+	e.dropGoneDirs(goals)
 	for _, g := range goals {
 		for _, b := range e.policy.Profile.Bands {
 			v := 0.0
@@ -396,4 +448,28 @@ func (e *Enforcer) setBlocked(reasons []BlockReason, dirs, topics []string) {
 		e.logger.Info("destructive actions allowed again")
 	}
 	e.heldReasons = reasons
+}
+
+// dropGoneDirs removes the per-log-dir series of log dirs that left the
+// config or the glob (a kubelet pod path after a reschedule): a stale
+// write_protection_active 1 would keep an alert firing for good.
+func (e *Enforcer) dropGoneDirs(goals []DirGoal) {
+	if len(goals) == 0 {
+		return
+	}
+	now := make(map[string]bool, len(goals))
+	for _, g := range goals {
+		now[g.LogDir] = true
+	}
+	for d := range e.bands {
+		if now[d] {
+			continue
+		}
+		gone := prometheus.Labels{"log_dir": d}
+		e.m.band.DeletePartialMatch(gone)
+		e.m.prot.active.DeletePartialMatch(gone)
+		e.m.prot.wanted.DeletePartialMatch(gone)
+		delete(e.bands, d)
+		e.logger.Info("log dir gone: its series are removed", "log_dir", d)
+	}
 }

@@ -258,7 +258,7 @@ func TestR4_4DryRunPerformsNothingAndReportsTheSamePlan(t *testing.T) {
 	if acls := topicACLs(t, dry.admin, topic); len(acls) != 0 {
 		t.Fatalf("observe mode created ACLs: %v", acls)
 	}
-	if own, err := dry.admin.LoadRecords(context.Background()); (err != nil && !errors.Is(err, ErrLedgerMissing)) || len(own.Agents) != 0 {
+	if own, err := dry.admin.LoadRecords(context.Background()); (err != nil && !errors.Is(err, enforcer.ErrLedgerMissing)) || len(own.Agents) != 0 {
 		t.Fatalf("observe mode wrote an ownership record: %v %v", own, err)
 	}
 	if v := metric(dry.reg, "kafka_disk_guard_enforcement_enabled", nil); v != 0 {

@@ -197,6 +197,9 @@ type guardSpec struct {
 	echo     bool           // also log to stderr
 	// addrs: the SASL addresses to connect to (default: the broker's).
 	addrs []string
+	// wrap: the admin API the enforcer uses, built on the guard's (nil:
+	// the guard's itself); g.admin stays the guard's.
+	wrap func(*kafkaadmin.Enforce) enforcer.Admin
 }
 
 // startGuard runs s.src and an enforcer until the test ends.
@@ -225,7 +228,11 @@ func newGuard(t testing.TB, b *kafkatest.Broker, s guardSpec) *guard {
 		w = io.MultiWriter(g.logs, os.Stderr)
 	}
 	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: g.admin, Clock: clock, Evidence: newEvidence(t, addrs, b.GuardConfig())})
+	var admin enforcer.Admin = g.admin
+	if s.wrap != nil {
+		admin = s.wrap(g.admin)
+	}
+	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: admin, Clock: clock, Evidence: newEvidence(t, addrs, b.GuardConfig())})
 	if err != nil {
 		t.Fatal(err)
 	}

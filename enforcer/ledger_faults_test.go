@@ -2,9 +2,13 @@ package enforcer
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
@@ -315,5 +319,195 @@ func TestR8_7UndecodableRecordIsSkippedAndUntouchable(t *testing.T) {
 	ApplyRecord(f.records, []byte(RecordKey(2)), good)
 	if f.records.Undecodable[2] != 0 {
 		t.Fatal("R8.7/a decodable record does not clear the mark")
+	}
+}
+
+// The series of a log dir that left the config or the glob (a kubelet pod
+// path after a reschedule) are removed: a stale write_protection_active
+// 1 would keep an alert firing (issue 20, point 9).
+func TestLogDirSeriesRemovedWhenTheDirLeaves(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
+	passAt(t, e, clock, full())
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, e, clock, full())
+	if v := gather(t, reg, "kafka_disk_guard_write_protection_active", map[string]string{"log_dir": dir}); v != 1 {
+		t.Fatalf("active %v", v)
+	}
+	moved := full()
+	moved.LogDirs[0].Path = "/var/lib/kubelet/pods/new/volumes/data"
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, e, clock, moved)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "log_dir" && l.GetValue() == dir && mf.GetName() != "kafka_disk_guard_log_dir_identity" {
+					t.Errorf("series of the log dir that left: %s %v", mf.GetName(), m.GetLabel())
+				}
+			}
+		}
+	}
+}
+
+// R8.8: a second agent for the same broker (another install, left in
+// observe mode) sees the first one's live lease and stands by: it lifts
+// nothing, says so in a metric, and takes over once that lease expires
+// (issue 20, point 8).
+func TestR8_8SecondAgentForTheBrokerStandsBy(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	newAs := func(cfg Config, instance string) (*Enforcer, *prometheus.Registry) {
+		reg := prometheus.NewRegistry()
+		cfg.BrokerID = new(int32(1))
+		s := full()
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, reg
+	}
+	active, _ := newAs(cfg, "pod-a")
+	observer, reg := newAs(Config{Interval: time.Second}, "pod-b")
+	passAt(t, active, clock, full())
+	if !f.acls[denyAll("a")] {
+		t.Fatal("not protected")
+	}
+	for range 20 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, active, clock, full())
+		passAt(t, observer, clock, full())
+		if !f.acls[denyAll("a")] {
+			t.Fatalf("R8.8/the second agent lifted the active agent's protection")
+		}
+	}
+	if v := gather(t, reg, "kafka_disk_guard_protection_standby", nil); v != 1 {
+		t.Errorf("R8.8/standby %v", v)
+	}
+	// The active agent dies: the second takes over after the lease (in
+	// observe mode it lifts what is now its own).
+	for range 15 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, observer, clock, full())
+	}
+	if v := gather(t, reg, "kafka_disk_guard_protection_standby", nil); v != 0 {
+		t.Errorf("R8.8/standby %v after the lease expired", v)
+	}
+	if len(f.acls) != 0 || f.records.Agents[1].Instance != "pod-b" {
+		t.Fatalf("R8.8/no takeover: acls %v record %+v", f.acls, f.records.Agents[1])
+	}
+}
+
+// R7.3 across restarts: the purge caps' windows are kept in the agent's
+// record and restored at start, so a crash loop does not get a fresh
+// budget each time (issue 20, point 7).
+func TestR7_3PurgeCapsSurviveARestart(t *testing.T) {
+	C, O := agent.StateClosed, agent.StateOpen
+	clock := &monoClock{wall: t0}
+	var segs []agent.Segment
+	for i := range 30 {
+		segs = append(segs, sized(int64(i)*10, i, C, 100))
+	}
+	segs = append(segs, sized(300, 30, O, 100))
+	s := snap(9500, 10000, part("a", 0, 0, 310, segs...))
+	clock.at(s)
+	f := newFakeAdmin(s)
+	cfg := Config{Enabled: true, BrokerID: new(int32(1)), Purge: PurgeConfig{MaxPercentPerPass: 2, MaxPercentPerHour: 5, MaxPercentPerDay: 10, OtherBytesPercent: 100}}
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	for range 5 {
+		clock.tick(time.Second)
+		clock.at(s)
+		if err := e.Reconcile(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 500 {
+		t.Fatalf("unexpired bytes purged before the restart: %v, want 500 (the hour's cap)", got)
+	}
+	// The process restarts: a new monotonic clock, the same wall clock.
+	clock = &monoClock{wall: clock.wall.Add(10 * time.Second)}
+	e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	for range 5 {
+		clock.tick(time.Second)
+		clock.at(s)
+		if err := e.Reconcile(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 0 {
+		t.Fatalf("R7.3/a restart reset the hour's cap: %v more unexpired bytes purged", got)
+	}
+	if v := gather(t, reg, "kafka_disk_guard_purged_unexpired_window_bytes", map[string]string{"log_dir": dir, "window": "24h"}); v != 500 {
+		t.Errorf("R7.3/purged_unexpired_window_bytes{24h} %v after the restart, want 500", v)
+	}
+	// An hour later the hour's window has room again; the day's keeps count.
+	clock.tick(time.Hour)
+	clock.at(s)
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 200 {
+		t.Fatalf("R7.3/an hour later: %v, want 200", got)
+	}
+}
+
+// R4.4: observe mode reports a lift it would do once: the virtual
+// record's releasing claims count as gone, not as in place forever.
+func TestR4_4ObserveModeReportsAWouldBeLiftOnce(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Interval: time.Second}, full(), f, clock)
+	passAt(t, e, clock, full())
+	for range 4 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, calm())
+	}
+	if v := gather(t, reg, "kafka_disk_guard_actions_total", map[string]string{"action": "unprotect", "result": "dry_run"}); v != 2 {
+		t.Errorf("R4.4/would-be unprotect actions %v, want 2 (one per topic, once)", v)
+	}
+	if len(f.acls) != 0 || f.writes != 0 {
+		t.Errorf("observe mode changed the cluster: %v, %d writes", f.acls, f.writes)
+	}
+}
+
+// R8.1/R8.5: two agents give up a shared binding, each planning from a
+// cache in which the other still holds it. Each goes through the release
+// (the smaller record written, the topic read to its end), so the later
+// one deletes it: no binding is left that no record claims.
+func TestR8_5SharedBindingGivenUpFromStaleCaches(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second}
+	a, _ := enforcerAs(t, 1, cfg, full(), f, clock)
+	b, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, a, clock, full())
+		passAt(t, b, clock, full())
+	}
+	if !f.acls[denyAll("a")] || len(f.records.Agents[1].ACLTopics()) == 0 || len(f.records.Agents[2].ACLTopics()) == 0 {
+		t.Fatalf("not protected by both: %v %+v", f.acls, f.records.Agents)
+	}
+	// Calm at the same instant: neither reads the records before planning.
+	clock.t = clock.t.Add(100 * time.Millisecond)
+	passAt(t, a, clock, calm())
+	passAt(t, b, clock, calm())
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, a, clock, calm())
+		passAt(t, b, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.1/a binding no record claims is left: %v, records %+v", f.acls, f.records.Agents)
 	}
 }

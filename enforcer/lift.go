@@ -18,8 +18,7 @@ type ReleaseAdmin interface {
 	DeleteACLs(ctx context.Context, acls []ACL) error
 	DefaultProducerQuota(ctx context.Context) (int64, error)
 	RemoveDefaultProducerQuota(ctx context.Context) error
-	TopicConfigOverrides(ctx context.Context, topics []string, key string) (map[string]*string, error)
-	AlterTopicConfig(ctx context.Context, topic, key string, value *string) error
+	ConfigAdmin
 }
 
 // Released is what ReleaseUnclaimed removed.

@@ -62,7 +62,9 @@ type protectionMetrics struct {
 	// ledgerLost, undecodable: the ownership topic's health (spec R8.7).
 	ledgerLost  prometheus.Gauge
 	undecodable prometheus.Gauge
-	brokers     map[int32]bool // broker_id series exported
+	// standby: another instance acts for this broker (spec R8.8).
+	standby prometheus.Gauge
+	brokers map[int32]bool // broker_id series exported
 }
 
 func newProtectionMetrics(reg prometheus.Registerer) (*protectionMetrics, error) {
@@ -88,9 +90,11 @@ func newProtectionMetrics(reg prometheus.Registerer) (*protectionMetrics, error)
 			Help: "1 while the ownership topic is missing, has more than one partition, or is not compacted: nothing is claimed or released on its word."}),
 		undecodable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "protection_ledger_undecodable_records",
 			Help: "Values of the ownership topic skipped at the last read because they do not decode (garbage, a newer version): their brokers' claims are untouchable."}),
+		standby: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "protection_standby",
+			Help: "1 while another agent instance for this broker holds a live lease: this one changes nothing until it expires."}),
 		brokers: map[int32]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.active, m.wanted, m.errors, m.cluster, m.topics, m.leaseAge, m.lease, m.recordBytes, m.ledgerLost, m.undecodable} {
+	for _, c := range []prometheus.Collector{m.active, m.wanted, m.errors, m.cluster, m.topics, m.leaseAge, m.lease, m.recordBytes, m.ledgerLost, m.undecodable, m.standby} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -55,6 +55,14 @@ type protectionState struct {
 	// missingSince: since when wanted protection has been missing from
 	// what is read back (zero: all in place).
 	missingSince time.Time
+	// self: the renewal of this broker's record by another instance, as
+	// last seen and since when; standby: that instance's lease is live,
+	// this agent stands by (spec R8.8).
+	self    leaseSeen
+	standby bool
+	// purgesRestored: the purge history of this agent's record was read
+	// back into the caps' windows (once, at the first read).
+	purgesRestored bool
 	// ledgerLost: the last read found the ownership topic lost; written:
 	// this agent's record as last written (restored from memory when the
 	// topic lost it).
@@ -96,6 +104,10 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 	if e.prot.records == nil {
 		return true
 	}
+	due := o.Now.Sub(e.prot.loaded) >= e.cfg.Interval || o.Now.Before(e.prot.loaded)
+	if e.prot.standby {
+		return due // following the active instance's lease
+	}
 	for d := range e.policy.protectDirs(o) {
 		if !o.Protected[d] {
 			return false // switching on: use the cached records
@@ -108,6 +120,9 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 // claims or wants something, set something unrecorded, or another agent's
 // record claims something (the cluster-wide view, expired leases).
 func (e *Enforcer) protectionRelevant(o Observed) bool {
+	if !e.dryRun && !samePurges(e.real().Purged, e.purgeHistory(o.Now)) {
+		return true // the purge history goes into the record
+	}
 	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 ||
 		len(e.policy.lowerCandidates(o)) > 0 {
 		return true
@@ -164,6 +179,10 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 		e.logger.Warn("ownership records that do not decode were skipped: those brokers' claims are left alone until a decodable record replaces them",
 			"brokers", slices.Sorted(maps.Keys(recs.Undecodable)), "values", skipped)
 	}
+	e.followInstance(recs, o.Now)
+	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
+		o.Purged = e.purged(e.ev.lastMono)
+	}
 	// This agent's own record vanished (the topic was deleted and created
 	// again): it is written again from memory, never read as "no claims".
 	if _, ok := recs.Agents[e.brokerID]; !ok && e.prot.written != nil && !e.prot.written.Empty() {
@@ -208,6 +227,36 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	return nil
 }
 
+// followInstance decides whether this agent stands by (spec R8.8): its
+// broker's record was written by another instance whose lease this agent
+// saw renewed within the lease, on its own clock. Once no renewal is seen
+// for a lease, it takes over (its next record names it).
+func (e *Enforcer) followInstance(recs Records, now time.Time) {
+	r, ok := recs.Agents[e.brokerID]
+	was := e.prot.standby
+	if !ok || r.Instance == "" || r.Instance == e.instance || r.Renewed.IsZero() {
+		e.prot.standby, e.prot.self = false, leaseSeen{}
+	} else {
+		if s := e.prot.self; !s.renewed.Equal(r.Renewed) || now.Before(s.since) {
+			e.prot.self = leaseSeen{renewed: r.Renewed, since: now}
+		}
+		lease := r.Lease()
+		if lease <= 0 {
+			lease = e.cfg.Protection.LeaseDuration
+		}
+		e.prot.standby = now.Sub(e.prot.self.since) < lease
+	}
+	e.m.prot.standby.Set(gauge(e.prot.standby))
+	switch {
+	case e.prot.standby && !was:
+		e.logger.Warn("another agent instance acts for this broker: standing by (changing nothing) until its lease expires",
+			"broker_id", e.brokerID, "instance", e.instance, "active_instance", r.Instance, "lease", r.Lease().String())
+	case was && !e.prot.standby:
+		e.logger.Warn("the other agent instance for this broker stopped renewing its lease: taking over",
+			"broker_id", e.brokerID, "instance", e.instance, "previous_instance", r.Instance)
+	}
+}
+
 // expired lists the other agents whose protection is to be lifted: a
 // lease seen unrenewed for its length on this agent's clock (immune to
 // clock differences between hosts), or a broker missing from the
@@ -246,7 +295,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 		recs = e.prot.records.Clone()
 	}
 	po := &ProtectionObserved{
-		BrokerID: e.brokerID, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun,
+		BrokerID: e.brokerID, Instance: e.instance, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun, Purged: e.purgeHistory(o.Now),
 		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, UnrecordedQuota: e.prot.unrecordedQuota,
 		ProducerByteRate: cfg.ProducerByteRate, Lease: cfg.LeaseDuration, OwnershipTopic: e.cfg.OwnershipTopic,
 		ExemptTopics: cfg.ExemptTopics, ExemptPrincipals: cfg.ExemptPrincipals,
@@ -350,7 +399,9 @@ func (e *Enforcer) wouldProtect(po *ProtectionObserved) *ProtectionObserved {
 	delete(v.Records.Lifts, e.brokerID)
 	v.Enforcing, v.Expired, v.Unrecorded, v.UnrecordedQuota, v.RecordDirty = true, nil, nil, 0, false
 	v.ACLs = slices.Clone(po.ACLs)
-	e.prot.virtual.Bindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
+	// Held claims only: what observe mode would be releasing counts as
+	// gone at once (it reports the lift once).
+	e.prot.virtual.HeldBindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
 	if q := e.prot.virtual.Quota(); q > 0 && po.DefaultProducerByteRate == 0 {
 		v.DefaultProducerByteRate = q
 	}

@@ -58,6 +58,12 @@ type ProtectionObserved struct {
 	LowerFrom      float64
 	OperatorTopics map[string]bool
 
+	// Instance: this agent's instance (written into its record).
+	Instance string
+	// Purged: this agent's purge history of the last day (written into
+	// its record: the caps survive a restart).
+	Purged []PurgeBucket
+
 	// Settings (enforcer.protection, enforcer.ownershipTopic).
 	ProducerByteRate int64
 	Lease            time.Duration
@@ -156,8 +162,12 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	po := o.Protection
 	me := po.Records.Agents[po.BrokerID]
 	var pp ProtectionPlan
-	rec := Record{BrokerID: po.BrokerID, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(),
+	rec := Record{BrokerID: po.BrokerID, Instance: po.Instance, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(), Purged: me.Purged,
 		Since: me.Since, Renewed: me.Renewed, Ack: me.Ack, Suppressed: me.Suppressed, Updated: me.Updated}
+
+	if po.Enforcing {
+		rec.Purged = po.Purged // observe mode's purges are not real ones
+	}
 
 	// The log dirs under protection, with why each entered it.
 	oldWhy := map[string]Why{}
@@ -283,17 +293,22 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	}
 	pp.Create = byTopic(create)
 	// Two-phase release (spec R8.5): a binding given up stays in the
-	// record, releasing, while it is read back in place; one another live
-	// record holds is left to that record.
+	// record, releasing, while it is read back in place. Every claim given
+	// up goes through the release once (the smaller record written, then
+	// the topic read to its end: of two agents dropping one binding the
+	// later deletes it); a releasing claim another live record still held
+	// at that read is left to that record.
 	others := Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
 	delete(others.Agents, po.BrokerID)
 	heldElsewhere := others.LiveBindings()
+	wasReleasing := map[ACL]bool{}
+	Record{Owned: me.Releasing()}.Bindings(nil, func(a ACL) { wasReleasing[a] = true })
 	release := map[string][]ACL{}
 	var releasing []ACL
 	seen := map[ACL]bool{}
 	drop := func(a ACL) {
 		a = normACL(a)
-		if !want[a] && present[a] && !seen[a] && !heldElsewhere[a] {
+		if !want[a] && present[a] && !seen[a] && !(wasReleasing[a] && heldElsewhere[a]) {
 			seen[a] = true
 			release[a.Topic] = append(release[a.Topic], a)
 			releasing = append(releasing, a)
@@ -326,7 +341,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 				o.Releasing = v == me.ReleasingQuota()
 				rec.Owned = append(rec.Owned, o)
 			}
-		case po.DefaultProducerByteRate == v && !others.LiveQuota(v):
+		case po.DefaultProducerByteRate == v && !(v == me.ReleasingQuota() && v != me.Quota() && others.LiveQuota(v)):
 			o := quotaOwned(v)
 			o.Releasing = true
 			rec.Owned = append(rec.Owned, o)
@@ -337,6 +352,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	// Write the record when it changed, when the lease is due (renewed
 	// only on trusted inputs), or when the last write failed.
 	changed := !sameOwned(me.Owned, rec.Owned) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
+		(me.Instance != rec.Instance && (rec.Claims() || len(rec.LogDirs) > 0)) || (po.Enforcing && !samePurges(me.Purged, rec.Purged)) ||
 		!sameSuppression(me.Suppressed, rec.Suppressed) || (rec.Claims() && (me.Strategy != rec.Strategy || me.LeaseMs != rec.LeaseMs))
 	renew := trusted(o) && rec.Claims() && (o.Now.Sub(me.Renewed) >= po.Lease/3 || o.Now.Before(me.Renewed))
 	if trusted(o) && (renew || (changed && rec.Claims())) {

@@ -126,8 +126,11 @@ type Suppression struct {
 
 // Record is one broker agent's protection record.
 type Record struct {
-	Version  int32  `json:"v"`
-	BrokerID int32  `json:"broker_id"`
+	Version  int32 `json:"v"`
+	BrokerID int32 `json:"broker_id"`
+	// Instance: the agent instance that wrote it (spec R8.8): another
+	// instance for the same broker stands by while its lease is live.
+	Instance string `json:"instance,omitempty"`
 	Strategy string `json:"strategy,omitempty"`
 	// Since: when the current protection episode began (zero: none).
 	Since time.Time `json:"since,omitzero"`
@@ -145,7 +148,11 @@ type Record struct {
 	// seen; from then on its claims are its own again.
 	Ack        string       `json:"ack,omitempty"`
 	Suppressed *Suppression `json:"suppressed,omitempty"`
-	Updated    time.Time    `json:"updated,omitzero"`
+	// Purged: the unexpired bytes this agent purged over the last day, by
+	// log dir and bucket (purge_record.go): restored at a restart, so the
+	// purge caps' windows (spec R7.3) survive it.
+	Purged  []PurgeBucket `json:"purged,omitempty"`
+	Updated time.Time     `json:"updated,omitzero"`
 }
 
 // Lease is the record's lease duration.

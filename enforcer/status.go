@@ -73,6 +73,7 @@ type ReleasingStatus struct {
 // BrokerStatus is one agent's protection.
 type BrokerStatus struct {
 	BrokerID   int32         `json:"broker_id"`
+	Instance   string        `json:"instance,omitempty"` // the agent instance that wrote the record (R8.8)
 	State      string        `json:"state"`
 	InCluster  *bool         `json:"in_cluster,omitempty"`
 	Strategy   string        `json:"strategy,omitempty"`
@@ -149,7 +150,7 @@ func BuildStatus(in StatusInput) Status {
 	slices.Sort(ids)
 	for _, id := range ids {
 		r := in.Records.Agents[id]
-		b := BrokerStatus{BrokerID: id, Strategy: r.Strategy, Since: r.Since, Renewed: r.Renewed, Lease: r.Lease(),
+		b := BrokerStatus{BrokerID: id, Instance: r.Instance, Strategy: r.Strategy, Since: r.Since, Renewed: r.Renewed, Lease: r.Lease(),
 			Why: r.Why, LogDirs: r.LogDirs, Quota: r.Quota(), Suppressed: r.Suppressed, Updated: r.Updated}
 		if in.Live != nil {
 			ok := in.Live[id]

@@ -105,7 +105,8 @@ func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
 		e.ledger.valid = false
 		return enforcer.NewRecords(), err
 	}
-	e.ledger = ledgerCache{valid: true, topicID: md[0].Uuid, next: max(hw, from), recs: out.Clone()}
+	l := &e.ledger
+	l.valid, l.topicID, l.next, l.recs = true, md[0].Uuid, max(hw, from), out.Clone()
 	return out, nil
 }
 
@@ -284,14 +285,17 @@ func (e *Enforce) ensureOwnershipTopic(c *conn) error {
 	if e.topicReady.Load() {
 		return nil
 	}
-	topics, err := c.client.Topics()
-	if err == nil {
-		for _, t := range topics {
-			if t == e.ownershipTopic {
-				e.topicReady.Store(true)
-				return nil
-			}
-		}
+	// Asked of the cluster, not the client's metadata cache: a topic
+	// deleted behind the guard's back stays in the cache for a while.
+	var md []*sarama.TopicMetadata
+	err := c.viaController(func() error {
+		var err error
+		md, err = c.admin.DescribeTopics([]string{e.ownershipTopic})
+		return err
+	})
+	if err == nil && len(md) == 1 && errors.Is(md[0].Err, sarama.ErrNoError) {
+		e.topicReady.Store(true)
+		return nil
 	}
 	// RF 3 where the cluster has 3 brokers, min.insync.replicas one less:
 	// writes go on with one broker down.
