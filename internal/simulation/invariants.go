@@ -26,7 +26,8 @@ import (
 //   - I6: protection is in place within two passes of a log dir reaching
 //     the protect band, and stays while it is there (an agent alive and
 //     enforcing, no fault but a broker restart since, no operator lift in
-//     the episode).
+//     the episode, the ledger not reshaped; a broker fenced when the
+//     episode began protects from its return).
 
 var (
 	gridPrincipals = []string{producer, "User:alice", "User:mallory", "User:bob", "User:admin"}
