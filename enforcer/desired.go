@@ -72,6 +72,9 @@ type Observed struct {
 	// reason to protect anew (spec R8.3); protection already on is kept
 	// through the hysteresis.
 	BrokerNotAlive bool
+	// BrokerGone: BrokerNotAlive for a whole lease (decommissioned, not
+	// restarting): its protection goes, as its peers lift it then.
+	BrokerGone bool
 
 	// Evidence for destructive actions (spec R6). What is missing here
 	// becomes a hold in Desired (dirHolds for a log dir, DirGoal.HeldTopics
@@ -205,7 +208,7 @@ func (p Policy) protects(o Observed, ld *agent.LogDir) bool {
 		// a returning broker replicates its backlog onto the same disk
 		// (spec R8.8's peers lift it once the broker stays out of the
 		// metadata for a lease).
-		return was && u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100
+		return was && !o.BrokerGone && u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100
 	case u >= p.Profile.Bands[pi].From && (was || confirmed(o, ld)):
 		return true
 	case was && u >= p.Profile.Bands[pi].From-p.HysteresisPoints/100:

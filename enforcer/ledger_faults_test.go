@@ -215,8 +215,8 @@ func TestR8_8FencedBrokerKeepsProtectionAndLease(t *testing.T) {
 	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
 	e, _ := newTestEnforcer(t, cfg, full(), f, clock)
 	passAt(t, e, clock, full())
-	f.live = []int32{2, 3} // broker 1 restarts: fenced
-	for range 25 {
+	f.live = []int32{2, 3} // broker 1 restarts: fenced, for less than a lease
+	for range 9 {
 		clock.t = clock.t.Add(time.Second)
 		passAt(t, e, clock, full())
 	}
@@ -509,5 +509,28 @@ func TestR8_5SharedBindingGivenUpFromStaleCaches(t *testing.T) {
 	}
 	if len(f.acls) != 0 {
 		t.Fatalf("R8.1/a binding no record claims is left: %v, records %+v", f.acls, f.records.Agents)
+	}
+}
+
+// R8.8: a broker missing from the metadata for a whole lease is gone
+// (decommissioned), not restarting: its agent keeps no protection, as its
+// peers lift it then (no flapping between the two).
+func TestR8_8GoneBrokerKeepsNoProtection(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	e, _ := newTestEnforcer(t, cfg, full(), f, clock)
+	passAt(t, e, clock, full())
+	f.live = []int32{2, 3}
+	for i := range 20 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, full())
+		if i < 8 && !f.acls[denyAll("a")] {
+			t.Fatalf("R8.8/lifted %ds into a restart", i+1)
+		}
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.8/a broker gone for a lease keeps its protection: %v", f.acls)
 	}
 }

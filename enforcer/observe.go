@@ -49,13 +49,13 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	o.Protected = dirSet(e.mine().LogDirs)
 	r := reads{o: &o}
 
-	o.BrokerNotAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
+	o.BrokerNotAlive, o.BrokerGone = e.selfAlive(now)
 	fresh := false
 	if e.recordsDue(o) {
 		fresh = r.ledger("load_records", func() error { return e.readRecords(ctx, &o) })
 		if fresh {
 			o.Protected = dirSet(e.mine().LogDirs)
-			o.BrokerNotAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
+			o.BrokerNotAlive, o.BrokerGone = e.selfAlive(now)
 		}
 	}
 	if !o.BrokerUnreachable {
@@ -79,6 +79,22 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 		}
 	}
 	return o, r.phases, errors.Join(r.errs...)
+}
+
+// selfAlive reports whether this agent's broker is missing from the
+// cluster's metadata (fenced for a restart, or gone), and whether it has
+// been for a whole lease (gone: peers lift its protection then, and the
+// agent keeps none).
+func (e *Enforcer) selfAlive(now time.Time) (notAlive, gone bool) {
+	notAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
+	if !notAlive {
+		e.prot.selfGone = time.Time{}
+		return false, false
+	}
+	if e.prot.selfGone.IsZero() || now.Before(e.prot.selfGone) {
+		e.prot.selfGone = now
+	}
+	return true, now.Sub(e.prot.selfGone) >= e.cfg.Protection.LeaseDuration
 }
 
 // reads times observe's reads and keeps their errors.

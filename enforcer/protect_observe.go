@@ -60,6 +60,9 @@ type protectionState struct {
 	// this agent stands by (spec R8.8).
 	self    leaseSeen
 	standby bool
+	// selfGone: since when this agent's broker has been missing from the
+	// cluster's metadata (zero: listed).
+	selfGone time.Time
 	// purgesRestored: the purge history of this agent's record was read
 	// back into the caps' windows (once, at the first read).
 	purgesRestored bool
@@ -141,10 +144,19 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 // brokers, and follows the other agents' leases.
 func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	recs, err := e.admin.LoadRecords(ctx)
-	if errors.Is(err, ErrLedgerMissing) && e.dryRun && e.prot.written == nil {
-		// Observe mode on a cluster whose ownership topic was never
-		// created: nothing is claimed or lifted on it either way.
-		recs, err = NewRecords(), nil
+	if errors.Is(err, ErrLedgerMissing) && e.prot.records == nil && e.prot.written == nil {
+		// The agent's first read (its start, as Run's Prepare): the topic
+		// is created, and empty; this agent knows no claim to keep or
+		// release. Observe mode creates nothing: nothing is claimed or
+		// lifted on it either way.
+		if p, ok := e.admin.(Preparer); ok && !e.dryRun {
+			if perr := p.Prepare(ctx); perr == nil {
+				e.logger.Info("ownership topic created at start", "topic", e.cfg.OwnershipTopic)
+				recs, err = NewRecords(), nil
+			}
+		} else if e.dryRun {
+			recs, err = NewRecords(), nil
+		}
 	}
 	if errors.Is(err, ErrLedgerLost) {
 		e.m.prot.ledgerLost.Set(1)
