@@ -578,6 +578,9 @@ func (c *Cluster) deleteRecords(topic string, id int32, off int64) error {
 		return ErrOffsetOutOfRange
 	}
 	if off <= p.lso {
+		if d.Tiered {
+			c.Deletions = append(c.Deletions, d) // asked for, if a no-op
+		}
 		return nil
 	}
 	m := agent.Classify(p.model(), cfg, c.now)

@@ -234,6 +234,9 @@ type snapSource struct{ snap *agent.Snapshot }
 func (s *snapSource) Snapshot() *agent.Snapshot { return s.snap }
 func (s *snapSource) Updated() <-chan struct{}  { return nil }
 
+// newRand is the run's one random source.
+func newRand(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 0x6b6467)) }
+
 // Run runs one seed and returns the first invariant broken (nil: none).
 func Run(opts Options) *Failure {
 	if opts.Steps == 0 {
@@ -242,7 +245,7 @@ func Run(opts Options) *Failure {
 	if opts.Classes == nil {
 		opts.Classes = DefaultMix
 	}
-	s := &sim{opts: opts, rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x6b6467)), classes: map[Class]bool{},
+	s := &sim{opts: opts, rng: newRand(opts.Seed), classes: map[Class]bool{},
 		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
 		suppressed: map[int32]bool{}}
 	for _, c := range opts.Classes {
@@ -298,11 +301,6 @@ func (s *sim) build() {
 			{Name: "_schemas", Partitions: 1, Config: schemas, SegmentBytes: schemas.SegmentBytes, BytesPerSecond: 64},
 		}}
 	s.c = simbroker.NewCluster(cfg, start.Add(-6*time.Hour))
-	for t := start.Add(-6 * time.Hour); t.Before(start); {
-		t = t.Add(10 * time.Minute)
-		s.c.Step(t, producer)
-	}
-	s.c.Faults.Hook = s.hook
 	for _, id := range []int32{1, 2, 3} {
 		s.agents = append(s.agents, &agentSim{name: fmt.Sprintf("agent-%d", id), broker: id, enabled: true, deadTill: -1})
 	}
@@ -313,6 +311,26 @@ func (s *sim) build() {
 		s.startAgent(a)
 	}
 	s.op = newOperator(s)
+	if !cfg.AllowEveryoneIfNoACLFound {
+		// Without allow.everyone.if.no.acl.found the producer writes
+		// through the operator's grants.
+		var grants []enforcer.ACL
+		for _, t := range cfg.Topics {
+			grants = append(grants, enforcer.ACL{Topic: t.Name, Pattern: enforcer.PatternLiteral, Principal: producer,
+				Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermAllow})
+		}
+		if err := s.c.Admin(1, "operator").CreateACLs(context.Background(), grants); err != nil {
+			panic(err)
+		}
+		for _, a := range grants {
+			s.op.acls[a], s.op.ever[a] = true, true
+		}
+	}
+	for t := start.Add(-6 * time.Hour); t.Before(start); {
+		t = t.Add(10 * time.Minute)
+		s.c.Step(t, producer)
+	}
+	s.c.Faults.Hook = s.hook
 }
 
 // startAgent starts (or restarts) an agent from nothing: a new enforcer,
