@@ -534,3 +534,33 @@ func TestR8_8GoneBrokerKeepsNoProtection(t *testing.T) {
 		t.Fatalf("R8.8/a broker gone for a lease keeps its protection: %v", f.acls)
 	}
 }
+
+// R8.6: an operator's default quota at the wanted rate is protection in
+// place: not claimed, no error, active, and still there after calm.
+func TestR8_6OperatorQuotaAtTheWantedRateCountsAsInPlace(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	f.quota = 1024
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{Enabled: true, Protection: ProtectionConfig{Strategy: StrategyQuota, ProducerByteRate: 1024}}, full(), f, clock)
+	for range 2 {
+		clock.t = clock.t.Add(time.Minute)
+		passAt(t, e, clock, full())
+	}
+	if v := gather(t, reg, "kafka_disk_guard_write_protection_active", nil); v != 1 {
+		t.Errorf("R8.6/active %v with an operator's quota at the wanted rate", v)
+	}
+	if v := gather(t, reg, "kafka_disk_guard_write_protection_error", map[string]string{"reason": "operator_quota"}); v != 0 {
+		t.Errorf("R8.6/error{operator_quota} %v for a quota that protects", v)
+	}
+	if f.records.Agents[1].Quota() != 0 {
+		t.Errorf("R8.6/the operator's quota is claimed: %+v", f.records.Agents[1])
+	}
+	for range 3 {
+		clock.t = clock.t.Add(time.Minute)
+		passAt(t, e, clock, calm())
+	}
+	if f.quota != 1024 {
+		t.Fatalf("R8.6/the operator's quota was removed on calm: %d", f.quota)
+	}
+}

@@ -418,8 +418,15 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 			mineByTopic[a.Topic] = true
 		}
 	}
+	// An operator's binding identical to a wanted one is protection in
+	// place (spec R8.6), though never the guard's to lift.
+	for _, a := range pp.OperatorOwned {
+		if present[a] {
+			mineByTopic[a.Topic] = true
+		}
+	}
 	quotaMine := max(me.Quota(), po.UnrecordedQuota)
-	quotaInPlace := quotaMine > 0 && po.QuotaRead && po.DefaultProducerByteRate == quotaMine
+	quotaInPlace := (quotaMine > 0 && po.QuotaRead && po.DefaultProducerByteRate == quotaMine) || pp.OperatorQuotaInPlace
 	myDirs := dirSet(me.LogDirs)
 	wantAny := false
 	for _, g := range goals {

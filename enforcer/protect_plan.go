@@ -127,9 +127,12 @@ type ProtectionPlan struct {
 	// Acked: a lift of this agent's claims it acknowledges in Record.
 	Acked *Lift
 	// Problems, reported in logs and kafka_disk_guard_write_protection_error.
-	OperatorQuota bool     // an operator's default quota is in place: quota protection not applied
-	NoAuthorizer  bool     // protection wanted, but the brokers have no authorizer
-	Impossible    []string // topics where an exempt principal cannot be left out (an ALLOW WRITE for User:*)
+	OperatorQuota bool // an operator's default quota is in place: quota protection not applied
+	// OperatorQuotaInPlace: an operator's default quota at the wanted
+	// rate: protection in place, not the guard's (spec R8.6).
+	OperatorQuotaInPlace bool
+	NoAuthorizer         bool     // protection wanted, but the brokers have no authorizer
+	Impossible           []string // topics where an exempt principal cannot be left out (an ALLOW WRITE for User:*)
 	// OperatorOwned: wanted bindings already in place that no record
 	// names: an operator's, protection in place, never claimed (R8.6).
 	OperatorOwned []ACL
@@ -260,6 +263,10 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 			claimedQuota, pp.SetQuota = po.ProducerByteRate, po.ProducerByteRate
 		case slices.Contains(myQuotas, inPlace) || po.Records.GuardQuota(inPlace):
 			claimedQuota = inPlace
+		case inPlace == po.ProducerByteRate:
+			// An operator's quota at the wanted rate: protection in
+			// place, never claimed, never removed (spec R8.6).
+			pp.OperatorQuotaInPlace = true
 		default:
 			pp.OperatorQuota = true
 		}
