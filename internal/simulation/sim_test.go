@@ -14,7 +14,7 @@ import (
 
 var (
 	seedFlag  = flag.Int64("seed", -1, "run this one seed (replay), verbosely")
-	seedsFlag = flag.Int("seeds", 0, "how many seeds TestSim runs (default 2000; -short 100; -race 30)")
+	seedsFlag = flag.Int("seeds", 0, "how many seeds TestSim runs (default 2000; -short 50; -race 30)")
 	firstFlag = flag.Int64("first", 1, "the first seed TestSim runs")
 	soakFlag  = flag.Duration("soak", 0, "run seeds for this long (a long soak), from -first on")
 	mixFlag   = flag.String("mix", "", "fault and operator classes, comma-separated (default: DefaultMix; all: every class)")
@@ -67,7 +67,7 @@ func TestSim(t *testing.T) {
 			// The quick loop; and under -race (one goroutine per seed:
 			// the race detector has little to find and costs 5-10x),
 			// scripts/test.sh runs the full count in a pass of its own.
-			n = 100
+			n = 50
 			if raceEnabled {
 				n = 30
 			}
