@@ -45,6 +45,12 @@ unit=$(go list ./... | grep -vxF -f <(printf '%s\n' $pkgs))
 step "unit tests (-race) of the packages without integration tests"
 go test -race -count=1 $unit | tee -a "$results"
 
+# The deterministic simulation's full count (2,000 seeds) without -race:
+# it runs on one goroutine per seed, where the race detector finds little
+# and costs 5-10x (the -race pass above runs 30 seeds).
+step "simulation: 2,000 seeds (internal/simulation)"
+go test -count=1 -run 'TestSim' -v ./internal/simulation | grep -E '^(ok|FAIL|---|=== RUN|\s+sim_test)' | tee -a "$results"
+
 # One broker-using package at a time so timing-sensitive tests get the
 # machine's cores.
 step "unit and integration tests of the other packages, against real brokers (-race)"

@@ -1,0 +1,213 @@
+package simulation
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
+)
+
+// The invariants (issue 20), checked after every step (I1 once faults
+// have stopped for a lease plus three passes):
+//
+//   - I1: nothing the guard set outlives its need by more than a lease
+//     plus three passes once faults stop: no binding but the operator's,
+//     the operator's quota (or none), the operator's local retention.
+//   - I2: nothing an operator set is removed or changed: its bindings
+//     stay, its quota stays at its value.
+//   - I3: no principal gains an access it did not have: the authorizer's
+//     answers for principals x topics x operations with every binding
+//     allow nothing the operator's bindings alone would not.
+//   - I4: unexpired bytes purged stay within the caps (5% of the log dir
+//     an hour, 10% a day, each crossed by at most one segment), across
+//     agent restarts.
+//   - I5: no DeleteRecords on a tiered or compact-only topic.
+//   - I6: protection is in place within two passes of a log dir reaching
+//     the protect band, and stays while it is there (an agent alive and
+//     enforcing, no fault but a broker restart since, no operator lift in
+//     the episode, the ledger not reshaped; a broker fenced when the
+//     episode began protects from its return).
+
+var (
+	gridPrincipals = []string{producer, "User:alice", "User:mallory", "User:bob", "User:admin"}
+	gridTopics     = []string{"orders", "events", "compacted", "_schemas", "other"}
+	gridOps        = []string{enforcer.OpRead, enforcer.OpWrite, enforcer.OpDescribe, enforcer.OpDelete, "ALTER", enforcer.OpCreate}
+)
+
+// Caps of unexpired bytes purged (enforcer.purge defaults).
+const (
+	capHour = enforcer.DefaultPurgeMaxPercentPerHour / 100.0
+	capDay  = enforcer.DefaultPurgeMaxPercentPerDay / 100.0
+	// maxSegment: the simulated topics' largest segment.bytes.
+	maxSegment = 8 << 20
+)
+
+func (s *sim) fail(inv, format string, args ...any) *Failure {
+	return &Failure{Invariant: inv, Message: fmt.Sprintf(format, args...)}
+}
+
+func (s *sim) check() *Failure {
+	c := s.c
+	acls := c.ACLs()
+	// I2.
+	for a := range s.op.acls {
+		if !acls[a] && !s.op.busy["acl"] {
+			return s.fail("I2", "the operator's binding %v was removed", a)
+		}
+	}
+	if s.op.quota > 0 && !s.op.busy["quota"] && c.Quota() != s.op.quota {
+		return s.fail("I2", "the operator's producer quota %d is now %d", s.op.quota, c.Quota())
+	}
+	// I3.
+	base := map[enforcer.ACL]bool{}
+	for a := range acls {
+		if s.op.ever[a] {
+			base[a] = true
+		}
+	}
+	super, everyone := []string{"User:admin"}, s.allowEveryone()
+	for _, p := range gridPrincipals {
+		for _, t := range gridTopics {
+			for _, op := range gridOps {
+				if c.Authorize(p, t, op) && !simbroker.Authorize(base, super, everyone, p, t, op) {
+					return s.fail("I3", "%s gained %s on topic %s (bindings %v)", p, op, t, keys(acls))
+				}
+			}
+		}
+	}
+	// I4, I5.
+	for _, d := range c.Deletions {
+		if d.Tiered || d.Compact {
+			return s.fail("I5", "DeleteRecords on %s-%d (tiered %v, compact-only %v)", d.Topic, d.Partition, d.Tiered, d.Compact)
+		}
+	}
+	for _, id := range []int32{1, 2, 3} {
+		var hour, day int64
+		for _, d := range c.Deletions {
+			if d.Broker != id {
+				continue
+			}
+			if age := s.now.Sub(d.At); age < time.Hour {
+				hour += d.Unexpired
+			} else if age < 24*time.Hour {
+				day += d.Unexpired
+			}
+		}
+		day += hour
+		// A cap is crossed by at most one segment (enforcer/plan.go).
+		if float64(hour) > capHour*capacity+maxSegment || float64(day) > capDay*capacity+maxSegment {
+			return s.fail("I4", "broker %d purged %d unexpired bytes in the last hour, %d in the last day (caps %.0f, %.0f)",
+				id, hour, day, capHour*capacity, capDay*capacity)
+		}
+	}
+	// I6.
+	if c.OwnershipPartitions() > 1 {
+		// A reshaped ledger is lost until repaired: the guard claims
+		// nothing new (R8.7), so protects nothing anew.
+		s.lastFault[-1] = s.step
+	}
+	for _, id := range []int32{1, 2, 3} {
+		u := c.Usage(id)
+		since, in := s.protectSince[id]
+		switch {
+		case u >= 0.90 && !in:
+			s.protectSince[id], since, in = s.step, s.step, true
+			s.fencedAtStart[id] = !c.Alive(id)
+		case in && s.fencedAtStart[id] && c.Alive(id):
+			// A broker fenced (restarting) protects nothing anew (R8.8):
+			// the episode counts from its return.
+			s.protectSince[id], since = s.step, s.step
+			s.fencedAtStart[id] = false
+		case u < 0.85:
+			delete(s.protectSince, id)
+			in = false
+		}
+		if u < 0.80 {
+			// The episode an operator's lift holds for ends under the
+			// purge band's restore bound (enforcer: lowerFrom).
+			s.suppressed[id] = false
+		}
+		if !in || u < 0.90 || s.step-since < 1 || s.fencedAtStart[id] || !s.mustProtect(id, since) {
+			continue
+		}
+		if what := s.unprotected(id); what != "" {
+			return s.fail("I6", "broker %d's log dir at %.1f%% since step %d: %s", id, 100*u, since, what)
+		}
+	}
+	return nil
+}
+
+// mustProtect: broker id's agent is bound to have protection in place:
+// it has been alive and enforcing since before the log dir entered the
+// band, no fault but a broker restart has touched it since, the operator
+// has not lifted protection in this episode, and the guard is installed.
+func (s *sim) mustProtect(id int32, since int) bool {
+	if s.uninstalled || s.suppressed[id] || s.liftedAt >= since-1 {
+		return false
+	}
+	if f, ok := s.lastFault[id]; ok && f >= since-1 {
+		return false
+	}
+	if f, ok := s.lastFault[-1]; ok && f >= since-1 {
+		return false
+	}
+	for _, a := range s.agents {
+		if a.broker == id && a.name == fmt.Sprintf("agent-%d", id) {
+			return a.enabled && a.deadTill < 0 && a.since < since && a.clock.offset == 0
+		}
+	}
+	return false
+}
+
+// unprotected says what of broker id's protection is missing ("": none).
+func (s *sim) unprotected(id int32) string {
+	if s.strategy == enforcer.StrategyQuota {
+		if s.c.Quota() == 0 {
+			return "no producer quota"
+		}
+		return ""
+	}
+	for _, t := range s.c.Led(id) {
+		if t == "_schemas" {
+			continue
+		}
+		if s.c.Authorize(producer, t, enforcer.OpWrite) {
+			return fmt.Sprintf("%s may still write to %s", producer, t)
+		}
+	}
+	return ""
+}
+
+// checkEnd checks I1 after the quiet phase.
+func (s *sim) checkEnd() *Failure {
+	var f *Failure
+	for a := range s.c.ACLs() {
+		if !s.op.acls[a] {
+			f = s.fail("I1", "binding %v left after the faults stopped", a)
+			break
+		}
+	}
+	if f == nil && s.c.Quota() != s.op.quota {
+		f = s.fail("I1", "producer quota %d left (the operator's: %d)", s.c.Quota(), s.op.quota)
+	}
+	if v, ok := s.c.Override("events", enforcer.LocalRetentionBytesKey); f == nil && (ok != (s.op.localRet != nil) || ok && v != *s.op.localRet) {
+		f = s.fail("I1", "local.retention.bytes of events is %q (set %v), the operator's: %s", v, ok, deref(s.op.localRet))
+	}
+	if f != nil {
+		f.Seed, f.Step, f.Trace = s.opts.Seed, s.step, s.trace
+	}
+	return f
+}
+
+func (s *sim) allowEveryone() bool {
+	return s.c.Authorize("User:nobody-has-acls", "__no_acl_topic", enforcer.OpRead)
+}
+
+func keys(m map[enforcer.ACL]bool) []enforcer.ACL {
+	out := make([]enforcer.ACL, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package simulation
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
+)
+
+// operator is the cluster's operator: it sets its own ACLs, the default
+// producer quota and the tiered topic's local retention, lifts and
+// resumes protection, and uninstalls the guard, through the same admin
+// API (and the same faults) as the agents. What it asked for and got is
+// what invariant I2 protects. A command that fails is run again at the
+// next step, as an operator would, until it succeeds.
+type operator struct {
+	s     *sim
+	admin *simbroker.ClusterAdmin
+	// acls: the operator's bindings now; ever: every binding it created
+	// (the authorizer's baseline, I3).
+	acls, ever map[enforcer.ACL]bool
+	quota      int64   // the operator's producer quota (0: none)
+	localRet   *string // the operator's local.retention.bytes of the tiered topic (nil: none)
+	// pending: commands that failed, run again until they succeed; busy:
+	// kinds with a command pending (their I2 checks wait).
+	pending []command
+	busy    map[string]bool
+}
+
+type command struct {
+	kind string
+	name string
+	run  func(ctx context.Context) error
+}
+
+// Operator's candidate bindings: a freeze of a topic identical to what
+// the guard sets (issue point 2), a grant, a denial, an ALLOW the guard
+// may want too.
+var operatorACLs = []enforcer.ACL{
+	{Topic: "orders", Pattern: enforcer.PatternLiteral, Principal: enforcer.AnyPrincipal, Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermDeny},
+	{Topic: "orders", Pattern: enforcer.PatternLiteral, Principal: "User:alice", Host: enforcer.AnyHost, Operation: enforcer.OpRead, Permission: enforcer.PermAllow},
+	{Topic: "events", Pattern: enforcer.PatternLiteral, Principal: "User:mallory", Host: enforcer.AnyHost, Operation: enforcer.OpRead, Permission: enforcer.PermDeny},
+	{Topic: "events", Pattern: enforcer.PatternLiteral, Principal: enforcer.AnyPrincipal, Host: enforcer.AnyHost, Operation: enforcer.OpRead, Permission: enforcer.PermAllow},
+	{Topic: "compacted", Pattern: enforcer.PatternLiteral, Principal: enforcer.AnyPrincipal, Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermDeny},
+}
+
+func newOperator(s *sim) *operator {
+	return &operator{s: s, admin: s.c.Admin(1, "operator"), acls: map[enforcer.ACL]bool{}, ever: map[enforcer.ACL]bool{},
+		busy: map[string]bool{}}
+}
+
+// act draws the operator's action of this step.
+func (o *operator) act() {
+	o.retry()
+	s, r := o.s, o.s.rng
+	one := func(c Class, n int) bool { return s.classes[c] && r.IntN(n) == 0 && !s.uninstalled }
+	if one(OperatorACLs, 20) {
+		a := operatorACLs[r.IntN(len(operatorACLs))]
+		if o.acls[a] {
+			delete(o.acls, a)
+			o.do("acl", fmt.Sprintf("delete acl %v", a), func(ctx context.Context) error { return o.admin.DeleteACLs(ctx, []enforcer.ACL{a}) })
+		} else if !o.busy["acl"] {
+			o.s.tracef("operator: create acl %v", a)
+			err := o.admin.CreateACLs(context.Background(), []enforcer.ACL{a})
+			if s.c.ACLs()[a] {
+				o.acls[a], o.ever[a] = true, true
+			} else {
+				o.s.tracef("operator: create acl failed: %v", err)
+			}
+		}
+	}
+	if one(OperatorQuota, 40) && !o.busy["quota"] {
+		if o.quota > 0 {
+			o.quota = 0
+			o.do("quota", "remove quota", o.admin.RemoveDefaultProducerQuota)
+		} else {
+			o.quota = 5 << 20
+			o.do("quota", "set quota", func(ctx context.Context) error { return o.admin.SetDefaultProducerQuota(ctx, o.quota) })
+		}
+	}
+	if one(OperatorLocalRetention, 40) && !o.busy["config"] {
+		var v *string
+		if r.IntN(3) > 0 {
+			x := strconv.Itoa([]int{100 << 20, 200 << 20}[r.IntN(2)])
+			v = &x
+		}
+		o.localRet = v
+		o.do("config", fmt.Sprintf("set local.retention.bytes of events to %v", deref(v)), func(ctx context.Context) error {
+			return o.admin.AlterTopicConfig(ctx, "events", enforcer.LocalRetentionBytesKey, v)
+		})
+	}
+	if one(OperatorLift, 30) {
+		req := enforcer.LiftRequest{By: "operator", Reason: "simulated", All: true}
+		switch r.IntN(3) {
+		case 1:
+			req.All, req.Broker = false, int32(1+r.IntN(3))
+		case 2:
+			req.All, req.Topic = false, []string{"orders", "events", "compacted"}[r.IntN(3)]
+		}
+		o.lift(req)
+	}
+	if one(OperatorResume, 40) {
+		o.do("resume", "protection resume --all", o.resume)
+	}
+	if one(OperatorUninstall, 400) {
+		s.uninstalled = true
+		s.tracef("operator: uninstall (agents stop)")
+		o.lift(enforcer.LiftRequest{By: "operator", Reason: "uninstall", All: true})
+	}
+}
+
+func deref(v *string) string {
+	if v == nil {
+		return "<unset>"
+	}
+	return *v
+}
+
+// lift runs kafka-disk-guard protection lift.
+func (o *operator) lift(req enforcer.LiftRequest) {
+	o.s.liftedAt = o.s.step
+	for _, a := range o.s.agents {
+		if req.All || req.Topic != "" || req.Broker == a.broker {
+			o.s.suppressed[a.broker] = true
+		}
+	}
+	o.do("lift", fmt.Sprintf("protection lift %+v", req), func(ctx context.Context) error {
+		req.Now = o.s.now
+		res, err := enforcer.LiftProtection(ctx, o.admin, req)
+		if err == nil {
+			o.s.tracef("operator: lifted %d, deleted %d acls, quota removed %v", len(res.Lifts), len(res.Released.ACLs), res.Released.QuotaRemoved)
+		}
+		return err
+	})
+}
+
+// resume is kafka-disk-guard protection resume --all.
+func (o *operator) resume(ctx context.Context) error {
+	recs, err := o.admin.LoadRecords(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(recs.Lifts)) {
+		if recs.Lifts[id].Kind != enforcer.LiftOperator {
+			continue
+		}
+		if err := o.admin.DeleteLift(ctx, id); err != nil {
+			return err
+		}
+		o.s.suppressed[id] = false
+	}
+	return nil
+}
+
+// do runs a command now, and again at each step until it succeeds.
+func (o *operator) do(kind, name string, run func(ctx context.Context) error) {
+	o.s.tracef("operator: %s", name)
+	if err := run(context.Background()); err != nil {
+		o.s.tracef("operator: %s failed: %v", name, trim(err.Error()))
+		o.pending = append(o.pending, command{kind, name, run})
+		o.busy[kind] = true
+	}
+}
+
+// retry runs the failed commands again, in order.
+func (o *operator) retry() {
+	var still []command
+	o.busy = map[string]bool{}
+	for _, c := range o.pending {
+		if err := c.run(context.Background()); err != nil {
+			o.s.tracef("operator: %s failed again: %v", c.name, trim(err.Error()))
+			still = append(still, c)
+			o.busy[c.kind] = true
+		} else {
+			o.s.tracef("operator: %s done", c.name)
+		}
+	}
+	o.pending = still
+}

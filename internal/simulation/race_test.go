@@ -1,0 +1,7 @@
+//go:build race
+
+package simulation
+
+// raceEnabled: under the race detector (scripts/test.sh's unit pass) TestSim
+// runs raceSeeds; scripts/test.sh runs the full count without it.
+const raceEnabled = true
