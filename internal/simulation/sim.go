@@ -127,7 +127,7 @@ var KnownBroken = map[Class]Known{
 	LedgerGarbage: {Also: DefaultMix, Seed: 280, Invariant: "I1",
 		What: "an undecodable value under lift-broker-2 (after an operator's lift of broker 2), agent 2 then " +
 			"protects with the quota, is killed and restarts: the quota stays"},
-	Burst: {Also: []Class{AgentKill}, Seed: 14, Invariant: "I4",
+	Burst: {Also: []Class{AgentKill}, Seed: 15, Invariant: "I4",
 		What: "point 7 (purge caps and restarts): an agent killed and restarted purges past the hour's cap (75 MB " +
 			"in an hour against 51 MiB plus one segment, after c426de9 keeps the windows in the record)"},
 }

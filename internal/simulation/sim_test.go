@@ -115,15 +115,28 @@ func TestSim(t *testing.T) {
 }
 
 // TestSimFindsKnownBugs: each class left out of DefaultMix still breaks
-// the invariant KnownBroken names, at its seed: the simulator finds the
-// bug on today's ledger. When this fails for a class, the ledger's fix
-// has landed: move the class into DefaultMix and delete its entry.
+// the invariant KnownBroken names, at its seed or one of the knownWindow
+// seeds after it (another change to the enforcer moves which seed finds a
+// bug first): the simulator finds the bug on today's ledger. When this
+// fails for a class, the ledger's fix has landed: move the class into
+// DefaultMix and delete its entry.
 func TestSimFindsKnownBugs(t *testing.T) {
+	const knownWindow = 200
 	for c, k := range KnownBroken {
-		f := Run(Options{Seed: k.Seed, Classes: append([]Class{Disk, c}, k.Also...)})
-		if f == nil || f.Invariant != k.Invariant {
-			t.Errorf("%s (%s): the simulator no longer finds it at seed %d (got %v): if the fix has landed, move %s into DefaultMix",
-				c, k.What, k.Seed, f, c)
+		var got *Failure
+		found := int64(-1)
+		for seed := k.Seed; seed < k.Seed+knownWindow && found < 0; seed++ {
+			got = Run(Options{Seed: seed, Classes: append([]Class{Disk, c}, k.Also...)})
+			if got != nil && got.Invariant == k.Invariant {
+				found = seed
+			}
+		}
+		switch {
+		case found < 0:
+			t.Errorf("%s (%s): the simulator no longer finds it in seeds %d-%d (last: %v): if the fix has landed, move %s into DefaultMix",
+				c, k.What, k.Seed, k.Seed+knownWindow-1, got, c)
+		case found != k.Seed:
+			t.Logf("%s: found at seed %d (recorded %d)", c, found, k.Seed)
 		}
 	}
 }
