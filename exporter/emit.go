@@ -3,7 +3,7 @@ package exporter
 import (
 	"slices"
 	"sort"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,55 +49,119 @@ func (c *collector) collectUsage(ch chan<- prometheus.Metric, v *view) {
 // oldest eligible segment's age, appended bytes (spec R1, R1.6) and, for
 // a tiered topic, its segments by tier (R1.7): the figures of
 // agent.Summary, one series per state, reason and tier, zero included, so
-// alerts and dashboards never see a series appear out of nothing.
+// alerts and dashboards never see a series appear out of nothing. Each
+// family is emitted whole, in the registry's sort order (emitRows).
 func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time.Time) {
-	states := agent.States()
-	reasons := agent.RetainedReasons()
-	tiers := agent.Tiers()
+	states := byString(agent.States(), func(s agent.State) string { return string(s) })
+	reasons := byString(agent.RetainedReasons(), func(r agent.Reason) string { return string(r) })
+	tiers := byString(agent.Tiers(), agent.Tier.String)
+	none := []labelled[struct{}]{{}} // the extra label of a family without one
+	for _, f := range []struct {
+		d *prometheus.Desc
+		v func(t *agent.TopicSummary, s agent.State) int64
+	}{
+		{c.d.segments, func(t *agent.TopicSummary, s agent.State) int64 { return t.Segments.Of(s) }},
+		{c.d.segmentBytes, func(t *agent.TopicSummary, s agent.State) int64 { return t.Bytes.Of(s) }},
+	} {
+		emitRows(c, v, states, func(t *agent.TopicSummary, s string, x int, labels []string) {
+			gauge(ch, f.d, float64(f.v(t, states[x].v)), append(labels, s)...)
+		})
+	}
+	emitRows(c, v, reasons, func(t *agent.TopicSummary, s string, x int, labels []string) {
+		gauge(ch, c.d.expiredRetained, float64(t.Expired.Of(reasons[x].v)), append(labels, s)...)
+	})
+	tiered := func(t *agent.TopicSummary) bool { return t.Tiered.Partitions > 0 }
+	for _, f := range []struct {
+		d *prometheus.Desc
+		v func(t *agent.TopicSummary, tier agent.Tier) int64
+	}{
+		{c.d.tieredSegments, func(t *agent.TopicSummary, tier agent.Tier) int64 { return t.Tiered.Segments.Of(tier) }},
+		{c.d.tieredBytes, func(t *agent.TopicSummary, tier agent.Tier) int64 { return t.Tiered.Bytes.Of(tier) }},
+	} {
+		emitRows(c, v, tiers, func(t *agent.TopicSummary, s string, x int, labels []string) {
+			if tiered(t) {
+				gauge(ch, f.d, float64(f.v(t, tiers[x].v)), append(labels, s)...)
+			}
+		})
+	}
+	emitRows(c, v, none, func(t *agent.TopicSummary, _ string, _ int, labels []string) {
+		if tiered(t) {
+			gauge(ch, c.d.tieredEligibleLocally, float64(t.Tiered.EligibleLocally), labels...)
+		}
+	})
+	emitRows(c, v, none, func(t *agent.TopicSummary, _ string, _ int, labels []string) {
+		if tiered(t) {
+			gauge(ch, c.d.tieredUnreadable, float64(t.Tiered.OffsetsUnknown), labels...)
+		}
+	})
+	emitRows(c, v, none, func(t *agent.TopicSummary, _ string, _ int, labels []string) {
+		counter(ch, c.d.appended, float64(t.AppendedBytes), labels...)
+	})
+	emitRows(c, v, none, func(t *agent.TopicSummary, _ string, _ int, labels []string) {
+		if !t.OldestEligible.IsZero() {
+			gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(t.OldestEligible).Seconds()), labels...)
+		}
+	})
+}
+
+// labelled is a label value (a state, reason or tier) with its string.
+type labelled[T any] struct {
+	v T
+	s string
+}
+
+// byString returns vs with their label strings, sorted by string: the
+// order of that label's values in the registry's sort.
+func byString[T any](vs []T, str func(T) string) []labelled[T] {
+	out := make([]labelled[T], len(vs))
+	for i, v := range vs {
+		out[i] = labelled[T]{v, str(v)}
+	}
+	slices.SortFunc(out, func(a, b labelled[T]) int { return strings.Compare(a.s, b.s) })
+	return out
+}
+
+// emitRows calls emit once per topic (or partition) of every log dir and
+// per value of the family's extra label (state, reason or tier; none for
+// a family without one), with the labels log_dir, topic and (per
+// partition) partition in the Desc's order; emit appends the extra value.
+// The calls come in the order client_golang sorts a family to before
+// encoding it: by label values taken in label-name order (log_dir,
+// partition, then the extra label, then topic). A family emitted in that
+// order is sorted in one pass; emitted topic by topic, its sort took 40%
+// of a per-partition scrape at 10k partitions.
+func emitRows[T any](c *collector, v *view, extra []labelled[T], emit func(t *agent.TopicSummary, s string, x int, labels []string)) {
 	labels := make([]string, 0, 4)
-	for _, d := range v.topics {
-		for i := range d.topics {
-			t := &d.topics[i]
-			labels = append(labels[:0], d.logDir, t.Topic)
-			if c.cfg.PerPartition {
-				labels = append(labels, strconv.FormatInt(int64(t.Partition), 10))
+	for _, di := range v.topicOrder {
+		d := &v.topics[di]
+		for g := 0; g < len(d.rows); {
+			part := d.parts[d.rows[g]]
+			e := g + 1
+			for e < len(d.rows) && d.parts[d.rows[e]] == part {
+				e++
 			}
-			n := len(labels)
-			for _, s := range states {
-				labels = append(labels[:n], string(s))
-				gauge(ch, c.d.segments, float64(t.Segments.Of(s)), labels...)
-				gauge(ch, c.d.segmentBytes, float64(t.Bytes.Of(s)), labels...)
-			}
-			for _, r := range reasons {
-				labels = append(labels[:n], string(r))
-				gauge(ch, c.d.expiredRetained, float64(t.Expired.Of(r)), labels...)
-			}
-			labels = labels[:n]
-			if tt := &t.Tiered; tt.Partitions > 0 {
-				for _, tier := range tiers {
-					labels = append(labels[:n], tier.String())
-					gauge(ch, c.d.tieredSegments, float64(tt.Segments.Of(tier)), labels...)
-					gauge(ch, c.d.tieredBytes, float64(tt.Bytes.Of(tier)), labels...)
+			for x := range extra {
+				for _, r := range d.rows[g:e] {
+					t := &d.topics[r]
+					labels = append(labels[:0], d.logDir, t.Topic)
+					if c.cfg.PerPartition {
+						labels = append(labels, part)
+					}
+					emit(t, extra[x].s, x, labels)
 				}
-				labels = labels[:n]
-				gauge(ch, c.d.tieredEligibleLocally, float64(tt.EligibleLocally), labels...)
-				gauge(ch, c.d.tieredUnreadable, float64(tt.OffsetsUnknown), labels...)
 			}
-			counter(ch, c.d.appended, float64(t.AppendedBytes), labels...)
-			if !t.OldestEligible.IsZero() {
-				gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(t.OldestEligible).Seconds()), labels...)
-			}
+			g = e
 		}
 	}
 }
 
 // collectReserved emits reserved space per topic and per broker (spec R5).
 func (c *collector) collectReserved(ch chan<- prometheus.Metric, v *view) {
-	for k, r := range v.reserved {
+	for _, r := range v.reservedRows { // in the registry's order (basis, partition, topic)
 		if c.cfg.PerPartition {
-			gauge(ch, c.d.reserved, r, k.topic, strconv.FormatInt(int64(k.partition), 10), string(k.basis))
+			gauge(ch, c.d.reserved, r.bytes, r.topic, r.partition, r.basis)
 		} else {
-			gauge(ch, c.d.reserved, r, k.topic, string(k.basis))
+			gauge(ch, c.d.reserved, r.bytes, r.topic, r.basis)
 		}
 	}
 	for id, b := range v.brokers {
