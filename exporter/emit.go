@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
@@ -50,58 +51,35 @@ func (c *collector) collectUsage(ch chan<- prometheus.Metric, v *view) {
 // a tiered topic, its segments by tier (R1.7): the figures of
 // agent.Summary, one series per state, reason and tier, zero included, so
 // alerts and dashboards never see a series appear out of nothing. Each
-// family is emitted whole, in the registry's sort order (emitRows).
+// family is emitted whole, in the registry's sort order (emitFamily).
 func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time.Time) {
 	states := byString(agent.States(), func(s agent.State) string { return string(s) })
 	reasons := byString(agent.RetainedReasons(), func(r agent.Reason) string { return string(r) })
 	tiers := byString(agent.Tiers(), agent.Tier.String)
 	none := []labelled[struct{}]{{}} // the extra label of a family without one
-	for _, f := range []struct {
-		d *prometheus.Desc
-		v func(t *agent.TopicSummary, s agent.State) int64
-	}{
-		{c.d.segments, func(t *agent.TopicSummary, s agent.State) int64 { return t.Segments.Of(s) }},
-		{c.d.segmentBytes, func(t *agent.TopicSummary, s agent.State) int64 { return t.Bytes.Of(s) }},
-	} {
-		emitRows(c, v, states, func(t *agent.TopicSummary, s string, x int, labels []string) {
-			gauge(ch, f.d, float64(f.v(t, states[x].v)), append(labels, s)...)
-		})
-	}
-	emitRows(c, v, reasons, func(t *agent.TopicSummary, s string, x int, labels []string) {
-		gauge(ch, c.d.expiredRetained, float64(t.Expired.Of(reasons[x].v)), append(labels, s)...)
-	})
+	rows := newTopicRows(v, c.cfg.PerPartition)
+	always := func(*agent.TopicSummary) bool { return true }
 	tiered := func(t *agent.TopicSummary) bool { return t.Tiered.Partitions > 0 }
-	for _, f := range []struct {
-		d *prometheus.Desc
-		v func(t *agent.TopicSummary, tier agent.Tier) int64
-	}{
-		{c.d.tieredSegments, func(t *agent.TopicSummary, tier agent.Tier) int64 { return t.Tiered.Segments.Of(tier) }},
-		{c.d.tieredBytes, func(t *agent.TopicSummary, tier agent.Tier) int64 { return t.Tiered.Bytes.Of(tier) }},
-	} {
-		emitRows(c, v, tiers, func(t *agent.TopicSummary, s string, x int, labels []string) {
-			if tiered(t) {
-				gauge(ch, f.d, float64(f.v(t, tiers[x].v)), append(labels, s)...)
-			}
-		})
-	}
-	emitRows(c, v, none, func(t *agent.TopicSummary, _ string, _ int, labels []string) {
-		if tiered(t) {
-			gauge(ch, c.d.tieredEligibleLocally, float64(t.Tiered.EligibleLocally), labels...)
-		}
-	})
-	emitRows(c, v, none, func(t *agent.TopicSummary, _ string, _ int, labels []string) {
-		if tiered(t) {
-			gauge(ch, c.d.tieredUnreadable, float64(t.Tiered.OffsetsUnknown), labels...)
-		}
-	})
-	emitRows(c, v, none, func(t *agent.TopicSummary, _ string, _ int, labels []string) {
-		counter(ch, c.d.appended, float64(t.AppendedBytes), labels...)
-	})
-	emitRows(c, v, none, func(t *agent.TopicSummary, _ string, _ int, labels []string) {
-		if !t.OldestEligible.IsZero() {
-			gauge(ch, c.d.oldestEligibleAge, max(0, now.Sub(t.OldestEligible).Seconds()), labels...)
-		}
-	})
+
+	emitFamily(ch, rows, c.d.segments, prometheus.GaugeValue, "state", states, always,
+		func(t *agent.TopicSummary, s agent.State) float64 { return float64(t.Segments.Of(s)) })
+	emitFamily(ch, rows, c.d.segmentBytes, prometheus.GaugeValue, "state", states, always,
+		func(t *agent.TopicSummary, s agent.State) float64 { return float64(t.Bytes.Of(s)) })
+	emitFamily(ch, rows, c.d.expiredRetained, prometheus.GaugeValue, "reason", reasons, always,
+		func(t *agent.TopicSummary, r agent.Reason) float64 { return float64(t.Expired.Of(r)) })
+	emitFamily(ch, rows, c.d.tieredSegments, prometheus.GaugeValue, "tier", tiers, tiered,
+		func(t *agent.TopicSummary, tier agent.Tier) float64 { return float64(t.Tiered.Segments.Of(tier)) })
+	emitFamily(ch, rows, c.d.tieredBytes, prometheus.GaugeValue, "tier", tiers, tiered,
+		func(t *agent.TopicSummary, tier agent.Tier) float64 { return float64(t.Tiered.Bytes.Of(tier)) })
+	emitFamily(ch, rows, c.d.tieredEligibleLocally, prometheus.GaugeValue, "", none, tiered,
+		func(t *agent.TopicSummary, _ struct{}) float64 { return float64(t.Tiered.EligibleLocally) })
+	emitFamily(ch, rows, c.d.tieredUnreadable, prometheus.GaugeValue, "", none, tiered,
+		func(t *agent.TopicSummary, _ struct{}) float64 { return float64(t.Tiered.OffsetsUnknown) })
+	emitFamily(ch, rows, c.d.appended, prometheus.CounterValue, "", none, always,
+		func(t *agent.TopicSummary, _ struct{}) float64 { return float64(t.AppendedBytes) })
+	emitFamily(ch, rows, c.d.oldestEligibleAge, prometheus.GaugeValue, "", none,
+		func(t *agent.TopicSummary) bool { return !t.OldestEligible.IsZero() },
+		func(t *agent.TopicSummary, _ struct{}) float64 { return max(0, now.Sub(t.OldestEligible).Seconds()) })
 }
 
 // labelled is a label value (a state, reason or tier) with its string.
@@ -121,36 +99,128 @@ func byString[T any](vs []T, str func(T) string) []labelled[T] {
 	return out
 }
 
-// emitRows calls emit once per topic (or partition) of every log dir and
-// per value of the family's extra label (state, reason or tier; none for
-// a family without one), with the labels log_dir, topic and (per
-// partition) partition in the Desc's order; emit appends the extra value.
-// The calls come in the order client_golang sorts a family to before
-// encoding it: by label values taken in label-name order (log_dir,
-// partition, then the extra label, then topic). A family emitted in that
-// order is sorted in one pass; emitted topic by topic, its sort took 40%
-// of a per-partition scrape at 10k partitions.
-func emitRows[T any](c *collector, v *view, extra []labelled[T], emit func(t *agent.TopicSummary, s string, x int, labels []string)) {
-	labels := make([]string, 0, 4)
+// topicRow is one topic (or partition) of a log dir with its label pairs,
+// built once per scrape and shared by the series of every family.
+type topicRow struct {
+	t                   *agent.TopicSummary
+	logDir, part, topic *dto.LabelPair // part nil per topic
+}
+
+// topicRows are the rows of every log dir in the registry's order, cut
+// into groups of equal log dir and partition label: within a group a
+// family with an extra label (state, reason, tier) sorts by that label
+// before the topic.
+type topicRows struct {
+	rows   []topicRow
+	groups [][2]int // [start, end) in rows
+}
+
+func newTopicRows(v *view, perPartition bool) *topicRows {
+	names := struct{ logDir, part, topic string }{"log_dir", "partition", "topic"}
+	n := 0
+	for _, d := range v.topics {
+		n += len(d.rows)
+	}
+	out := &topicRows{rows: make([]topicRow, 0, n)}
+	pairs := make([]dto.LabelPair, 0, 2*n+len(v.topics)) // one allocation for every pair
+	pair := func(name, value *string) *dto.LabelPair {
+		pairs = append(pairs, dto.LabelPair{Name: name, Value: value})
+		return &pairs[len(pairs)-1]
+	}
 	for _, di := range v.topicOrder {
 		d := &v.topics[di]
+		logDir := pair(&names.logDir, &d.logDir)
 		for g := 0; g < len(d.rows); {
-			part := d.parts[d.rows[g]]
-			e := g + 1
-			for e < len(d.rows) && d.parts[d.rows[e]] == part {
-				e++
+			p := d.parts[d.rows[g]]
+			start := len(out.rows)
+			var part *dto.LabelPair
+			if perPartition {
+				part = pair(&names.part, &d.parts[d.rows[g]])
 			}
-			for x := range extra {
-				for _, r := range d.rows[g:e] {
-					t := &d.topics[r]
-					labels = append(labels[:0], d.logDir, t.Topic)
-					if c.cfg.PerPartition {
-						labels = append(labels, part)
-					}
-					emit(t, extra[x].s, x, labels)
+			for ; g < len(d.rows) && d.parts[d.rows[g]] == p; g++ {
+				t := &d.topics[d.rows[g]]
+				out.rows = append(out.rows, topicRow{t: t, logDir: logDir, part: part, topic: pair(&names.topic, &t.Topic)})
+			}
+			out.groups = append(out.groups, [2]int{start, len(out.rows)})
+		}
+	}
+	return out
+}
+
+// sharedMetric is a gauge or counter whose label pairs are shared with
+// other series (see emitFamily). It is what prometheus.NewConstMetric
+// builds, without a copy of each label per series.
+type sharedMetric struct {
+	desc    *prometheus.Desc
+	labels  []*dto.LabelPair // sorted by name
+	value   float64
+	counter bool
+	gauge   dto.Gauge // most series are gauges: allocated with the metric
+}
+
+func (m *sharedMetric) Desc() *prometheus.Desc { return m.desc }
+
+func (m *sharedMetric) Write(out *dto.Metric) error {
+	out.Label = m.labels
+	if m.counter {
+		out.Counter = &dto.Counter{Value: &m.value}
+	} else {
+		m.gauge.Value = &m.value
+		out.Gauge = &m.gauge
+	}
+	return nil
+}
+
+// emitFamily emits one series of d per row for which has is true and per
+// value of the family's extra label (none for a family without one),
+// labelled log_dir, topic, (per partition) partition and extraName.
+//
+// The series come in the order client_golang sorts a family to before
+// encoding it: by label values taken in label-name order (log_dir,
+// partition, the extra label, topic). A family emitted in that order is
+// sorted in one pass; emitted topic by topic, its sort took 40% of a
+// per-partition scrape at 10k partitions. The label pairs of a row are
+// built once per scrape and shared by every series of the row, and a
+// family's series are allocated together: NewConstMetric's copy of every
+// label of every series was most of the rest.
+func emitFamily[T any](ch chan<- prometheus.Metric, rows *topicRows, d *prometheus.Desc, vt prometheus.ValueType,
+	extraName string, extra []labelled[T], has func(*agent.TopicSummary) bool, value func(*agent.TopicSummary, T) float64) {
+	extraPairs := make([]*dto.LabelPair, len(extra))
+	if extraName != "" {
+		for i := range extra {
+			extraPairs[i] = &dto.LabelPair{Name: &extraName, Value: &extra[i].s}
+		}
+	}
+	n := 0
+	for i := range rows.rows {
+		if has(rows.rows[i].t) {
+			n += len(extra)
+		}
+	}
+	metrics := make([]sharedMetric, 0, n)
+	labels := make([]*dto.LabelPair, 0, 4*n)
+	for _, g := range rows.groups {
+		for x := range extra {
+			for i := g[0]; i < g[1]; i++ {
+				r := &rows.rows[i]
+				if !has(r.t) {
+					continue
 				}
+				start := len(labels)
+				labels = append(labels, r.logDir)
+				if r.part != nil {
+					labels = append(labels, r.part)
+				}
+				if extraPairs[x] != nil {
+					labels = append(labels, extraPairs[x])
+				}
+				labels = append(labels, r.topic)
+				metrics = append(metrics, sharedMetric{
+					desc: d, labels: labels[start:len(labels):len(labels)],
+					value: value(r.t, extra[x].v), counter: vt == prometheus.CounterValue,
+				})
+				ch <- &metrics[len(metrics)-1]
 			}
-			g = e
 		}
 	}
 }
