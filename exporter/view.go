@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
@@ -15,6 +17,18 @@ const noPartition = agent.AllPartitions
 type dirTopics struct {
 	logDir string
 	topics []agent.TopicSummary
+	// parts[i] is the partition label of topics[i] ("" per topic).
+	parts []string
+	// rows are the indices of topics in the order the registry sorts the
+	// series to: by partition label (a string: "10" before "2"), then
+	// topic (see emitRows).
+	rows []int
+}
+
+// reservedRow is one reserved_bytes series.
+type reservedRow struct {
+	basis, partition, topic string // partition "" per topic
+	bytes                   float64
 }
 
 type reservedKey struct {
@@ -30,10 +44,14 @@ type brokerAgg struct {
 
 // view is what a scrape emits, aggregated from one snapshot.
 type view struct {
-	logDirs  []agent.LogDir // shallow copies: only the scalar fields are read
-	topics   []dirTopics
-	reserved map[reservedKey]float64
-	brokers  map[string]*brokerAgg
+	logDirs []agent.LogDir // shallow copies: only the scalar fields are read
+	topics  []dirTopics
+	// topicOrder is the indices of topics by log dir path.
+	topicOrder []int
+	// reservedRows is reserved in label order (basis, partition, topic).
+	reservedRows []reservedRow
+	reserved     map[reservedKey]float64
+	brokers      map[string]*brokerAgg
 	// Filesystems and config provenance, as the snapshot derives them.
 	filesystems []agent.FilesystemBytes
 	configs     []agent.LogDirConfigs
@@ -57,7 +75,7 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 		if cfg.PerPartition {
 			sums = ld.PartitionSummaries
 		}
-		v.topics = append(v.topics, dirTopics{logDir: ld.Path, topics: sums()})
+		v.topics = append(v.topics, newDirTopics(ld.Path, sums(), cfg.PerPartition))
 		b := v.broker(ld.BrokerID)
 		b.storage += float64(ld.Usage.CapacityBytes)
 		for j := range ld.Partitions {
@@ -74,7 +92,42 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 			b.reserved += float64(r)
 		}
 	}
+	v.topicOrder = make([]int, len(v.topics))
+	for i := range v.topicOrder {
+		v.topicOrder[i] = i
+	}
+	slices.SortStableFunc(v.topicOrder, func(a, b int) int { return cmp.Compare(v.topics[a].logDir, v.topics[b].logDir) })
+	v.reservedRows = make([]reservedRow, 0, len(v.reserved))
+	for k, r := range v.reserved {
+		row := reservedRow{basis: string(k.basis), topic: k.topic, bytes: r}
+		if cfg.PerPartition {
+			row.partition = strconv.FormatInt(int64(k.partition), 10)
+		}
+		v.reservedRows = append(v.reservedRows, row)
+	}
+	slices.SortFunc(v.reservedRows, func(a, b reservedRow) int {
+		return cmp.Or(cmp.Compare(a.basis, b.basis), cmp.Compare(a.partition, b.partition), cmp.Compare(a.topic, b.topic))
+	})
 	return v
+}
+
+// newDirTopics labels a log dir's summaries and orders them as the
+// registry sorts series: a family emitted in that order is already sorted
+// when client_golang sorts it before encoding, and its sort then costs one
+// pass instead of n log n comparisons of label values (at 10k partitions
+// that sort was 40% of a scrape).
+func newDirTopics(logDir string, sums []agent.TopicSummary, perPartition bool) dirTopics {
+	d := dirTopics{logDir: logDir, topics: sums, parts: make([]string, len(sums)), rows: make([]int, len(sums))}
+	for i := range sums {
+		if perPartition {
+			d.parts[i] = strconv.FormatInt(int64(sums[i].Partition), 10)
+		}
+		d.rows[i] = i
+	}
+	slices.SortFunc(d.rows, func(a, b int) int {
+		return cmp.Or(cmp.Compare(d.parts[a], d.parts[b]), cmp.Compare(sums[a].Topic, sums[b].Topic))
+	})
+	return d
 }
 
 func (v *view) broker(id int32) *brokerAgg {
