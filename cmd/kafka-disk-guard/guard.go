@@ -275,7 +275,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		}
 		// Followers delete by their own upload boundary (spec R1.7).
 		tiered.WithLocalBroker(func() int32 { return guardedBrokerID(enf, a) })
-		configs = withRemote{configs: refresh, tiered: tiered, offline: func() map[string]string { return offlineLogDirs(enf) }}
+		configs = agent.OnlineConfigs{Configs: refresh, Tiered: tiered, Offline: func() map[string]string { return offlineLogDirs(enf) }}
 		// The ownership topic is always admitted: creating it must never
 		// wait for admission (spec R8.4).
 		cfg.Admission.ExemptTopics = append(cfg.Admission.ExemptTopics, cfg.Enforcer.OwnershipTopic)
@@ -380,24 +380,6 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	return err
 }
 
-// withRemote adds the tiered partitions' remote offsets to the configs
-// fetched from the cluster, and the log dirs the broker reports offline
-// (the enforcer reads them with the identity evidence).
-type withRemote struct {
-	configs *agent.ConfigRefresher
-	tiered  *agent.TieredRefresher
-	offline func() map[string]string
-}
-
-func (w withRemote) Current() agent.ConfigSet {
-	cs := w.configs.Current()
-	cs.Remote, cs.RemoteTime = w.tiered.Current()
-	if w.offline != nil {
-		cs.OfflineLogDirs = w.offline()
-	}
-	return cs
-}
-
 // offlineLogDirs is enf's OfflineLogDirs; nil before enf exists.
 func offlineLogDirs(enf *enforcer.Enforcer) map[string]string {
 	if enf == nil {
@@ -487,20 +469,5 @@ func snapshotTopics(a *agent.Agent) []string {
 	if a == nil {
 		return nil
 	}
-	s := a.Snapshot()
-	if s == nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, ld := range s.LogDirs {
-		for _, p := range ld.Partitions {
-			if p.Kind == agent.KindLive && !seen[p.Topic] {
-				seen[p.Topic] = true
-				out = append(out, p.Topic)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+	return a.Snapshot().LiveTopics()
 }
