@@ -90,22 +90,11 @@ func parseRunArgs(args []string, getenv env, stderr io.Writer) (guardConfig, err
 			return c, err
 		}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	// pick returns the flag's value when given, else the environment's.
-	pick := func(name, envName, flagValue string) (string, bool) {
-		if set[name] {
-			return flagValue, true
-		}
-		if v := getenv(envName); v != "" {
-			return v, true
-		}
-		return "", false
-	}
-	if v, ok := pick("log-dirs", "KDG_LOG_DIRS", *logDirs); ok {
+	set := givenFlags(fs)
+	if v, ok := set.pick(getenv, "log-dirs", "KDG_LOG_DIRS", *logDirs); ok {
 		c.LogDirs = splitList(v)
 	}
-	if v, ok := pick("capacity-bytes", "KDG_CAPACITY_BYTES", strconv.FormatUint(*capacity, 10)); ok {
+	if v, ok := set.pick(getenv, "capacity-bytes", "KDG_CAPACITY_BYTES", strconv.FormatUint(*capacity, 10)); ok {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			return c, fmt.Errorf("capacity-bytes: %q is not a byte count", v)
@@ -116,37 +105,46 @@ func parseRunArgs(args []string, getenv env, stderr io.Writer) (guardConfig, err
 	if c.Kafka, err = kf.apply(c.Kafka, getenv); err != nil {
 		return c, err
 	}
-	if set["topic-configs"] {
-		c.TopicConfigs.File = *topicConfigs
-	}
-	if set["enforce"] {
-		c.Enforcer.Enabled = *enforce
-	}
-	if set["profile"] {
-		c.Enforcer.Profile = *profile
-	}
-	if set["web.listen-address"] {
-		c.Web.ListenAddress = *listen
-	}
-	if set["web.probe-listen-address"] {
-		c.Web.ProbeListenAddress = *probeListen
-	}
-	if set["web.config.file"] {
-		c.Web.ConfigFile = *webCfg
-	}
-	if set["metrics.per-partition"] {
-		c.Metrics.PerPartition = *perPartition
-	}
-	if set["log.level"] {
-		c.Log.Level = *logLevel
-	}
-	if set["log.format"] {
-		c.Log.Format = *logFormat
+	// A flag given overrides the file.
+	for name, override := range map[string]func(){
+		"topic-configs":            func() { c.TopicConfigs.File = *topicConfigs },
+		"enforce":                  func() { c.Enforcer.Enabled = *enforce },
+		"profile":                  func() { c.Enforcer.Profile = *profile },
+		"web.listen-address":       func() { c.Web.ListenAddress = *listen },
+		"web.probe-listen-address": func() { c.Web.ProbeListenAddress = *probeListen },
+		"web.config.file":          func() { c.Web.ConfigFile = *webCfg },
+		"metrics.per-partition":    func() { c.Metrics.PerPartition = *perPartition },
+		"log.level":                func() { c.Log.Level = *logLevel },
+		"log.format":               func() { c.Log.Format = *logFormat },
+	} {
+		if set[name] {
+			override()
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return c, err
 	}
 	return c.WithDefaults(), nil
+}
+
+// flagsGiven holds the names of the flags given on the command line.
+type flagsGiven map[string]bool
+
+func givenFlags(fs *flag.FlagSet) flagsGiven {
+	set := flagsGiven{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// pick returns the flag's value when given, else the environment's.
+func (set flagsGiven) pick(getenv env, name, envName, flagValue string) (string, bool) {
+	if set[name] {
+		return flagValue, true
+	}
+	if v := getenv(envName); v != "" {
+		return v, true
+	}
+	return "", false
 }
 
 func splitList(s string) []string {
