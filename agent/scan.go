@@ -178,29 +178,16 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 		ld.Err = fmt.Errorf("read log dir %s: %w", path, err)
 		return ld
 	}
-	if data, err := root.ReadFile(metaProperties); err == nil {
-		id, cluster, perr := parseMetaProperties(data)
-		ld.BrokerID, ld.ClusterID = id, cluster
-		if perr != nil {
-			s.report(ErrCorruptIndex, filepath.Join(path, metaProperties), perr)
-		}
-	} else {
-		s.report(errKind(err), filepath.Join(path, metaProperties), err)
-	}
+	ld.BrokerID, ld.ClusterID = s.readMeta(root, path)
 	if fi, err := root.Lstat("."); err == nil {
 		ld.DiskBytes += diskBytes(fi)
 		ld.OtherBytes += diskBytes(fi)
 	}
 	cp := s.readCheckpoints(root, path)
-	type job struct {
-		name, topic string
-		part        int32
-		kind        PartitionKind
-	}
-	jobs := make([]job, 0, len(names))
+	jobs := make([]partitionJob, 0, len(names))
 	for _, name := range names {
 		if topic, part, kind, ok := ParsePartitionDirName(name); ok {
-			jobs = append(jobs, job{name, topic, part, kind})
+			jobs = append(jobs, partitionJob{name, topic, part, kind})
 			continue
 		}
 		full := filepath.Join(path, name)
@@ -228,6 +215,42 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
 	}
+	ld.Partitions = s.readPartitions(root, path, jobs, &cp, prev)
+	for i := range ld.Partitions {
+		ld.DiskBytes += ld.Partitions[i].DiskBytes
+		ld.PendingDeleteBytes += ld.Partitions[i].PendingDeleteBytes
+	}
+	sortPartitions(ld.Partitions)
+	return ld
+}
+
+// readMeta reads the log dir's meta.properties: the broker id (-1 when it
+// gives none) and the cluster id.
+func (s *Scanner) readMeta(root *os.Root, path string) (brokerID int32, clusterID string) {
+	data, err := root.ReadFile(metaProperties)
+	if err != nil {
+		s.report(errKind(err), filepath.Join(path, metaProperties), err)
+		return -1, ""
+	}
+	id, cluster, perr := parseMetaProperties(data)
+	if perr != nil {
+		s.report(ErrCorruptIndex, filepath.Join(path, metaProperties), perr)
+	}
+	return id, cluster
+}
+
+// partitionJob is a partition directory of a log dir to read.
+type partitionJob struct {
+	name, topic string
+	part        int32
+	kind        PartitionKind
+}
+
+// readPartitions reads the partition directories with Workers
+// goroutines. A directory that could not be opened or listed is reported
+// and left out rather than reported as an empty partition; the others
+// come back in jobs' order.
+func (s *Scanner) readPartitions(root *os.Root, path string, jobs []partitionJob, cp *Checkpoints, prev *LogDir) []Partition {
 	parts := make([]Partition, len(jobs))
 	ok := make([]bool, len(jobs))
 	next := make(chan int)
@@ -242,7 +265,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 				j := jobs[i]
 				full := filepath.Join(path, j.name)
 				pd := partitionDir{parent: root, name: j.name, full: full, topic: j.topic, part: j.part, kind: j.kind}
-				p, err := s.readPartition(pd, &cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
+				p, err := s.readPartition(pd, cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
 				if err != nil {
 					// Nothing was read (open or list failed): leave it out
 					// rather than report an empty partition.
@@ -260,18 +283,13 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 	wg.Wait()
 	n := 0
 	for i := range parts {
-		if !ok[i] {
-			continue
+		if ok[i] {
+			parts[n] = parts[i]
+			n++
 		}
-		ld.DiskBytes += parts[i].DiskBytes
-		ld.PendingDeleteBytes += parts[i].PendingDeleteBytes
-		parts[n] = parts[i]
-		n++
 	}
 	clear(parts[n:])
-	ld.Partitions = parts[:n:n]
-	sortPartitions(ld.Partitions)
-	return ld
+	return parts[:n:n]
 }
 
 func sortPartitions(ps []Partition) { slices.SortFunc(ps, partitionOrder) }
