@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/retry"
 )
 
 // ConfigFetcher reads topic configs from the cluster. The Kafka admin
@@ -405,7 +407,8 @@ func (r *ConfigRefresher) Run(ctx context.Context) error {
 			soonAt = at
 		}
 	}
-	failures, retries := 0, 0
+	var fullFailures retry.Streak
+	retries := 0 // failed fetches in a row of topics without a config
 	for {
 		select {
 		case <-ctx.Done():
@@ -431,7 +434,7 @@ func (r *ConfigRefresher) Run(ctx context.Context) error {
 				continue
 			}
 			retries++
-			schedule(r.cfg.backoff(retries))
+			schedule(r.cfg.backoff().Delay(retries))
 			continue
 		case <-full.C:
 		}
@@ -440,62 +443,33 @@ func (r *ConfigRefresher) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
-			failures++
-			if failures == 1 || failures%10 == 0 {
+			failures, log := fullFailures.Fail()
+			if log {
 				cur := r.Current()
 				r.logger.Warn("topic configs refresh failed", "err", err, "failures", failures,
 					"topics_failed", len(cur.Errors), "topics", len(cur.Topics))
 			}
-			full.Reset(r.cfg.backoff(failures))
+			full.Reset(r.cfg.backoff().Delay(failures))
 			continue
 		}
-		if failures > 0 {
+		if failures := fullFailures.Succeed(); failures > 0 {
 			r.logger.Info("topic configs refresh recovered", "failures", failures)
 		}
-		failures = 0
 		full.Reset(r.cfg.Interval)
 	}
 }
 
 // backoff is the wait before the next try after failures in a row:
-// Interval/4, /2, ... up to MaxBackoff.
-func (c ConfigRefresherConfig) backoff(failures int) time.Duration {
-	return min(c.Interval/8<<min(failures, 10), c.MaxBackoff)
+// Interval/4, /2, ... up to MaxBackoff (and never more than 128 Intervals).
+func (c ConfigRefresherConfig) backoff() retry.Backoff {
+	return retry.Backoff{First: c.Interval / 8 * 2, Max: min(c.MaxBackoff, c.Interval/8<<10)}
 }
-
-// refreshLogs are a refresh loop's log messages.
-type refreshLogs struct{ failed, recovered string }
 
 // loop runs refresh now and then every Interval until ctx ends. After a
 // failure it retries with capped exponential backoff (Interval/4, /2, ...
-// up to MaxBackoff), logs the first failure and every tenth, and the
-// recovery.
-func (c ConfigRefresherConfig) loop(ctx context.Context, logger *slog.Logger, msgs refreshLogs, refresh func(context.Context) error) error {
-	delay := time.Duration(0)
-	failures := 0
-	for {
-		timer := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil
-		case <-timer.C:
-		}
-		if err := refresh(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			failures++
-			if failures == 1 || failures%10 == 0 {
-				logger.Warn(msgs.failed, "err", err, "failures", failures)
-			}
-			delay = c.backoff(failures)
-			continue
-		}
-		if failures > 0 {
-			logger.Info(msgs.recovered, "failures", failures)
-		}
-		failures = 0
-		delay = c.Interval
-	}
+// up to MaxBackoff), logs the first failure and every tenth (failed), and
+// the recovery (recovered).
+func (c ConfigRefresherConfig) loop(ctx context.Context, logger *slog.Logger, failed, recovered string, refresh func(context.Context) error) error {
+	l := retry.Loop{Interval: c.Interval, Backoff: c.backoff(), Logger: logger, Failed: failed, Recovered: recovered}
+	return l.Run(ctx, refresh)
 }

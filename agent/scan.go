@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -177,29 +178,16 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 		ld.Err = fmt.Errorf("read log dir %s: %w", path, err)
 		return ld
 	}
-	if data, err := root.ReadFile(metaProperties); err == nil {
-		id, cluster, perr := parseMetaProperties(data)
-		ld.BrokerID, ld.ClusterID = id, cluster
-		if perr != nil {
-			s.report(ErrCorruptIndex, filepath.Join(path, metaProperties), perr)
-		}
-	} else {
-		s.report(errKind(err), filepath.Join(path, metaProperties), err)
-	}
+	ld.BrokerID, ld.ClusterID = s.readMeta(root, path)
 	if fi, err := root.Lstat("."); err == nil {
 		ld.DiskBytes += diskBytes(fi)
 		ld.OtherBytes += diskBytes(fi)
 	}
 	cp := s.readCheckpoints(root, path)
-	type job struct {
-		name, topic string
-		part        int32
-		kind        PartitionKind
-	}
-	jobs := make([]job, 0, len(names))
+	jobs := make([]partitionJob, 0, len(names))
 	for _, name := range names {
 		if topic, part, kind, ok := ParsePartitionDirName(name); ok {
-			jobs = append(jobs, job{name, topic, part, kind})
+			jobs = append(jobs, partitionJob{name, topic, part, kind})
 			continue
 		}
 		full := filepath.Join(path, name)
@@ -227,6 +215,42 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
 	}
+	ld.Partitions = s.readPartitions(root, path, jobs, &cp, prev)
+	for i := range ld.Partitions {
+		ld.DiskBytes += ld.Partitions[i].DiskBytes
+		ld.PendingDeleteBytes += ld.Partitions[i].PendingDeleteBytes
+	}
+	sortPartitions(ld.Partitions)
+	return ld
+}
+
+// readMeta reads the log dir's meta.properties: the broker id (-1 when it
+// gives none) and the cluster id.
+func (s *Scanner) readMeta(root *os.Root, path string) (brokerID int32, clusterID string) {
+	data, err := root.ReadFile(metaProperties)
+	if err != nil {
+		s.report(errKind(err), filepath.Join(path, metaProperties), err)
+		return -1, ""
+	}
+	id, cluster, perr := parseMetaProperties(data)
+	if perr != nil {
+		s.report(ErrCorruptIndex, filepath.Join(path, metaProperties), perr)
+	}
+	return id, cluster
+}
+
+// partitionJob is a partition directory of a log dir to read.
+type partitionJob struct {
+	name, topic string
+	part        int32
+	kind        PartitionKind
+}
+
+// readPartitions reads the partition directories with Workers
+// goroutines. A directory that could not be opened or listed is reported
+// and left out rather than reported as an empty partition; the others
+// come back in jobs' order.
+func (s *Scanner) readPartitions(root *os.Root, path string, jobs []partitionJob, cp *Checkpoints, prev *LogDir) []Partition {
 	parts := make([]Partition, len(jobs))
 	ok := make([]bool, len(jobs))
 	next := make(chan int)
@@ -241,7 +265,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 				j := jobs[i]
 				full := filepath.Join(path, j.name)
 				pd := partitionDir{parent: root, name: j.name, full: full, topic: j.topic, part: j.part, kind: j.kind}
-				p, err := s.readPartition(pd, &cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
+				p, err := s.readPartition(pd, cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
 				if err != nil {
 					// Nothing was read (open or list failed): leave it out
 					// rather than report an empty partition.
@@ -259,18 +283,13 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 	wg.Wait()
 	n := 0
 	for i := range parts {
-		if !ok[i] {
-			continue
+		if ok[i] {
+			parts[n] = parts[i]
+			n++
 		}
-		ld.DiskBytes += parts[i].DiskBytes
-		ld.PendingDeleteBytes += parts[i].PendingDeleteBytes
-		parts[n] = parts[i]
-		n++
 	}
 	clear(parts[n:])
-	ld.Partitions = parts[:n:n]
-	sortPartitions(ld.Partitions)
-	return ld
+	return parts[:n:n]
 }
 
 func sortPartitions(ps []Partition) { slices.SortFunc(ps, partitionOrder) }
@@ -449,14 +468,84 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 	}
 	files := sc.files[:0]
 	defer func() { sc.files = files[:0] }()
+	files, subdirs, err := s.listPartition(dir, full, sc, files)
+	if err != nil {
+		return p, fmt.Errorf("read partition dir: %w", err)
+	}
+	if s.afterList != nil {
+		s.afterList(full)
+	}
+	for _, sub := range subdirs {
+		d := s.duDir(parent, name, sub, filepath.Join(full, sub))
+		p.DiskBytes += d
+		p.OtherBytes += d
+		s.report(ErrBadName, filepath.Join(full, sub), errors.New("unexpected directory in a partition directory"))
+	}
+	nseg := sortSegmentFiles(files)
+	// Read into scratch space: the result is copied out only when it
+	// differs from prev's (a periodic rescan then allocates no segments).
+	p.Segments = sc.segs[:0]
+	tp := TopicPartition{topic, part}
+	if kind == KindLive || kind == KindFuture {
+		// A -future log's offsets are checkpointed in its own log dir
+		// (ReplicaManager checkpoints the future log's high watermark
+		// there), which never also holds the live log.
+		if v, ok := cp.LogStart[tp]; ok {
+			p.LogStartOffset = v
+		}
+		if v, ok := cp.HighWatermark[tp]; ok {
+			p.HighWatermark = v
+		}
+	}
+	for group := range byBaseOffset(files) {
+		if !hasLog(group) || group[0].base < 0 {
+			p.addLooseFiles(group)
+			continue
+		}
+		active := nseg == len(p.Segments)+1
+		var ps *Segment
+		if active {
+			ps = prevActive(prev, group[0].base)
+		} else {
+			ps = prevSegment(prev, group[0].base)
+		}
+		seg, ok := s.readSegment(segmentFiles{dir: dir, path: full, files: group, active: active, prev: ps, prevPart: prev}, &p, buf)
+		if !ok {
+			nseg--
+			continue
+		}
+		p.DiskBytes += seg.DiskBytes
+		p.Segments = append(p.Segments, seg)
+	}
+	sc.segs = p.Segments[:0]
+	p.Segments = keepSegments(prev, p.Segments)
+	return p, nil
+}
+
+// keepSegments returns the segments read (in scratch space) as the
+// partition keeps them: prev's slice when nothing read differs, so that a
+// running agent holds one copy of each segment across re-reads and
+// rescans, else a copy.
+func keepSegments(prev *Partition, read []Segment) []Segment {
+	if prev != nil && sameSegmentFacts(prev.Segments, read) {
+		return prev.Segments
+	}
+	return append(make([]Segment, 0, len(read)), read...)
+}
+
+// listPartition lists a partition directory: its files, appended to
+// files, and its subdirectories. Bad entries are reported once the
+// listing is final.
+func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []segFile) ([]segFile, []string, error) {
 	var subdirs []string
+	var err error
 	// An entry that vanished between getdents and stat (the broker renamed
 	// it .deleted or removed it: retention, the log cleaner) makes the
 	// listing inconsistent: its bytes are missing and its new name may be
 	// too, so usage would dip. List again, a few times, before reporting.
 	for attempt := 0; ; attempt++ {
 		files, subdirs, sc.bad, sc.vanished = files[:0], subdirs[:0], sc.bad[:0], false
-		err = listDir(dir, buf, func(fname string, st entryStat, err error) {
+		err = listDir(dir, sc.buf, func(fname string, st entryStat, err error) {
 			if err == nil && s.vanishAt != nil && s.vanishAt(full, fname) {
 				err = &os.PathError{Op: "fstatat", Path: fname, Err: fs.ErrNotExist}
 			}
@@ -492,18 +581,12 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 		s.report(b.kind, b.path, b.err)
 	}
 	clear(sc.bad)
-	if err != nil {
-		return p, fmt.Errorf("read partition dir: %w", err)
-	}
-	if s.afterList != nil {
-		s.afterList(full)
-	}
-	for _, sub := range subdirs {
-		d := s.duDir(parent, name, sub, filepath.Join(full, sub))
-		p.DiskBytes += d
-		p.OtherBytes += d
-		s.report(ErrBadName, filepath.Join(full, sub), errors.New("unexpected directory in a partition directory"))
-	}
+	return files, subdirs, err
+}
+
+// sortSegmentFiles sorts files by base offset, then kind, and counts the
+// segments: one per base offset that has a .log file.
+func sortSegmentFiles(files []segFile) (segments int) {
 	slices.SortFunc(files, func(a, b segFile) int {
 		if a.base != b.base {
 			if a.base < b.base {
@@ -513,76 +596,51 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 		}
 		return int(a.kind) - int(b.kind)
 	})
-	// Segments: one per base offset that has a .log file.
-	nseg := 0
 	for _, f := range files {
 		if f.kind == fileLog {
-			nseg++
+			segments++
 		}
 	}
-	// Read into scratch space: the result is copied out only when it
-	// differs from prev's (a periodic rescan then allocates no segments).
-	p.Segments = sc.segs[:0]
-	tp := TopicPartition{topic, part}
-	if kind == KindLive || kind == KindFuture {
-		// A -future log's offsets are checkpointed in its own log dir
-		// (ReplicaManager checkpoints the future log's high watermark
-		// there), which never also holds the live log.
-		if v, ok := cp.LogStart[tp]; ok {
-			p.LogStartOffset = v
-		}
-		if v, ok := cp.HighWatermark[tp]; ok {
-			p.HighWatermark = v
+	return segments
+}
+
+// byBaseOffset yields the runs of sorted files that share a base offset.
+func byBaseOffset(files []segFile) iter.Seq[[]segFile] {
+	return func(yield func([]segFile) bool) {
+		for i := 0; i < len(files); {
+			j := i
+			for j < len(files) && files[j].base == files[i].base {
+				j++
+			}
+			if !yield(files[i:j]) {
+				return
+			}
+			i = j
 		}
 	}
-	for i := 0; i < len(files); {
-		j := i
-		for j < len(files) && files[j].base == files[i].base {
-			j++
+}
+
+// hasLog reports whether a base offset's files include its .log.
+func hasLog(group []segFile) bool {
+	for _, f := range group {
+		if f.kind == fileLog {
+			return true
 		}
-		group := files[i:j]
-		i = j
-		hasLog := false
-		for _, f := range group {
-			if f.kind == fileLog {
-				hasLog = true
-			}
-		}
-		if !hasLog || group[0].base < 0 {
-			for _, f := range group {
-				p.DiskBytes += f.disk
-				if f.kind == fileDeleted {
-					p.PendingDeleteBytes += f.disk
-				} else {
-					p.OtherBytes += f.disk
-				}
-			}
-			continue
-		}
-		active := nseg == len(p.Segments)+1
-		var ps *Segment
-		if active {
-			ps = prevActive(prev, group[0].base)
+	}
+	return false
+}
+
+// addLooseFiles counts files that belong to no segment: other bytes, or
+// pending deletion for .deleted files.
+func (p *Partition) addLooseFiles(group []segFile) {
+	for _, f := range group {
+		p.DiskBytes += f.disk
+		if f.kind == fileDeleted {
+			p.PendingDeleteBytes += f.disk
 		} else {
-			ps = prevSegment(prev, group[0].base)
+			p.OtherBytes += f.disk
 		}
-		seg, ok := s.readSegment(segmentFiles{dir: dir, path: full, files: group, active: active, prev: ps, prevPart: prev}, &p, buf)
-		if !ok {
-			nseg--
-			continue
-		}
-		p.DiskBytes += seg.DiskBytes
-		p.Segments = append(p.Segments, seg)
 	}
-	sc.segs = p.Segments[:0]
-	if prev != nil && sameSegmentFacts(prev.Segments, p.Segments) {
-		// Nothing read differs: keep the earlier slice, so that a running
-		// agent holds one copy of each segment across re-reads and rescans.
-		p.Segments = prev.Segments
-	} else {
-		p.Segments = append(make([]Segment, 0, len(p.Segments)), p.Segments...)
-	}
-	return p, nil
 }
 
 // sameSegmentFacts reports whether two reads of a partition found the same

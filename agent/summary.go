@@ -35,8 +35,11 @@ func (s *Snapshot) BrokerID() int32 {
 }
 
 // LiveTopics lists, sorted, the topics with a live partition directory
-// (KindLive) in any log dir.
+// (KindLive) in any log dir; nil for a nil snapshot.
 func (s *Snapshot) LiveTopics() []string {
+	if s == nil {
+		return nil
+	}
 	var out []string
 	for i := range s.LogDirs {
 		for j := range s.LogDirs[i].Partitions {

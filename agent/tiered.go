@@ -173,7 +173,7 @@ func (r *TieredRefresher) Refresh(ctx context.Context) error {
 
 // Run fetches now and then every Interval until ctx ends.
 func (r *TieredRefresher) Run(ctx context.Context) error {
-	return r.cfg.loop(ctx, r.logger, refreshLogs{failed: "tiered offsets refresh failed", recovered: "tiered offsets refresh recovered"}, r.Refresh)
+	return r.cfg.loop(ctx, r.logger, "tiered offsets refresh failed", "tiered offsets refresh recovered", r.Refresh)
 }
 
 // TieredPartitions lists, each once, the live partitions in dirs whose

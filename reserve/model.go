@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/retry"
 )
 
 // ErrNoModel and ErrModelStale mean the guard cannot answer from what it
@@ -130,32 +131,15 @@ func (m *Model) Refresh(ctx context.Context) error {
 // after a failure it retries sooner (capped exponential backoff). A
 // failure is logged when it starts, then every tenth time.
 func (m *Model) Run(ctx context.Context) error {
-	delay := time.Duration(0)
-	failures := 0
-	for {
-		timer := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil
-		case <-timer.C:
-		}
-		if err := m.Refresh(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			failures++
-			if failures == 1 || failures%10 == 0 {
-				m.logger.Warn("cluster model refresh failed", "err", err, "failures", failures)
-			}
-			delay = min(time.Second<<min(failures, 6), m.cfg.RefreshInterval)
-			continue
-		}
-		if failures > 0 {
-			m.logger.Info("cluster model refresh recovered", "failures", failures)
-		}
-		failures, delay = 0, m.cfg.RefreshInterval
+	l := retry.Loop{
+		Interval: m.cfg.RefreshInterval,
+		// 2s, 4s, ... 64s, never more than RefreshInterval.
+		Backoff:   retry.Backoff{First: 2 * time.Second, Max: min(64*time.Second, m.cfg.RefreshInterval)},
+		Logger:    m.logger,
+		Failed:    "cluster model refresh failed",
+		Recovered: "cluster model refresh recovered",
 	}
+	return l.Run(ctx, m.Refresh)
 }
 
 // Age is how old the model is; false before the first read.

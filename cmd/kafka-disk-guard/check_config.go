@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -116,7 +114,7 @@ func checkRights(ctx context.Context, out streams, path string, c guardConfig, e
 	if c.Admission.IsEnabled() {
 		features = append(features, rights.Admission)
 	}
-	topics := localTopics(c.LogDirs)
+	topics := agent.ListLiveTopics(c.LogDirs)
 	if names, err := ev.TopicNames(ctx); err == nil {
 		topics = append(topics, names...)
 	}
@@ -149,22 +147,4 @@ func checkRights(ctx context.Context, out streams, path string, c guardConfig, e
 		return errors.New("the guard's principal lacks rights the configuration needs (docs/operating.md#the-guards-rights)")
 	}
 	return nil
-}
-
-// localTopics lists the live topics found in the log dirs (glob patterns
-// expanded), when they can be read here.
-func localTopics(logDirs []string) []string {
-	var out []string
-	for _, entry := range logDirs {
-		dirs, _ := filepath.Glob(entry)
-		for _, d := range dirs {
-			entries, _ := os.ReadDir(d)
-			for _, e := range entries {
-				if topic, _, kind, ok := agent.ParsePartitionDirName(e.Name()); ok && kind == agent.KindLive && e.IsDir() {
-					out = append(out, topic)
-				}
-			}
-		}
-	}
-	return out
 }

@@ -90,22 +90,11 @@ func parseRunArgs(args []string, getenv env, stderr io.Writer) (guardConfig, err
 			return c, err
 		}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	// pick returns the flag's value when given, else the environment's.
-	pick := func(name, envName, flagValue string) (string, bool) {
-		if set[name] {
-			return flagValue, true
-		}
-		if v := getenv(envName); v != "" {
-			return v, true
-		}
-		return "", false
-	}
-	if v, ok := pick("log-dirs", "KDG_LOG_DIRS", *logDirs); ok {
+	set := givenFlags(fs)
+	if v, ok := set.pick(getenv, "log-dirs", "KDG_LOG_DIRS", *logDirs); ok {
 		c.LogDirs = splitList(v)
 	}
-	if v, ok := pick("capacity-bytes", "KDG_CAPACITY_BYTES", strconv.FormatUint(*capacity, 10)); ok {
+	if v, ok := set.pick(getenv, "capacity-bytes", "KDG_CAPACITY_BYTES", strconv.FormatUint(*capacity, 10)); ok {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			return c, fmt.Errorf("capacity-bytes: %q is not a byte count", v)
@@ -116,37 +105,46 @@ func parseRunArgs(args []string, getenv env, stderr io.Writer) (guardConfig, err
 	if c.Kafka, err = kf.apply(c.Kafka, getenv); err != nil {
 		return c, err
 	}
-	if set["topic-configs"] {
-		c.TopicConfigs.File = *topicConfigs
-	}
-	if set["enforce"] {
-		c.Enforcer.Enabled = *enforce
-	}
-	if set["profile"] {
-		c.Enforcer.Profile = *profile
-	}
-	if set["web.listen-address"] {
-		c.Web.ListenAddress = *listen
-	}
-	if set["web.probe-listen-address"] {
-		c.Web.ProbeListenAddress = *probeListen
-	}
-	if set["web.config.file"] {
-		c.Web.ConfigFile = *webCfg
-	}
-	if set["metrics.per-partition"] {
-		c.Metrics.PerPartition = *perPartition
-	}
-	if set["log.level"] {
-		c.Log.Level = *logLevel
-	}
-	if set["log.format"] {
-		c.Log.Format = *logFormat
+	// A flag given overrides the file.
+	for name, override := range map[string]func(){
+		"topic-configs":            func() { c.TopicConfigs.File = *topicConfigs },
+		"enforce":                  func() { c.Enforcer.Enabled = *enforce },
+		"profile":                  func() { c.Enforcer.Profile = *profile },
+		"web.listen-address":       func() { c.Web.ListenAddress = *listen },
+		"web.probe-listen-address": func() { c.Web.ProbeListenAddress = *probeListen },
+		"web.config.file":          func() { c.Web.ConfigFile = *webCfg },
+		"metrics.per-partition":    func() { c.Metrics.PerPartition = *perPartition },
+		"log.level":                func() { c.Log.Level = *logLevel },
+		"log.format":               func() { c.Log.Format = *logFormat },
+	} {
+		if set[name] {
+			override()
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return c, err
 	}
 	return c.WithDefaults(), nil
+}
+
+// flagsGiven holds the names of the flags given on the command line.
+type flagsGiven map[string]bool
+
+func givenFlags(fs *flag.FlagSet) flagsGiven {
+	set := flagsGiven{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// pick returns the flag's value when given, else the environment's.
+func (set flagsGiven) pick(getenv env, name, envName, flagValue string) (string, bool) {
+	if set[name] {
+		return flagValue, true
+	}
+	if v := getenv(envName); v != "" {
+		return v, true
+	}
+	return "", false
 }
 
 func splitList(s string) []string {
@@ -221,10 +219,42 @@ type build struct{ version, revision string }
 // serve wires the parts and runs them until ctx ends or one fails.
 func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, hooks serveHooks) error {
 	cfg = cfg.WithDefaults()
-	ver, rev := b.version, b.revision
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	offline, err := offlineConfigs(cfg, hooks)
+	if err != nil {
+		return err
+	}
 
+	// One connection to the cluster, shared by the config refresher, the
+	// enforcer and admission. Without a cluster the guard observes
+	// offline: configs from the file, an enforcer that plans only.
+	p := &guardParts{
+		configs:  staticConfigs{offline},
+		admitter: unavailable("admission needs a kafka cluster (kafka.bootstrapServers)"),
+	}
+	if hooks.configs != nil {
+		p.configs = hooks.configs
+	}
+	if cfg.Kafka.Enabled() {
+		if err := p.connect(&cfg, logger, reg, offline); err != nil {
+			return err
+		}
+	} else {
+		p.admin = offlineAdmin{kafkaadmin.NewLink(kafkaadmin.Config{}, logger, kafkaadmin.LinkOptions{}).Enforce(cfg.Enforcer.OwnershipTopic)}
+	}
+	addr, err := p.start(cfg, logger, reg, b, hooks)
+	if err != nil {
+		return err
+	}
+	err = p.run(ctx, hooks, addr)
+	logger.Info("stopped")
+	return err
+}
+
+// offlineConfigs are the topic configs without a cluster: Kafka's
+// defaults (or the demo's), or the topicConfigs file's.
+func offlineConfigs(cfg guardConfig, hooks serveHooks) (agent.ConfigSet, error) {
 	offline := agent.ConfigSet{Defaults: agent.DefaultTopicConfig(), Time: time.Now()}
 	if hooks.offline != nil {
 		offline = *hooks.offline
@@ -232,170 +262,161 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 	if cfg.TopicConfigs.File != "" {
 		cs, err := agent.LoadConfigFile(cfg.TopicConfigs.File, offline.Defaults)
 		if err != nil {
-			return fmt.Errorf("topicConfigs.file: %w", err)
+			return cs, fmt.Errorf("topicConfigs.file: %w", err)
 		}
 		offline = cs
 	}
+	return offline, nil
+}
 
-	// One connection to the cluster, shared by the config refresher, the
-	// enforcer and admission. Without a cluster the guard observes
-	// offline: configs from the file, an enforcer that plans only.
-	var (
-		a        *agent.Agent
-		enf      *enforcer.Enforcer
-		link     *kafkaadmin.Link
-		admin    enforcer.Admin
-		evidence enforcer.Evidence
-		features []rights.Feature        // the rights of the parts besides the enforcer
-		configs  agent.TopicConfigSource = staticConfigs{offline}
-		refresh  *agent.ConfigRefresher
-		tiered   *agent.TieredRefresher
-		model    *reserve.Model
-		admitter = unavailable("admission needs a kafka cluster (kafka.bootstrapServers)")
-		err      error
-	)
-	if hooks.configs != nil {
-		configs = hooks.configs
-	}
-	if cfg.Kafka.Enabled() {
-		link = kafkaadmin.NewLink(cfg.Kafka, logger, kafkaadmin.LinkOptions{})
-		admin = link.Enforce(cfg.Enforcer.OwnershipTopic)
-		evidence = link.Evidence()
-		refresh, err = agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
-			link.ConfigFetcher(func() int32 { return guardedBrokerID(enf, a) }), func() []string { return snapshotTopics(a) }, offline)
-		if err != nil {
-			return err
-		}
-		// Tiered partitions' upload boundaries (spec R1.7), refreshed with
-		// the configs.
-		tiered, err = agent.NewTieredRefresher(agent.TieredRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
-			link.RemoteOffsetsFetcher(), func() []agent.TopicPartition { return snapshotTieredPartitions(a) })
-		if err != nil {
-			return err
-		}
-		// Followers delete by their own upload boundary (spec R1.7).
-		tiered.WithLocalBroker(func() int32 { return guardedBrokerID(enf, a) })
-		configs = withRemote{configs: refresh, tiered: tiered, offline: func() map[string]string { return offlineLogDirs(enf) }}
-		// The ownership topic is always admitted: creating it must never
-		// wait for admission (spec R8.4).
-		cfg.Admission.ExemptTopics = append(cfg.Admission.ExemptTopics, cfg.Enforcer.OwnershipTopic)
-		if cfg.Admission.IsEnabled() {
-			features = append(features, rights.Admission)
-			if model, err = reserve.NewModel(cfg.Admission, logger, reg, link.ClusterReader(), nil); err != nil {
-				return err
-			}
-			if admitter, err = reserve.NewHandler(cfg.Admission, logger, reg, model); err != nil {
-				return err
-			}
-		} else {
-			admitter = unavailable("admission is off (admission.enabled: false)")
-		}
-	} else {
-		admin = offlineAdmin{kafkaadmin.NewLink(kafkaadmin.Config{}, logger, kafkaadmin.LinkOptions{}).Enforce(cfg.Enforcer.OwnershipTopic)}
-	}
-	if a, err = agent.New(cfg.Config, logger, configs); err != nil {
+// guardParts are the long-lived parts serve wires. The cluster's parts
+// are built first and read the agent and the enforcer (a, enf) through
+// closures, once those exist.
+type guardParts struct {
+	a        *agent.Agent
+	enf      *enforcer.Enforcer
+	srv      *exporter.Server
+	link     *kafkaadmin.Link // nil without a cluster
+	admin    enforcer.Admin
+	evidence enforcer.Evidence
+	features []rights.Feature // the rights of the parts besides the enforcer
+	configs  agent.TopicConfigSource
+	refresh  *agent.ConfigRefresher
+	tiered   *agent.TieredRefresher
+	model    *reserve.Model // nil with admission off
+	admitter http.Handler
+}
+
+// connect builds the parts that read the cluster: the Kafka link, the
+// config and tiered-offset refreshers, and admission. cfg's exempt topics
+// gain the ownership topic.
+func (p *guardParts) connect(cfg *guardConfig, logger *slog.Logger, reg prometheus.Registerer, offline agent.ConfigSet) error {
+	var err error
+	p.link = kafkaadmin.NewLink(cfg.Kafka, logger, kafkaadmin.LinkOptions{})
+	p.admin = p.link.Enforce(cfg.Enforcer.OwnershipTopic)
+	p.evidence = p.link.Evidence()
+	brokerID := func() int32 { return guardedBrokerID(p.enf, p.a) }
+	p.refresh, err = agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
+		p.link.ConfigFetcher(brokerID), func() []string { return snapshotTopics(p.a) }, offline)
+	if err != nil {
 		return err
+	}
+	// Tiered partitions' upload boundaries (spec R1.7), refreshed with
+	// the configs.
+	p.tiered, err = agent.NewTieredRefresher(agent.TieredRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
+		p.link.RemoteOffsetsFetcher(), func() []agent.TopicPartition { return snapshotTieredPartitions(p.a) })
+	if err != nil {
+		return err
+	}
+	// Followers delete by their own upload boundary (spec R1.7).
+	p.tiered.WithLocalBroker(brokerID)
+	p.configs = agent.OnlineConfigs{Configs: p.refresh, Tiered: p.tiered, Offline: func() map[string]string { return offlineLogDirs(p.enf) }}
+	// The ownership topic is always admitted: creating it must never
+	// wait for admission (spec R8.4).
+	cfg.Admission.ExemptTopics = append(cfg.Admission.ExemptTopics, cfg.Enforcer.OwnershipTopic)
+	if !cfg.Admission.IsEnabled() {
+		p.admitter = unavailable("admission is off (admission.enabled: false)")
+		return nil
+	}
+	p.features = append(p.features, rights.Admission)
+	if p.model, err = reserve.NewModel(cfg.Admission, logger, reg, p.link.ClusterReader(), nil); err != nil {
+		return err
+	}
+	p.admitter, err = reserve.NewHandler(cfg.Admission, logger, reg, p.model)
+	return err
+}
+
+// start builds the agent, the exporter, the forecast, the enforcer and
+// the HTTP server, and listens; it returns the bound address.
+func (p *guardParts) start(cfg guardConfig, logger *slog.Logger, reg *prometheus.Registry, b build, hooks serveHooks) (string, error) {
+	var err error
+	if p.a, err = agent.New(cfg.Config, logger, p.configs); err != nil {
+		return "", err
 	}
 	clock := enforcer.SystemClock()
 	if hooks.clock != nil {
 		clock = hooks.clock
-		a.UseClock(clock.Now)
+		p.a.UseClock(clock.Now)
 	}
 	if _, err := exporter.New(exporter.Config{PerPartition: cfg.Metrics.PerPartition, CompactFlatBytes: cfg.Admission.CompactFlatBytes,
-		Version: ver, Revision: rev}, logger, reg, a); err != nil {
-		return err
+		Version: b.version, Revision: b.revision}, logger, reg, p.a); err != nil {
+		return "", err
 	}
-	if _, err := forecast.New(forecast.Config{Bands: forecastBands(cfg.Enforcer)}, logger, reg, a); err != nil {
-		return err
+	if _, err := forecast.New(forecast.Config{Bands: forecastBands(cfg.Enforcer)}, logger, reg, p.a); err != nil {
+		return "", err
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
 	// the plan (no evidence: identity and rights are not checked), and
 	// every action fails as not connected. The demo gives it its
 	// simulated broker's admin API and evidence instead.
 	if hooks.admin != nil {
-		admin, evidence = hooks.admin, hooks.evidence
+		p.admin, p.evidence = hooks.admin, hooks.evidence
 	}
-	enf, err = enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: a, Admin: admin, Clock: clock,
-		Evidence: evidence, Features: features})
+	p.enf, err = enforcer.New(cfg.Enforcer, logger, reg, enforcer.Deps{Snapshots: p.a, Admin: p.admin, Clock: clock,
+		Evidence: p.evidence, Features: p.features})
 	if err != nil {
-		return err
+		return "", err
 	}
-	routes := map[string]http.Handler{reservePath: admitter}
-	srv, err := exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.Web.ListenAddress, WebConfigFile: cfg.Web.ConfigFile,
-		ProbeListenAddress: cfg.Web.ProbeListenAddress, Version: ver, Routes: routes}, logger, reg, a)
+	routes := map[string]http.Handler{reservePath: p.admitter}
+	p.srv, err = exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.Web.ListenAddress, WebConfigFile: cfg.Web.ConfigFile,
+		ProbeListenAddress: cfg.Web.ProbeListenAddress, Version: b.version, Routes: routes}, logger, reg, p.a)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := srv.Listen(); err != nil {
-		return err
+	if err := p.srv.Listen(); err != nil {
+		return "", err
 	}
-	addr := srv.Addr().String()
+	addr := p.srv.Addr().String()
 	logger.Info("serving", "address", addr, "paths", routeList(routes))
 	if hooks.ready != nil {
 		hooks.ready(addr)
 	}
+	return addr, nil
+}
 
+// run runs the parts until ctx ends or one fails.
+func (p *guardParts) run(ctx context.Context, hooks serveHooks, addr string) error {
 	g, ctx := errgroup.WithContext(ctx)
 	for _, part := range hooks.extra {
-		g.Go(func() error { return part(ctx, a, addr) })
+		g.Go(func() error { return part(ctx, p.a, addr) })
 	}
-	g.Go(func() error { return a.Run(ctx) })
-	g.Go(func() error { return srv.Run(ctx) })
-	if link == nil {
-		g.Go(func() error { return enf.Run(ctx) })
-	} else {
-		g.Go(func() error { return link.Run(ctx) })
-		// Quiet start: what would only report "not connected" waits for
-		// the link's first attempt (the enforcer, at most
-		// firstAttemptWait) or its first connection (configs, admission).
-		g.Go(func() error {
+	g.Go(func() error { return p.a.Run(ctx) })
+	g.Go(func() error { return p.srv.Run(ctx) })
+	if p.link == nil {
+		g.Go(func() error { return p.enf.Run(ctx) })
+		return g.Wait()
+	}
+	g.Go(func() error { return p.link.Run(ctx) })
+	// Quiet start: what would only report "not connected" waits for the
+	// link's first attempt (the enforcer, at most firstAttemptWait) or its
+	// first connection (configs, admission).
+	g.Go(func() error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.link.Attempted():
+		case <-time.After(firstAttemptWait):
+		}
+		return p.enf.Run(ctx)
+	})
+	afterUp := func(run func(context.Context) error) func() error {
+		return func() error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-link.Attempted():
-			case <-time.After(firstAttemptWait):
+			case <-p.link.Up():
 			}
-			return enf.Run(ctx)
-		})
-		afterUp := func(run func(context.Context) error) func() error {
-			return func() error {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-link.Up():
-				}
-				return run(ctx)
-			}
-		}
-		g.Go(afterUp(refresh.Run))
-		g.Go(afterUp(tiered.Run))
-		// A new topic's configs are fetched at once (spec R7.2).
-		g.Go(func() error { return followTopics(ctx, a.TopicsChanged(), refresh) })
-		if model != nil {
-			g.Go(afterUp(model.Run))
+			return run(ctx)
 		}
 	}
-	err = g.Wait()
-	logger.Info("stopped")
-	return err
-}
-
-// withRemote adds the tiered partitions' remote offsets to the configs
-// fetched from the cluster, and the log dirs the broker reports offline
-// (the enforcer reads them with the identity evidence).
-type withRemote struct {
-	configs *agent.ConfigRefresher
-	tiered  *agent.TieredRefresher
-	offline func() map[string]string
-}
-
-func (w withRemote) Current() agent.ConfigSet {
-	cs := w.configs.Current()
-	cs.Remote, cs.RemoteTime = w.tiered.Current()
-	if w.offline != nil {
-		cs.OfflineLogDirs = w.offline()
+	g.Go(afterUp(p.refresh.Run))
+	g.Go(afterUp(p.tiered.Run))
+	// A new topic's configs are fetched at once (spec R7.2).
+	g.Go(func() error { return followTopics(ctx, p.a.TopicsChanged(), p.refresh) })
+	if p.model != nil {
+		g.Go(afterUp(p.model.Run))
 	}
-	return cs
+	return g.Wait()
 }
 
 // offlineLogDirs is enf's OfflineLogDirs; nil before enf exists.
@@ -487,20 +508,5 @@ func snapshotTopics(a *agent.Agent) []string {
 	if a == nil {
 		return nil
 	}
-	s := a.Snapshot()
-	if s == nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, ld := range s.LogDirs {
-		for _, p := range ld.Partitions {
-			if p.Kind == agent.KindLive && !seen[p.Topic] {
-				seen[p.Topic] = true
-				out = append(out, p.Topic)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+	return a.Snapshot().LiveTopics()
 }

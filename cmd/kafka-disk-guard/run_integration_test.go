@@ -56,6 +56,11 @@ func TestRunGuardsRealBrokerOverSASL(t *testing.T) {
 		}
 	}
 
+	// Admission answers once its cluster model is read (the model age
+	// appears then): on a loaded machine that can come after the metrics
+	// above.
+	waitMetric(t, addr, "\nkafka_disk_guard_admission_model_age_seconds ")
+
 	// Admission: far more than the broker's disk can hold is refused,
 	// with the limit named; a small topic is allowed.
 	check := func(req reserve.Request) reserve.Decision {

@@ -130,20 +130,7 @@ func runScan(ctx context.Context, args []string, getenv env, out streams) error 
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	dirs := make([]agent.LogDir, 0, len(cfg.LogDirs))
-	for _, path := range cfg.LogDirs {
-		ld := scanner.ScanLogDir(path, nil)
-		if ld.Err == nil {
-			u, err := agent.DiskUsage(path, cfg.CapacityBytes, ld.DiskBytes)
-			if err != nil {
-				logger.Warn("disk usage unknown", "log_dir", path, "err", err)
-			}
-			ld.Usage = u
-		}
-		dirs = append(dirs, ld)
-	}
-	health := agent.Health{LastFullScan: time.Now(), LastFullScanDuration: time.Since(start), ScanErrors: scanner.Errors()}
+	dirs, health := scanner.ScanLogDirs(cfg.LogDirs, cfg.CapacityBytes)
 	configs, err := scanConfigs(ctx, cfg, dirs)
 	if err != nil {
 		return err

@@ -224,15 +224,6 @@ func (e *Enforce) DeleteRecords(ctx context.Context, topic string, offsets map[i
 	return out, nil
 }
 
-// NewEnforceFromConfig connects with the guard's connection configuration.
-func NewEnforceFromConfig(c Config, ownershipTopic string) (*Enforce, error) {
-	sc, err := c.SaramaConfig()
-	if err != nil {
-		return nil, err
-	}
-	return NewEnforce(c.BootstrapServers, sc, ownershipTopic)
-}
-
 // viaController runs a request that the metadata's controller answers
 // (ACLs, client quotas, topic descriptions). When an attempt fails on the
 // connection it asks the cluster again which broker that is and retries,

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/retry"
 )
 
 // ErrNotConnected is what every adapter a Link hands out answers while the
@@ -207,30 +209,29 @@ func (l *Link) Close() error {
 // start, then every tenth attempt, and recovery once.
 func (l *Link) Run(ctx context.Context) error {
 	defer l.Close()
-	backoff := l.opts.MinBackoff
-	failures := 0
+	backoff := retry.Backoff{First: l.opts.MinBackoff, Max: l.opts.MaxBackoff}
+	var streak retry.Streak
 	attempted := func() { l.onceAtt.Do(func() { close(l.attempted) }) }
 	for {
 		c, err := l.dial(l.cfg)
 		if err != nil {
-			failures++
-			if failures == 1 || failures%10 == 0 {
-				l.logger.Warn("kafka connection failed, retrying", "err", err, "failures", failures, "retry_in", backoff.String())
+			failures, log := streak.Fail()
+			wait := backoff.Delay(failures)
+			if log {
+				l.logger.Warn("kafka connection failed, retrying", "err", err, "failures", failures, "retry_in", wait.String())
 			}
 			attempted() // after the log line: it is the first warning of a start
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(backoff):
+			case <-time.After(wait):
 			}
-			backoff = min(2*backoff, l.opts.MaxBackoff)
 			continue
 		}
 		l.set(c)
 		l.logger.Info("kafka connected", "bootstrap_servers", strings.Join(l.cfg.BootstrapServers, ","),
-			"brokers", len(c.client.Brokers()), "failed_attempts", failures)
+			"brokers", len(c.client.Brokers()), "failed_attempts", streak.Succeed())
 		attempted()
-		failures, backoff = 0, l.opts.MinBackoff
 		err = l.watch(ctx, c)
 		if ctx.Err() != nil {
 			return nil
