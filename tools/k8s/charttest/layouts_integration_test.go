@@ -376,7 +376,7 @@ func networkPolicy(t *testing.T, ns string) {
 // DaemonSets: the pre-delete hook Job (when rendered) is created and
 // completes before the DaemonSet (when there is one) is deleted; then
 // nothing of the release is left.
-func uninstall(t *testing.T, ns string, hook, daemonSet bool) {
+func uninstall(t *testing.T, ns string, hook, daemonSet bool, helmArgs ...string) {
 	t.Helper()
 	c := ctx(t)
 	jobs, err := k8s.cs.BatchV1().Jobs(ns).Watch(c, metav1.ListOptions{})
@@ -390,7 +390,7 @@ func uninstall(t *testing.T, ns string, hook, daemonSet bool) {
 	}
 	defer dss.Stop()
 
-	helmRun(t, "uninstall", release, "-n", ns)
+	helmRun(t, append([]string{"uninstall", release, "-n", ns}, helmArgs...)...)
 
 	// One etcd: resource versions are its revisions, one order for all
 	// kinds. Read what the watches saw, until the DaemonSet's deletion.
@@ -402,15 +402,12 @@ func uninstall(t *testing.T, ns string, hook, daemonSet bool) {
 		}
 		return v
 	}
+	// The two watches deliver independently: read both until quiet.
 	timeout := time.After(30 * time.Second)
-	for dsDeleted == 0 {
-		var quiet <-chan time.Time
-		if !daemonSet { // helm is done: read until the watches are quiet
-			quiet = time.After(3 * time.Second)
-		}
+	for quiet := false; !quiet; {
 		select {
-		case <-quiet:
-			dsDeleted = math.MaxUint64
+		case <-time.After(3 * time.Second):
+			quiet = true
 		case e := <-jobs.ResultChan():
 			j, ok := e.Object.(*batchv1.Job)
 			if !ok || !strings.HasSuffix(j.Name, "-lift") {
@@ -432,8 +429,14 @@ func uninstall(t *testing.T, ns string, hook, daemonSet bool) {
 				dsDeleted = rv(d)
 			}
 		case <-timeout:
-			t.Fatalf("no deletion of the DaemonSet seen (hook job created at %d, complete at %d)", jobCreated, jobComplete)
+			quiet = true
 		}
+	}
+	if daemonSet && dsDeleted == 0 {
+		t.Fatalf("no deletion of the DaemonSet seen (hook job created at %d, complete at %d)", jobCreated, jobComplete)
+	}
+	if !daemonSet {
+		dsDeleted = math.MaxUint64
 	}
 	if hook {
 		if jobCreated == 0 || jobComplete == 0 {
