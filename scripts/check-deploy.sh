@@ -11,9 +11,11 @@
 #      catches what it should).
 #   2. promtool check rules + promtool test rules.
 #   3. helm lint (strict) for every values profile in charts/kafka-disk-guard/ci/,
-#      helm template of each, validated offline by tools/cmd/k8svalidate
-#      (strict decoding into k8s.io/api and prometheus-operator types, plus
-#      the chart's own rules); invalid values must be refused.
+#      helm template of each, checked offline by tools/cmd/k8svalidate
+#      (strict decoding into k8s.io/api and prometheus-operator types, the
+#      agent's config against its mounts, cross-object port names, PromQL);
+#      invalid values must be refused. What a real API server checks runs
+#      on one in tools/k8s/charttest (scripts/test.sh).
 #   4. systemd-analyze verify of the unit (when systemd-analyze exists).
 #
 # Tools (helm, promtool) come from scripts/tools.sh: pinned, built or

@@ -14,6 +14,7 @@ command -v java >/dev/null || fail "java is not installed (the test broker needs
 command -v mvn >/dev/null || fail "mvn is not installed (it fetches the broker jars from Maven Central)"
 command -v kcat >/dev/null || fail "kcat is not installed (Debian package kcat; .ci/run installs it)"
 command -v buildah >/dev/null || fail "buildah is not installed (the image test; Debian package buildah; .ci/run installs it)"
+command -v openssl >/dev/null || fail "openssl is not installed (scripts/k8s.sh makes the test control plane's certificates with it)"
 for b in prometheus prometheus-alertmanager; do
   command -v $b >/dev/null || fail "$b is not installed (the monitoring-stack test; Debian package $b; .ci/run installs it)"
 done
@@ -60,6 +61,12 @@ if [ -x scripts/check-deploy.sh ]; then
   step "deployment checks (helm, promtool, dashboards)"
   scripts/check-deploy.sh
 fi
+# tools/k8s is a module of its own (k8s.io/kubernetes): the chart on a real
+# control plane, started by the tests through scripts/k8s.sh.
+step "the chart on a real Kubernetes control plane (tools/k8s, scripts/k8s.sh)"
+(cd tools/k8s && go vet ./... && go vet -tags integration ./... &&
+  go test -count=1 -p 1 -timeout 20m -tags integration ./...) | tee -a "$results"
+
 echo
 echo "test.sh: all tests passed"
 # Test packages run (unit and integration passes), as one closing line.

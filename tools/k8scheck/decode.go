@@ -1,8 +1,19 @@
-// Package k8scheck validates rendered Kubernetes manifests offline: every
-// object is decoded strictly (unknown, duplicate and case-mismatched fields
-// are errors) into its k8s.io/api or prometheus-operator type, then checked
-// by rules this chart promises (non-root, read-only mounts of broker data,
-// probes on named ports, selectors that match).
+// Package k8scheck checks rendered Kubernetes manifests offline for what a
+// real API server does not: every object is decoded strictly (unknown,
+// duplicate and case-mismatched fields are errors; the API server only
+// warns about unknown fields and drops them), the agent's config file is
+// decoded strictly and checked against the container's mounts (log dirs
+// under read-only mounts, secret files mounted), names that refer across
+// objects resolve (probe, Service, ServiceMonitor, PodMonitor and
+// NetworkPolicy ports), the PrometheusRule's expressions parse as PromQL,
+// dashboards are JSON, the uninstall hook runs `protection lift --all` with
+// a deadline, host and mount paths are absolute.
+//
+// What the API server validates (names, labels, volume and port syntax,
+// requests under limits, selectors matching templates, restart policies),
+// and what the docs promise of the stored objects (security contexts,
+// resources, probes, read-only mounts, Pod Security, no token, the hook's
+// order), is checked on a real control plane: tools/k8s/charttest.
 package k8scheck
 
 import (

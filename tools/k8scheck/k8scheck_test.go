@@ -101,17 +101,7 @@ func TestProblemsAreFound(t *testing.T) {
 		{"duplicate key", goodConfigMap, strings.Replace(goodDaemonSet, "  name: kdg\n  namespace", "  name: kdg\n  name: kdg2\n  namespace", 1), `key "name" already set`},
 		{"unknown kind", goodConfigMap, strings.Replace(goodDaemonSet, "kind: DaemonSet", "kind: Deployment", 1), "unsupported kind"},
 		{"bad quantity", goodConfigMap, strings.Replace(goodDaemonSet, "memory: 64Mi", "memory: 64MB!", 1), "quantities must match"},
-		{"selector does not match", goodConfigMap, strings.Replace(goodDaemonSet, "matchLabels: {app: kdg}", "matchLabels: {app: other}", 1), "does not match the pod template labels"},
-		{"writable host mount", goodConfigMap, strings.Replace(goodDaemonSet, "mountPath: /var/lib/kafka/data, readOnly: true", "mountPath: /var/lib/kafka/data", 1), `mount "data" of broker data is not readOnly`},
-		{"missing volume", goodConfigMap, strings.Replace(goodDaemonSet, "{name: data, mountPath", "{name: logs, mountPath", 1), `mount "logs": no such volume`},
-		{"root filesystem writable", goodConfigMap, strings.Replace(goodDaemonSet, "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", 1), "readOnlyRootFilesystem is not true"},
-		{"privilege escalation", goodConfigMap, strings.Replace(goodDaemonSet, "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", 1), "allowPrivilegeEscalation is not false"},
-		{"capabilities kept", goodConfigMap, strings.Replace(goodDaemonSet, "drop: [ALL]", "drop: [NET_RAW]", 1), "do not drop ALL"},
-		{"root user", goodConfigMap, strings.Replace(goodDaemonSet, "runAsUser: 65532", "runAsUser: 0", 1), "runs as uid 0"},
 		{"probe on unknown port", goodConfigMap, strings.Replace(goodDaemonSet, "path: /readyz, port: http-metrics", "path: /readyz, port: metrics", 1), `readinessProbe port "metrics" is no container port`},
-		{"liveness not healthz", goodConfigMap, strings.Replace(goodDaemonSet, "path: /healthz", "path: /metrics", 1), "want /healthz"},
-		{"request above limit", goodConfigMap, strings.Replace(goodDaemonSet, "cpu: 50m", "cpu: 900m", 1), "cpu request 900m above limit 500m"},
-		{"bad label value", goodConfigMap, strings.Replace(goodDaemonSet, "labels: {app: kdg}\nspec", "labels: {app: \"kdg!\"}\nspec", 1), `metadata.labels "app" value "kdg!"`},
 		{"unknown config field", strings.Replace(goodConfigMap, "capacityBytes: 0", "capacity: 0", 1), goodDaemonSet, "field capacity not found"},
 		{"log dir not mounted", strings.Replace(goodConfigMap, "[/var/lib/kafka/data]", "[/data/kafka]", 1), goodDaemonSet, `log dir "/data/kafka" is not under a read-only mount`},
 		{"bad profile", strings.Replace(goodConfigMap, "profile: cloud", "profile: hybrid", 1), goodDaemonSet, `enforcer.profile "hybrid"`},
@@ -244,14 +234,9 @@ func TestUninstallHookJob(t *testing.T) {
 		t.Fatalf("problems in a valid Job: %v", p)
 	}
 	for _, tt := range []struct{ name, job, want string }{
-		{"not a pre-delete hook", strings.Replace(goodJob, "helm.sh/hook: pre-delete", "helm.sh/hook: post-install", 1), "want pre-delete"},
-		{"kept after success", strings.Replace(goodJob, ",hook-succeeded", "", 1), "does not delete the Job"},
 		{"no deadline", strings.Replace(goodJob, "  activeDeadlineSeconds: 300\n", "", 1), "no activeDeadlineSeconds"},
-		{"restarted in place", strings.Replace(goodJob, "restartPolicy: Never", "restartPolicy: Always", 1), "want Never or OnFailure"},
 		{"runs something else", strings.Replace(goodJob, "[protection, lift, --all,", "[protection, status,", 1), "do not run protection lift --all"},
-		{"root user", strings.Replace(goodJob, "runAsUser: 65532", "runAsUser: 0", 1), "runs as uid 0"},
 		{"config not mounted", strings.Replace(goodJob, "{name: config, mountPath: /etc/kafka-disk-guard/config.yaml, subPath: config.yaml, readOnly: true}", "{name: config, mountPath: /etc/other, readOnly: true}", 1), "mounts no config.yaml"},
-		{"token mounted", strings.Replace(goodJob, "automountServiceAccountToken: false", "automountServiceAccountToken: true", 1), "automountServiceAccountToken is not false"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, p := range check(t, base+tt.job) {

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Validate runs per-object and cross-object checks over a set of decoded
@@ -35,15 +34,9 @@ func Validate(objs []Object) []error {
 	}
 	var pods []podSource // pod templates and sidecar snippets, for monitor checks
 	for _, o := range objs {
-		for _, e := range validateMeta(objectMeta(o)) {
-			add(o, "%v", e)
-		}
 		switch t := o.Obj.(type) {
 		case *corev1.ConfigMap:
 			for k := range t.Data {
-				for _, m := range validation.IsConfigMapKey(k) {
-					add(o, "data key %q: %s", k, m)
-				}
 				if strings.HasSuffix(k, ".json") && !json.Valid([]byte(t.Data[k])) {
 					add(o, "data key %q: not valid JSON", k)
 				}
@@ -55,30 +48,8 @@ func Validate(objs []Object) []error {
 				}
 				pods = append(pods, ps...)
 			}
-		case *corev1.Secret:
-			for k := range t.Data {
-				for _, m := range validation.IsConfigMapKey(k) {
-					add(o, "data key %q: %s", k, m)
-				}
-			}
-		case *corev1.Service:
-			for _, m := range validation.IsDNS1123Label(t.Name) {
-				add(o, "service name: %s", m)
-			}
-			if len(t.Spec.Ports) == 0 {
-				add(o, "no ports")
-			}
 		case *appsv1.DaemonSet:
-			sel, err := metav1.LabelSelectorAsSelector(t.Spec.Selector)
-			switch {
-			case err != nil:
-				add(o, "selector: %v", err)
-			case sel.Empty():
-				add(o, "empty selector")
-			case !sel.Matches(labels.Set(t.Spec.Template.Labels)):
-				add(o, "selector %s does not match the pod template labels %v", sel, t.Spec.Template.Labels)
-			}
-			for _, e := range checkPodSpec(&t.Spec.Template.Spec, nil, configMaps) {
+			for _, e := range checkPodSpec(&t.Spec.Template.Spec, configMaps) {
 				add(o, "%v", e)
 			}
 			pods = append(pods, podSource{labels: t.Spec.Template.Labels, containers: t.Spec.Template.Spec.Containers})
@@ -212,51 +183,6 @@ func containersHavePort(cs []corev1.Container, port string) bool {
 		}
 	}
 	return false
-}
-
-func objectMeta(o Object) metav1.Object {
-	if m, ok := o.Obj.(metav1.Object); ok {
-		return m
-	}
-	return nil
-}
-
-func validateMeta(m metav1.Object) []error {
-	if m == nil {
-		return []error{errors.New("no object metadata")}
-	}
-	var errs []error
-	if m.GetName() == "" {
-		errs = append(errs, errors.New("metadata.name is empty"))
-	}
-	for _, msg := range validation.IsDNS1123Subdomain(m.GetName()) {
-		errs = append(errs, fmt.Errorf("metadata.name %q: %s", m.GetName(), msg))
-	}
-	if ns := m.GetNamespace(); ns != "" {
-		for _, msg := range validation.IsDNS1123Label(ns) {
-			errs = append(errs, fmt.Errorf("metadata.namespace %q: %s", ns, msg))
-		}
-	}
-	errs = append(errs, validateLabels("metadata.labels", m.GetLabels())...)
-	for k := range m.GetAnnotations() {
-		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, fmt.Errorf("annotation %q: %s", k, msg))
-		}
-	}
-	return errs
-}
-
-func validateLabels(where string, l map[string]string) []error {
-	var errs []error
-	for k, v := range l {
-		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, fmt.Errorf("%s key %q: %s", where, k, msg))
-		}
-		for _, msg := range validation.IsValidLabelValue(v) {
-			errs = append(errs, fmt.Errorf("%s %q value %q: %s", where, k, v, msg))
-		}
-	}
-	return errs
 }
 
 // checkRules parses every rule expression of a PrometheusRule.
