@@ -112,6 +112,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 			for _, c := range pp.SetConfigs {
 				err := e.admin.AlterTopicConfig(ctx, c.Topic, c.Key, c.Value)
 				e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
+				e.rememberRefusal(c, err)
 				if err != nil {
 					problems[ErrorLocalRetentionFailed] = true
 					errs = append(errs, fmt.Errorf("lower %s of topic %s: %w", c.Key, c.Topic, err))

@@ -57,6 +57,9 @@ type ProtectionObserved struct {
 	// operator changed in this episode: not lowered again.
 	LowerFrom      float64
 	OperatorTopics map[string]bool
+	// RefusedTopics: topics whose lowering Kafka refused in this episode,
+	// their configs unchanged since: not lowered again.
+	RefusedTopics map[string]bool
 
 	// Instance: this agent's instance (written into its record).
 	Instance string
