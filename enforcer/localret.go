@@ -45,6 +45,9 @@ type ConfigChange struct {
 	// Config: the topic's configs as the plan saw them (a lowering Kafka
 	// refuses is remembered with them: rememberRefusal).
 	Config agent.TopicConfig
+	// Replicas: the topic's replicas cluster-wide, every one of which the
+	// value reaches (nil: not known).
+	Replicas *TopicReplicas
 	// Wanted: a restore Kafka refused (ErrConfigRefused) for the
 	// operator's value, which Wanted holds; Value is what was restored
 	// instead (nil: the override deleted, so the topic inherits).
@@ -435,7 +438,8 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 				// until the new one is in place.
 				c.Prev, c.Value = strPtr(c.Value), strconv.FormatInt(v, 10)
 				pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[c.Topic], Topic: c.Topic, Key: c.Key,
-					Value: strPtr(c.Value), From: cur, Bytes: wantBytes[c.Topic], Config: o.Snapshot.TopicConfig(c.Topic)})
+					Value: strPtr(c.Value), From: cur, Bytes: wantBytes[c.Topic], Config: o.Snapshot.TopicConfig(c.Topic),
+					Replicas: po.replicasOf(c.Topic)})
 			}
 			out = append(out, c)
 		}
@@ -464,7 +468,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 		}
 		out = append(out, c)
 		pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[t], Topic: t, Key: c.Key, Value: strPtr(c.Value), From: cur,
-			Bytes: wantBytes[t], Config: o.Snapshot.TopicConfig(t)})
+			Bytes: wantBytes[t], Config: o.Snapshot.TopicConfig(t), Replicas: po.replicasOf(t)})
 	}
 	return out
 }

@@ -321,7 +321,7 @@ func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err 
 	if c.LogDir != "" {
 		// bytes: this broker's log dir only; the value is the topic's, so
 		// every replica on every broker drops its uploaded local copies.
-		attrs = append(attrs, "log_dir", c.LogDir, "bytes", c.Bytes, "scope", "cluster")
+		attrs = append(attrs, c.scopeAttrs()...)
 	}
 	if c.Wanted != nil {
 		attrs = append(attrs, "operator_value", show(c.Wanted))

@@ -388,6 +388,7 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 		return fmt.Errorf("describe topic configs: %w", err)
 	}
 	po.TopicConfigs, po.ConfigsRead = got, true
+	po.Replicas = e.readReplicas(ctx, cands)
 	mine := map[string]bool{}
 	for _, c := range e.real().ConfigClaims() {
 		mine[c.Topic] = true

@@ -60,6 +60,9 @@ type ProtectionObserved struct {
 	// RefusedTopics: topics whose lowering Kafka refused in this episode,
 	// their configs unchanged since: not lowered again.
 	RefusedTopics map[string]bool
+	// Replicas: the replicas of the topics a pass may lower, cluster-wide
+	// (nil: not read; localret_scope.go).
+	Replicas map[string]TopicReplicas
 
 	// Instance: this agent's instance (written into its record).
 	Instance string
