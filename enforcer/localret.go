@@ -42,6 +42,12 @@ type ConfigChange struct {
 	From *string
 	// Bytes the change frees, as the model expects (a lowering).
 	Bytes int64
+	// Config: the topic's configs as the plan saw them (a lowering Kafka
+	// refuses is remembered with them: rememberRefusal).
+	Config agent.TopicConfig
+	// Replicas: the topic's replicas cluster-wide, every one of which the
+	// value reaches (nil: not known).
+	Replicas *TopicReplicas
 	// Wanted: a restore Kafka refused (ErrConfigRefused) for the
 	// operator's value, which Wanted holds; Value is what was restored
 	// instead (nil: the override deleted, so the topic inherits).
@@ -427,12 +433,13 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 		case wantNothing || suppressed(c.Topic) || !keep[c.Topic]:
 			release(c)
 		default:
-			if v, ok := want[c.Topic]; ok && v < mustInt(c.Value) && v < mustInt(*cur) {
+			if v, ok := want[c.Topic]; ok && v < mustInt(c.Value) && v < mustInt(*cur) && !po.RefusedTopics[c.Topic] {
 				// Lowered further: the earlier value stays the guard's
 				// until the new one is in place.
 				c.Prev, c.Value = strPtr(c.Value), strconv.FormatInt(v, 10)
 				pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[c.Topic], Topic: c.Topic, Key: c.Key,
-					Value: strPtr(c.Value), From: cur, Bytes: wantBytes[c.Topic]})
+					Value: strPtr(c.Value), From: cur, Bytes: wantBytes[c.Topic], Config: o.Snapshot.TopicConfig(c.Topic),
+					Replicas: po.replicasOf(c.Topic)})
 			}
 			out = append(out, c)
 		}
@@ -442,7 +449,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 	}
 	for _, t := range slices.Sorted(maps.Keys(want)) {
 		cur, read := po.TopicConfigs[t]
-		if mine[t] || !read || suppressed(t) || po.OperatorTopics[t] {
+		if mine[t] || !read || suppressed(t) || po.OperatorTopics[t] || po.RefusedTopics[t] {
 			continue
 		}
 		v := want[t]
@@ -460,7 +467,8 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 			}
 		}
 		out = append(out, c)
-		pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[t], Topic: t, Key: c.Key, Value: strPtr(c.Value), From: cur, Bytes: wantBytes[t]})
+		pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[t], Topic: t, Key: c.Key, Value: strPtr(c.Value), From: cur,
+			Bytes: wantBytes[t], Config: o.Snapshot.TopicConfig(t), Replicas: po.replicasOf(t)})
 	}
 	return out
 }

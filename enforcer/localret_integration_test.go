@@ -169,6 +169,12 @@ func TestR7_4PeerRestoresLocalRetentionAfterTheLease(t *testing.T) {
 	// bytes only): the purge band.
 	dying := startGuard(t, b, guardSpec{cfg: cfg, src: src(0.87), ownTopic: enforcer.DefaultOwnershipTopic})
 	waitLowered(t, dying, topic)
+	// The log line names the value's reach from the cluster's metadata:
+	// one replica, on this single broker.
+	if ls := dying.logs.lines("local retention lowered"); len(ls) == 0 || ls[0]["scope"] != "cluster" ||
+		ls[0]["replicas"] != float64(1) || ls[0]["brokers"] != float64(1) {
+		t.Errorf("R7.4/the lowered line's reach: %v", ls)
+	}
 	lowered := localRetentionOf(t, dying.admin, topic)
 	dying.stop()
 	died := time.Now()

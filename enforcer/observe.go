@@ -47,6 +47,7 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 		return o, nil, nil
 	}
 	e.observeEvidence(ctx, &o)
+	e.endRefusals(o)
 	e.learnBrokerID()
 	o.Protected = dirSet(e.mine().LogDirs)
 	r := reads{o: &o}

@@ -112,6 +112,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 			for _, c := range pp.SetConfigs {
 				err := e.admin.AlterTopicConfig(ctx, c.Topic, c.Key, c.Value)
 				e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
+				e.rememberRefusal(c, err)
 				if err != nil {
 					problems[ErrorLocalRetentionFailed] = true
 					errs = append(errs, fmt.Errorf("lower %s of topic %s: %w", c.Key, c.Topic, err))
@@ -320,7 +321,7 @@ func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err 
 	if c.LogDir != "" {
 		// bytes: this broker's log dir only; the value is the topic's, so
 		// every replica on every broker drops its uploaded local copies.
-		attrs = append(attrs, "log_dir", c.LogDir, "bytes", c.Bytes, "scope", "cluster")
+		attrs = append(attrs, c.scopeAttrs()...)
 	}
 	if c.Wanted != nil {
 		attrs = append(attrs, "operator_value", show(c.Wanted))

@@ -50,6 +50,8 @@ type protectionState struct {
 	// operator changed in this lowering episode: not lowered again until
 	// the episode ends (in memory: a restart forgets it).
 	operatorTopics map[string]bool
+	// refused: lowerings Kafka refused in this episode (localret_refused.go).
+	refused map[string]refusedLowering
 	// sizedAt: the Updated of the record whose size the gauge shows.
 	sizedAt time.Time
 	// missingSince: since when wanted protection has been missing from
@@ -374,6 +376,7 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 		e.prot.operatorTopics = nil
 	}
 	po.OperatorTopics = e.prot.operatorTopics
+	po.RefusedTopics = e.refusedTopics(o.Snapshot)
 	cands := e.policy.lowerCandidates(*o)
 	topics := configTopics(po.Records, e.prot.virtual, cands)
 	if len(topics) == 0 {
@@ -385,6 +388,7 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 		return fmt.Errorf("describe topic configs: %w", err)
 	}
 	po.TopicConfigs, po.ConfigsRead = got, true
+	po.Replicas = e.readReplicas(ctx, cands)
 	mine := map[string]bool{}
 	for _, c := range e.real().ConfigClaims() {
 		mine[c.Topic] = true

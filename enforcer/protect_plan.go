@@ -57,6 +57,12 @@ type ProtectionObserved struct {
 	// operator changed in this episode: not lowered again.
 	LowerFrom      float64
 	OperatorTopics map[string]bool
+	// RefusedTopics: topics whose lowering Kafka refused in this episode,
+	// their configs unchanged since: not lowered again.
+	RefusedTopics map[string]bool
+	// Replicas: the replicas of the topics a pass may lower, cluster-wide
+	// (nil: not read; localret_scope.go).
+	Replicas map[string]TopicReplicas
 
 	// Instance: this agent's instance (written into its record).
 	Instance string

@@ -20,7 +20,10 @@ type StatusInput struct {
 	// TopicConfigs: the local.retention.bytes override of each topic a
 	// record claims a config of (nil value: not set; missing: not read).
 	TopicConfigs map[string]*string
-	Now          time.Time
+	// Replicas: the replicas of those topics cluster-wide (missing: not
+	// known), every one of which a lowered value reaches.
+	Replicas map[string]TopicReplicas
+	Now      time.Time
 	// LedgerLost: why the records could not be read (ErrLedgerLost), ""
 	// when they were.
 	LedgerLost string
@@ -117,6 +120,9 @@ type ConfigStatus struct {
 	InPlace bool    `json:"in_place"`
 	Read    bool    `json:"read"`
 	Live    bool    `json:"live"` // not voided by a lift
+	// Replicas: the topic's replicas on every broker, which all drop
+	// their uploaded local copies while the value stays (nil: not read).
+	Replicas *TopicReplicas `json:"replicas,omitempty"`
 }
 
 // TopicStatus is one protected topic.
@@ -188,6 +194,9 @@ func BuildStatus(in StatusInput) Status {
 			cur, read := in.TopicConfigs[c.Topic]
 			cs := ConfigStatus{Topic: c.Topic, Key: c.Key, Value: c.Value, Original: c.Orig, Current: cur, Read: read,
 				InPlace: read && in.Records.guardSet(c, cur), Live: in.Records.Live(id, c.Topic)}
+			if r, ok := in.Replicas[c.Topic]; ok {
+				cs.Replicas = &r
+			}
 			if cs.Live {
 				liveClaims++
 			} else {

@@ -62,6 +62,11 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 		if in.TopicConfigs, err = admin.TopicConfigOverrides(ctx, ts, enforcer.LocalRetentionBytesKey); err != nil {
 			return fmt.Errorf("describe topic configs: %w", err)
 		}
+		// The reach of a lowered value is information: without it the
+		// status still shows, saying "not read".
+		if in.Replicas, err = admin.TopicReplicas(ctx, ts); err != nil {
+			fmt.Fprintf(out.stderr, "protection status: the topics' replicas not read: %v\n", err)
+		}
 	}
 	st := enforcer.BuildStatus(in)
 	if *format == "json" {
@@ -170,7 +175,7 @@ func writeConfigs(w io.Writer, st enforcer.Status) {
 	}
 	fmt.Fprintln(w, "\nLocal retention lowered on tiered topics (restored when the disk calms down, by a peer after the lease, or by `protection lift`):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKER\tTOPIC\tCONFIG\tSET TO\tOPERATOR'S VALUE\tNOW\tLIFTED")
+	fmt.Fprintln(tw, "BROKER\tTOPIC\tCONFIG\tSET TO\tOPERATOR'S VALUE\tNOW\tREACHES (CLUSTER-WIDE)\tLIFTED")
 	for _, b := range st.Brokers {
 		for _, c := range b.Configs {
 			now := "not read"
@@ -180,7 +185,7 @@ func writeConfigs(w io.Writer, st enforcer.Status) {
 					now += " (changed by an operator: left alone)"
 				}
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%v\n", b.BrokerID, c.Topic, c.Key, c.Value, optional(c.Original), now, !c.Live)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", b.BrokerID, c.Topic, c.Key, c.Value, optional(c.Original), now, reaches(c.Replicas), !c.Live)
 		}
 	}
 	tw.Flush()
@@ -241,4 +246,13 @@ func reason(r string) string {
 		return ""
 	}
 	return ": " + r
+}
+
+// reaches says how far a topic's lowered local retention goes: every
+// replica on every broker holding one.
+func reaches(r *enforcer.TopicReplicas) string {
+	if r == nil {
+		return "every replica (not read)"
+	}
+	return fmt.Sprintf("%d replicas on %d brokers", r.Replicas, r.Brokers)
 }

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+)
+
+// R7.4: the status table names the cluster-wide reach of each lowered
+// local retention (every replica of the topic, on every broker holding
+// one), and says so when it was not read.
+func TestStatusShowsTheReachOfLoweredLocalRetention(t *testing.T) {
+	v := "400"
+	st := enforcer.Status{Brokers: []enforcer.BrokerStatus{{BrokerID: 1, State: enforcer.StateActive, Configs: []enforcer.ConfigStatus{
+		{Topic: "events", Key: enforcer.LocalRetentionBytesKey, Value: v, Current: &v, InPlace: true, Read: true, Live: true,
+			Replicas: &enforcer.TopicReplicas{Partitions: 12, Replicas: 36, Brokers: 6}},
+		{Topic: "logs", Key: enforcer.LocalRetentionBytesKey, Value: v, Current: &v, InPlace: true, Read: true, Live: true},
+	}}}}
+	var out bytes.Buffer
+	writeStatus(&out, st, false, time.Now())
+	for _, w := range []string{"REACHES (CLUSTER-WIDE)", "36 replicas on 6 brokers", "every replica (not read)"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("R7.4/%q missing from\n%s", w, out.String())
+		}
+	}
+}
