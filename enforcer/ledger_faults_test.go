@@ -67,6 +67,62 @@ func TestR8_5FailedReleaseIsRetried(t *testing.T) {
 	}
 }
 
+// R8.5: a quota release that fails once is retried, and the quota is
+// never taken for an operator's (found by the simulation, seed 39 of
+// call_before: ReleasingQuota read the releasing claim as none, so the
+// next pass dropped the claim and the quota stayed, unclaimed, for good).
+func TestR8_5FailedQuotaReleaseIsRetried(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{Strategy: StrategyQuota, ProducerByteRate: 1024}}
+	e, reg := newTestEnforcer(t, cfg, full(), f, clock)
+	passAt(t, e, clock, full())
+	if f.quota != 1024 {
+		t.Fatalf("not protected: quota %d", f.quota)
+	}
+	f.failQuotaRemovals = 1
+	pass := func() error {
+		clock.t = clock.t.Add(time.Second)
+		s := calm()
+		s.Time = clock.t
+		e.src.(*staticSource).snap = s
+		return e.Reconcile(t.Context())
+	}
+	if err := pass(); err == nil {
+		t.Fatal("no error from a failed quota release")
+	}
+	if f.quota != 1024 {
+		t.Fatal("the fake did not fail the removal")
+	}
+	if q := f.records.Agents[1].ReleasingQuota(); q != 1024 {
+		t.Fatalf("R8.5/the record's releasing quota reads %d, want 1024: %+v", q, f.records.Agents[1])
+	}
+	_ = pass()
+	if q := f.records.Agents[1].ReleasingQuota(); f.quota == 1024 && q != 1024 {
+		t.Fatalf("R8.5/the quota claim left the record while the quota is in place: %+v", f.records.Agents[1])
+	}
+	for i := 0; i < 10 && f.quota != 0; i++ {
+		_ = pass()
+	}
+	if f.quota != 0 {
+		t.Fatalf("R8.5/a quota release that failed once is never retried: quota %d", f.quota)
+	}
+	for range 2 {
+		if err := pass(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.records.Agents[1].Claims() {
+		t.Errorf("R8.5/released claims still in the record: %+v", f.records.Agents[1])
+	}
+	for _, reason := range []string{"lift_failed", "operator_quota"} {
+		if v := gather(t, reg, "kafka_disk_guard_write_protection_error", map[string]string{"reason": reason}); v != 0 {
+			t.Errorf("R8.5/error{%s} %v once released", reason, v)
+		}
+	}
+}
+
 // R8.5: an operator's lift drives releasing entries, and says (Remaining)
 // what it could not remove; run again, it finishes the job.
 func TestR8_5LiftDrivesReleasingEntries(t *testing.T) {

@@ -91,7 +91,8 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // there (KnownBroken says which and how); each joins the mix when the
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, AgentKill, BrokerRestart, QuotaRateChange,
-	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall}
+	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
+	CallBefore, CallAfter, CallTimeout, ControllerMove}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -104,11 +105,6 @@ type Known struct {
 
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
-	CallBefore: {Seed: 39, Invariant: "I1", What: "point 1 (a failed release): the guard's default quota whose removal " +
-		"failed is then taken for an operator's (operator_quota) and stays"},
-	CallAfter:      {Seed: 81, Invariant: "I1", What: "point 1 (a failed release, the reply lost): the quota stays"},
-	CallTimeout:    {Seed: 8, Invariant: "I1", What: "point 1 (a release timed out): the quota stays"},
-	ControllerMove: {Seed: 2, Invariant: "I1", What: "point 1 (NOT_CONTROLLER on RemoveDefaultProducerQuota): the quota stays"},
 	OperatorACLs: {Seed: 3, Invariant: "I2", What: "point 2 (an operator's binding adopted): one created just before " +
 		"a switching-on pass is claimed, another agent then shares the claim, and the last release deletes it"},
 	Duplicate: {Seed: 1, Invariant: "I6", What: "point 8 (a second agent for one broker, in observe mode, lifts the " +
@@ -200,6 +196,10 @@ type sim struct {
 	// callFaultP: the chance that an admin call fails.
 	callFaultP  float64
 	uninstalled bool
+	// unattributed: bindings (and a quota) an agent set and died or
+	// stopped before recording (spec R8.4): I1 waives them.
+	unattributed      map[enforcer.ACL]bool
+	unattributedQuota int64
 	// suppressed: the operator lifted the broker's protection in this
 	// episode.
 	suppressed map[int32]bool
@@ -215,6 +215,7 @@ type agentSim struct {
 	clock    *simClock
 	src      *snapSource
 	admin    *simbroker.ClusterAdmin
+	tracked  *trackedAdmin
 	deadTill int // dead while step < deadTill (-1: alive)
 	since    int // the step it (re)started at
 	rate     int64
@@ -343,8 +344,10 @@ func (s *sim) startAgent(a *agentSim) {
 	a.clock = &simClock{now: s.now, start: s.now}
 	a.src = &snapSource{}
 	a.admin = s.c.Admin(id, a.name)
+	s.orphan(a) // a restart: what the dead process set unrecorded
+	a.tracked = newTrackedAdmin(a.admin)
 	enf, err := enforcer.New(cfg, s.logger.With("agent", a.name), prometheus.NewRegistry(),
-		enforcer.Deps{Snapshots: a.src, Admin: a.admin, Clock: a.clock, Evidence: a.admin})
+		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin})
 	if err != nil {
 		panic(fmt.Sprintf("simulation: enforcer config: %v", err))
 	}
