@@ -67,6 +67,62 @@ func TestR8_5FailedReleaseIsRetried(t *testing.T) {
 	}
 }
 
+// R8.5: a quota release that fails once is retried, and the quota is
+// never taken for an operator's (found by the simulation, seed 39 of
+// call_before: ReleasingQuota read the releasing claim as none, so the
+// next pass dropped the claim and the quota stayed, unclaimed, for good).
+func TestR8_5FailedQuotaReleaseIsRetried(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{Strategy: StrategyQuota, ProducerByteRate: 1024}}
+	e, reg := newTestEnforcer(t, cfg, full(), f, clock)
+	passAt(t, e, clock, full())
+	if f.quota != 1024 {
+		t.Fatalf("not protected: quota %d", f.quota)
+	}
+	f.failQuotaRemovals = 1
+	pass := func() error {
+		clock.t = clock.t.Add(time.Second)
+		s := calm()
+		s.Time = clock.t
+		e.src.(*staticSource).snap = s
+		return e.Reconcile(t.Context())
+	}
+	if err := pass(); err == nil {
+		t.Fatal("no error from a failed quota release")
+	}
+	if f.quota != 1024 {
+		t.Fatal("the fake did not fail the removal")
+	}
+	if q := f.records.Agents[1].ReleasingQuota(); q != 1024 {
+		t.Fatalf("R8.5/the record's releasing quota reads %d, want 1024: %+v", q, f.records.Agents[1])
+	}
+	_ = pass()
+	if q := f.records.Agents[1].ReleasingQuota(); f.quota == 1024 && q != 1024 {
+		t.Fatalf("R8.5/the quota claim left the record while the quota is in place: %+v", f.records.Agents[1])
+	}
+	for i := 0; i < 10 && f.quota != 0; i++ {
+		_ = pass()
+	}
+	if f.quota != 0 {
+		t.Fatalf("R8.5/a quota release that failed once is never retried: quota %d", f.quota)
+	}
+	for range 2 {
+		if err := pass(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.records.Agents[1].Claims() {
+		t.Errorf("R8.5/released claims still in the record: %+v", f.records.Agents[1])
+	}
+	for _, reason := range []string{"lift_failed", "operator_quota"} {
+		if v := gather(t, reg, "kafka_disk_guard_write_protection_error", map[string]string{"reason": reason}); v != 0 {
+			t.Errorf("R8.5/error{%s} %v once released", reason, v)
+		}
+	}
+}
+
 // R8.5: an operator's lift drives releasing entries, and says (Remaining)
 // what it could not remove; run again, it finishes the job.
 func TestR8_5LiftDrivesReleasingEntries(t *testing.T) {
@@ -562,5 +618,84 @@ func TestR8_6OperatorQuotaAtTheWantedRateCountsAsInPlace(t *testing.T) {
 	}
 	if f.quota != 1024 {
 		t.Fatalf("R8.6/the operator's quota was removed on calm: %d", f.quota)
+	}
+}
+
+// jumpClock is a wall clock offset from a shared test clock (jumped),
+// with a monotonic reading that follows the shared clock only.
+type jumpClock struct {
+	base   *clockAt
+	start  time.Time
+	offset time.Duration
+}
+
+func (c *jumpClock) Now() time.Time         { return c.base.t.Add(c.offset) }
+func (c *jumpClock) Elapsed() time.Duration { return c.base.t.Sub(c.start) }
+
+// R8.5: leases are timed on the monotonic clock (found by the
+// simulation, seed 29 of clock_jump): a peer whose wall clock jumps
+// forward by more than the lease does not take a lease it sees renewed
+// for expired, and lifts nothing; a release backoff set before its wall
+// clock jumps back is not stretched by the jump.
+func TestR8_5WallClockJumpDoesNotExpireALiveLease(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 30 * time.Second}}
+	ownClock := &jumpClock{base: clock, start: t0}
+	owner, _ := enforcerAs(t, 2, cfg, full(), f, ownClock)
+	peerClock := &jumpClock{base: clock, start: t0}
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, peerClock)
+	step := func() {
+		clock.t = clock.t.Add(time.Second)
+		s := full()
+		s.Time = ownClock.Now()
+		owner.src.(*staticSource).snap = s
+		if err := owner.Reconcile(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		c := calm()
+		c.Time = peerClock.Now()
+		peer.src.(*staticSource).snap = c
+		_ = peer.Reconcile(t.Context())
+	}
+	for range 5 {
+		step()
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatal("not protected")
+	}
+	peerClock.offset = 5 * time.Minute
+	for range 20 {
+		step()
+	}
+	if _, ok := f.records.PendingLift(2); ok || f.records.Lifts[2].ID != "" {
+		t.Fatalf("R8.5/a peer whose wall clock jumped lifted a live lease: %+v", f.records.Lifts[2])
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatal("R8.5/a peer whose wall clock jumped deleted a live agent's protection")
+	}
+
+	// The owner's release fails while its wall clock is 5 minutes ahead;
+	// the clock comes back: the retry waits the backoff, not 5 minutes.
+	ownClock.offset = 5 * time.Minute
+	f.failDeletes = 1
+	pass := func() {
+		clock.t = clock.t.Add(time.Second)
+		s := calm()
+		s.Time = ownClock.Now()
+		owner.src.(*staticSource).snap = s
+		_ = owner.Reconcile(t.Context())
+	}
+	pass()
+	if !f.acls[denyAll("a")] {
+		t.Fatal("the fake did not fail the delete")
+	}
+	ownClock.offset = 0
+	for range 10 {
+		pass()
+	}
+	if f.acls[denyAll("a")] {
+		t.Fatal("R8.5/the release backoff was stretched by the wall clock's jump back")
 	}
 }

@@ -148,10 +148,13 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 				break
 			}
 		}
+		// The backoff is timed on the monotonic clock: a jump of the wall
+		// clock neither skips it nor stretches it.
 		now := e.clock.Now()
-		if now.Before(e.prot.releaseRetryAt) && !e.prot.releaseRetryAt.IsZero() {
+		mono := e.monotonic(now)
+		if wait := e.prot.releaseRetryAt - mono; e.prot.releaseFailures > 0 && wait > 0 {
 			problems[ErrorLiftFailed] = true
-			errs = append(errs, fmt.Errorf("release retried at %s (failed %d times)", e.prot.releaseRetryAt.Format(time.RFC3339), e.prot.releaseFailures))
+			errs = append(errs, fmt.Errorf("release retried in %s (failed %d times)", wait, e.prot.releaseFailures))
 			break
 		}
 		rel, err := e.release(ctx, flatten(pp.Release), pp.ReleaseQuota, pp.ReleaseConfigs)
@@ -159,10 +162,10 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 		if err != nil {
 			problems[ErrorLiftFailed] = true
 			e.prot.releaseFailures++
-			e.prot.releaseRetryAt = now.Add(e.releaseBackoff(e.prot.releaseFailures))
+			e.prot.releaseRetryAt = mono + e.releaseBackoff(e.prot.releaseFailures)
 			errs = append(errs, err)
 		} else {
-			e.prot.releaseFailures, e.prot.releaseRetryAt = 0, time.Time{}
+			e.prot.releaseFailures, e.prot.releaseRetryAt = 0, 0
 		}
 	case pp.Write && !wrote:
 		if err := e.storeRecord(ctx, rec); err != nil {

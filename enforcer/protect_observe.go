@@ -34,11 +34,16 @@ type protectionState struct {
 	unrecordedQuota int64
 	dirty           bool
 	// leases: for each other agent, its record's renewal as last seen and
-	// when this agent first saw it (its own clock); gone: when a broker
-	// was first seen missing from the cluster's metadata.
+	// when this agent first saw it; gone: when a broker was first seen
+	// missing from the cluster's metadata. Both on this agent's monotonic
+	// clock (monotonic): a jump of its wall clock neither expires a live
+	// lease nor holds an expired one.
 	leases map[int32]leaseSeen
-	gone   map[int32]time.Time
-	live   map[int32]bool // the cluster's brokers, nil when unknown
+	gone   map[int32]time.Duration
+	// monoOrigin: the wall reading monotonic counts from, for a Clock
+	// that is no MonotonicClock.
+	monoOrigin time.Time
+	live       map[int32]bool // the cluster's brokers, nil when unknown
 	// allowEveryone as last read (auto mode), and when.
 	allowEveryone     AllowEveryone
 	allowEveryoneRead time.Time
@@ -76,12 +81,27 @@ type protectionState struct {
 	// releaseFailures: releases failed in a row; releaseRetryAt: not
 	// retried before (capped backoff, spec R8.5).
 	releaseFailures int
-	releaseRetryAt  time.Time
+	releaseRetryAt  time.Duration // monotonic
 }
 
 type leaseSeen struct {
-	renewed time.Time // the record's Renewed
-	since   time.Time // when this agent first saw that value
+	renewed time.Time     // the record's Renewed
+	since   time.Duration // when this agent first saw that value (monotonic)
+}
+
+// monotonic is this agent's reading of a clock that never jumps: the
+// time elapsed since a fixed instant (MonotonicClock), or, for a Clock
+// without one, since the first reading (Go's monotonic reading of Now
+// when the clock's times carry it). Leases are timed on it: how long a
+// record has been seen unrenewed, never the wall clock's difference.
+func (e *Enforcer) monotonic(now time.Time) time.Duration {
+	if mc, ok := e.clock.(MonotonicClock); ok {
+		return mc.Elapsed()
+	}
+	if e.prot.monoOrigin.IsZero() {
+		e.prot.monoOrigin = now
+	}
+	return now.Sub(e.prot.monoOrigin)
 }
 
 // mine is this agent's record, as last read or written (in observe mode,
@@ -219,17 +239,18 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 			e.prot.live[id] = true
 		}
 	}
+	mono := e.monotonic(o.Now)
 	for id, r := range recs.Agents {
 		if id == e.brokerID {
 			continue
 		}
-		if s, ok := e.prot.leases[id]; !ok || !s.renewed.Equal(r.Renewed) || o.Now.Before(s.since) {
-			e.prot.leases[id] = leaseSeen{renewed: r.Renewed, since: o.Now}
+		if s, ok := e.prot.leases[id]; !ok || !s.renewed.Equal(r.Renewed) || mono < s.since {
+			e.prot.leases[id] = leaseSeen{renewed: r.Renewed, since: mono}
 		}
 		if e.prot.live == nil || e.prot.live[id] {
 			delete(e.prot.gone, id)
 		} else if _, ok := e.prot.gone[id]; !ok {
-			e.prot.gone[id] = o.Now
+			e.prot.gone[id] = mono
 		}
 	}
 	for id := range e.prot.leases {
@@ -251,14 +272,15 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 	if !ok || r.Instance == "" || r.Instance == e.instance || r.Renewed.IsZero() {
 		e.prot.standby, e.prot.self = false, leaseSeen{}
 	} else {
-		if s := e.prot.self; !s.renewed.Equal(r.Renewed) || now.Before(s.since) {
-			e.prot.self = leaseSeen{renewed: r.Renewed, since: now}
+		mono := e.monotonic(now)
+		if s := e.prot.self; !s.renewed.Equal(r.Renewed) || mono < s.since {
+			e.prot.self = leaseSeen{renewed: r.Renewed, since: mono}
 		}
 		lease := r.Lease()
 		if lease <= 0 {
 			lease = e.cfg.Protection.LeaseDuration
 		}
-		e.prot.standby = now.Sub(e.prot.self.since) < lease
+		e.prot.standby = mono-e.prot.self.since < lease
 	}
 	e.m.prot.standby.Set(gauge(e.prot.standby))
 	switch {
@@ -272,14 +294,16 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 }
 
 // expired lists the other agents whose protection is to be lifted: a
-// lease seen unrenewed for its length on this agent's clock (immune to
-// clock differences between hosts), or a broker missing from the
-// cluster's metadata that long.
+// lease seen unrenewed for its length on this agent's monotonic clock
+// (immune to clock differences between hosts and to jumps of this
+// host's wall clock), or a broker missing from the cluster's metadata
+// that long.
 func (e *Enforcer) expired(now time.Time) map[int32]string {
 	out := map[int32]string{}
 	if e.prot.records == nil {
 		return out
 	}
+	mono := e.monotonic(now)
 	for id, r := range e.prot.records.Agents {
 		if id == e.brokerID || !r.Claims() || e.prot.records.Undecodable[id] > 0 {
 			continue // an undecodable record's claims are untouchable (R8.7)
@@ -288,10 +312,10 @@ func (e *Enforcer) expired(now time.Time) map[int32]string {
 		if lease <= 0 {
 			lease = e.cfg.Protection.LeaseDuration // a version 1 record has none
 		}
-		if s, ok := e.prot.leases[id]; ok && now.Sub(s.since) >= lease {
+		if s, ok := e.prot.leases[id]; ok && mono-s.since >= lease {
 			out[id] = LiftLeaseExpired
 		}
-		if since, ok := e.prot.gone[id]; ok && now.Sub(since) >= lease {
+		if since, ok := e.prot.gone[id]; ok && mono-since >= lease {
 			out[id] = LiftBrokerGone
 		}
 	}

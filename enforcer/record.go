@@ -187,7 +187,13 @@ func (r Record) Releasing() []Owned {
 // ReleasingQuota is the producer_byte_rate of a quota claim being given
 // up (0: none).
 func (r Record) ReleasingQuota() int64 {
-	return Record{Owned: r.Releasing()}.Quota()
+	for _, o := range r.Owned {
+		if o.Kind == OwnedQuota && o.Releasing && o.Entity == DefaultClientEntity && o.Key == producerByteRateKey {
+			n, _ := strconv.ParseInt(o.Value, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // Empty reports whether the record neither owns anything nor has a log

@@ -182,13 +182,18 @@ func (s *sim) unprotected(id int32) string {
 // checkEnd checks I1 after the quiet phase.
 func (s *sim) checkEnd() *Failure {
 	var f *Failure
+	if s.uninstalled {
+		for _, a := range s.agents {
+			s.orphan(a) // stopped by the uninstall
+		}
+	}
 	for a := range s.c.ACLs() {
-		if !s.op.acls[a] {
+		if !s.op.acls[a] && !s.unattributed[a] {
 			f = s.fail("I1", "binding %v left after the faults stopped", a)
 			break
 		}
 	}
-	if f == nil && s.c.Quota() != s.op.quota {
+	if f == nil && s.c.Quota() != s.op.quota && (s.unattributedQuota == 0 || s.c.Quota() != s.unattributedQuota) {
 		f = s.fail("I1", "producer quota %d left (the operator's: %d)", s.c.Quota(), s.op.quota)
 	}
 	if v, ok := s.c.Override("events", enforcer.LocalRetentionBytesKey); f == nil && (ok != (s.op.localRet != nil) || ok && v != *s.op.localRet) {

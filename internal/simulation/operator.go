@@ -122,13 +122,16 @@ func deref(v *string) string {
 
 // lift runs kafka-disk-guard protection lift.
 func (o *operator) lift(req enforcer.LiftRequest) {
-	o.s.liftedAt = o.s.step
-	for _, a := range o.s.agents {
-		if req.All || req.Topic != "" || req.Broker == a.broker {
-			o.s.suppressed[a.broker] = true
-		}
-	}
 	o.do("lift", fmt.Sprintf("protection lift %+v", req), func(ctx context.Context) error {
+		// Each attempt may write the lift: the episode it holds for is
+		// the one under way at the attempt (a retry after the usage
+		// dipped under the restore bound suppresses the next episode).
+		o.s.liftedAt = o.s.step
+		for _, a := range o.s.agents {
+			if req.All || req.Topic != "" || req.Broker == a.broker {
+				o.s.suppressed[a.broker] = true
+			}
+		}
 		req.Now = o.s.now
 		res, err := enforcer.LiftProtection(ctx, o.admin, req)
 		if err == nil {

@@ -91,7 +91,8 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // there (KnownBroken says which and how); each joins the mix when the
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, AgentKill, BrokerRestart, QuotaRateChange,
-	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall}
+	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
+	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -104,17 +105,10 @@ type Known struct {
 
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
-	CallBefore: {Seed: 39, Invariant: "I1", What: "point 1 (a failed release): the guard's default quota whose removal " +
-		"failed is then taken for an operator's (operator_quota) and stays"},
-	CallAfter:      {Seed: 81, Invariant: "I1", What: "point 1 (a failed release, the reply lost): the quota stays"},
-	CallTimeout:    {Seed: 8, Invariant: "I1", What: "point 1 (a release timed out): the quota stays"},
-	ControllerMove: {Seed: 2, Invariant: "I1", What: "point 1 (NOT_CONTROLLER on RemoveDefaultProducerQuota): the quota stays"},
 	OperatorACLs: {Seed: 3, Invariant: "I2", What: "point 2 (an operator's binding adopted): one created just before " +
 		"a switching-on pass is claimed, another agent then shares the claim, and the last release deletes it"},
 	Duplicate: {Seed: 1, Invariant: "I6", What: "point 8 (a second agent for one broker, in observe mode, lifts the " +
 		"first one's quota as the protection it set earlier; an enforcing duplicate stands by since c4928b9)"},
-	ClockJump: {Seed: 29, Invariant: "I6", What: "new: a peer whose wall clock jumps forward 5 minutes sees a live " +
-		"lease expired and lifts it (leases are timed on the wall clock)"},
 	TieredShared: {Seed: 20, Invariant: "I1", What: "new: two agents lowering one tiered topic's (cluster-wide) " +
 		"local retention: the later records the earlier's value as the original, the earlier takes the lower value " +
 		"for an operator's change and drops its claim; the lowered override stays"},
@@ -124,9 +118,10 @@ var KnownBroken = map[Class]Known{
 	LedgerReshape: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
 		What: "the ownership topic reshaped (lost: nothing claimed or released, R8.7, so I6 is waived while it is), " +
 			"then repaired by deleting it, and an agent restarted from nothing: its quota is in no record and stays"},
-	LedgerGarbage: {Also: DefaultMix, Seed: 280, Invariant: "I1",
+	LedgerGarbage: {Also: DefaultMix, Seed: 569, Invariant: "I1",
 		What: "an undecodable value under lift-broker-2 (after an operator's lift of broker 2), agent 2 then " +
-			"protects with the quota, is killed and restarts: the quota stays"},
+			"protects with the quota, is killed and restarts: the quota stays (seed 280 before the call faults and " +
+			"clock jumps joined DefaultMix; at 569 the lowered local retention stays)"},
 	Burst: {Also: []Class{AgentKill}, Seed: 15, Invariant: "I4",
 		What: "point 7 (purge caps and restarts): an agent killed and restarted purges past the hour's cap (75 MB " +
 			"in an hour against 51 MiB plus one segment, after c426de9 keeps the windows in the record)"},
@@ -200,6 +195,10 @@ type sim struct {
 	// callFaultP: the chance that an admin call fails.
 	callFaultP  float64
 	uninstalled bool
+	// unattributed: bindings (and a quota) an agent set and died or
+	// stopped before recording (spec R8.4): I1 waives them.
+	unattributed      map[enforcer.ACL]bool
+	unattributedQuota int64
 	// suppressed: the operator lifted the broker's protection in this
 	// episode.
 	suppressed map[int32]bool
@@ -215,6 +214,7 @@ type agentSim struct {
 	clock    *simClock
 	src      *snapSource
 	admin    *simbroker.ClusterAdmin
+	tracked  *trackedAdmin
 	deadTill int // dead while step < deadTill (-1: alive)
 	since    int // the step it (re)started at
 	rate     int64
@@ -343,8 +343,10 @@ func (s *sim) startAgent(a *agentSim) {
 	a.clock = &simClock{now: s.now, start: s.now}
 	a.src = &snapSource{}
 	a.admin = s.c.Admin(id, a.name)
+	s.orphan(a) // a restart: what the dead process set unrecorded
+	a.tracked = newTrackedAdmin(a.admin)
 	enf, err := enforcer.New(cfg, s.logger.With("agent", a.name), prometheus.NewRegistry(),
-		enforcer.Deps{Snapshots: a.src, Admin: a.admin, Clock: a.clock, Evidence: a.admin})
+		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin})
 	if err != nil {
 		panic(fmt.Sprintf("simulation: enforcer config: %v", err))
 	}

@@ -1,0 +1,73 @@
+package simulation
+
+import (
+	"context"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
+)
+
+// trackedAdmin is an agent's admin client that remembers what the agent
+// set that no record it wrote names yet: the window of spec R8.4
+// (protection applied before its record is written). A process that dies
+// in that window leaves what it set unattributed, for an operator to
+// decide: R8.4 allows it, so I1 waives it (and only it).
+type trackedAdmin struct {
+	*simbroker.ClusterAdmin
+	// pending: bindings created, and the quota set, since no record
+	// written names them.
+	pending      map[enforcer.ACL]bool
+	pendingQuota int64
+}
+
+func newTrackedAdmin(a *simbroker.ClusterAdmin) *trackedAdmin {
+	return &trackedAdmin{ClusterAdmin: a, pending: map[enforcer.ACL]bool{}}
+}
+
+// CreateACLs remembers the bindings whatever the outcome (a reply lost
+// after the call took effect counts).
+func (t *trackedAdmin) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+	for _, a := range acls {
+		t.pending[a] = true
+	}
+	return t.ClusterAdmin.CreateACLs(ctx, acls)
+}
+
+func (t *trackedAdmin) SetDefaultProducerQuota(ctx context.Context, rate int64) error {
+	t.pendingQuota = rate
+	return t.ClusterAdmin.SetDefaultProducerQuota(ctx, rate)
+}
+
+// StoreRecord forgets what a record written names.
+func (t *trackedAdmin) StoreRecord(ctx context.Context, r enforcer.Record) error {
+	err := t.ClusterAdmin.StoreRecord(ctx, r)
+	if err == nil {
+		r.Bindings(nil, func(a enforcer.ACL) { delete(t.pending, a) })
+		if q := t.pendingQuota; q > 0 && (r.Quota() == q || r.ReleasingQuota() == q) {
+			t.pendingQuota = 0
+		}
+	}
+	return err
+}
+
+// orphan records what a's process leaves unrecorded as it dies or stops:
+// unattributed (R8.4).
+func (s *sim) orphan(a *agentSim) {
+	t := a.tracked
+	if t == nil {
+		return
+	}
+	for b := range t.pending {
+		if s.unattributed == nil {
+			s.unattributed = map[enforcer.ACL]bool{}
+		}
+		s.unattributed[b] = true
+		s.tracef("%s left binding %v unrecorded (unattributed, R8.4)", a.name, b)
+	}
+	if t.pendingQuota > 0 {
+		s.unattributedQuota = t.pendingQuota
+		s.tracef("%s left quota %d unrecorded (unattributed, R8.4)", a.name, t.pendingQuota)
+	}
+	clear(t.pending)
+	t.pendingQuota = 0
+}
