@@ -31,9 +31,15 @@ import (
 // The leader's latest boundary is logged beside it: how much earlier it
 // would have counted those segments as freed.
 func TestDifferentialFollowerBoundary(t *testing.T) {
-	jars, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".cache", "kafka-disk-guard", "rsm-*", "kdg-test-rsm.jar"))
+	// scripts/kafka.sh fetch (run by scripts/test.sh before the tests)
+	// builds the test RemoteStorageManager into the jar cache.
+	cache := os.Getenv("KDG_CACHE")
+	if cache == "" {
+		cache = filepath.Join(os.Getenv("HOME"), ".cache", "kafka-disk-guard")
+	}
+	jars, _ := filepath.Glob(filepath.Join(cache, "rsm-*", "kdg-test-rsm.jar"))
 	if len(jars) == 0 {
-		t.Skip("no tiered storage test plugin built (run a tiered broker test first: scripts/kafka.sh --tiered builds it)")
+		t.Fatalf("no tiered storage test plugin in %s: run scripts/kafka.sh fetch (it builds it)", cache)
 	}
 	remoteDir := t.TempDir()
 	start := time.Now()
