@@ -3,7 +3,6 @@ package enforcer
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
@@ -71,28 +70,6 @@ func AcceptedLocalBytes(v int64, c agent.TopicConfig) (int64, bool) {
 	return w, w == v
 }
 
-// restoreValue is the value the guard restores for the operator's
-// original (nil: the override is deleted, which Kafka always accepts):
-// orig itself when Kafka accepts it with the topic's configs now, else
-// the nearest value it accepts (AcceptedLocalBytes); adjusted says which,
-// for the log line. An original that is not a number is restored as it
-// is.
-func restoreValue(orig *string, c agent.TopicConfig) (v *string, adjusted bool) {
-	if orig == nil {
-		return nil, false
-	}
-	n, err := strconv.ParseInt(*orig, 10, 64)
-	if err != nil {
-		return orig, false
-	}
-	w, ok := AcceptedLocalBytes(n, c)
-	if ok {
-		return orig, false
-	}
-	s := strconv.FormatInt(w, 10)
-	return &s, true
-}
-
 // restoreOrInherit puts the operator's value c.Orig back. When Kafka
 // refuses it (ErrConfigRefused: the operator lowered retention.bytes
 // below it meanwhile, set remote.log.copy.disable, raised
@@ -100,7 +77,12 @@ func restoreValue(orig *string, c agent.TopicConfig) (v *string, adjusted bool) 
 // inherits local.retention.bytes (-2 by default: retention.bytes, the
 // nearest value Kafka accepts for an original above retention.bytes or
 // -1 under a size limit, and the only one besides retention.bytes itself
-// with copying off). It returns what was restored and, when that is not
+// with copying off). remote.copy.lag.bytes never refuses the original:
+// the guard's value is at or above the lag (LocalRetentionFloor) and at or
+// below the original, and Kafka refuses a lag above the value in place, so
+// the original stays at or above any lag set meanwhile. So inheriting is
+// the nearest value Kafka accepts (AcceptedLocalBytes) in every refusal a
+// restore can meet. It returns what was restored and, when that is not
 // the original, the original (for the log line).
 func restoreOrInherit(ctx context.Context, a ReleaseAdmin, c Owned) (restored, wanted *string, err error) {
 	err = a.AlterTopicConfig(ctx, c.Topic, c.Key, c.Orig)

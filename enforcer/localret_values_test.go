@@ -87,16 +87,6 @@ func TestR7_4AcceptedLocalBytes(t *testing.T) {
 			t.Errorf("R7.4/%s: %d %v, want %d %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
-	five := "5000"
-	if v, adj := restoreValue(&five, cfg(1000, -1, false)); v == nil || *v != "1000" || !adj {
-		t.Errorf("R7.4/restore above retention.bytes: %v %v", v, adj)
-	}
-	if v, adj := restoreValue(&five, cfg(-1, -1, false)); v != &five || adj {
-		t.Errorf("R7.4/restore accepted: %v %v", v, adj)
-	}
-	if v, adj := restoreValue(nil, cfg(1000, -1, false)); v != nil || adj {
-		t.Errorf("R7.4/restore no override: %v %v", v, adj)
-	}
 }
 
 // R7.4: Kafka refusing the lowered value (INVALID_CONFIG) is its own
