@@ -250,11 +250,7 @@ func writePlan(w io.Writer, p relief.Plan, band, target float64) error {
 	if len(p.Moves) == 0 {
 		return nil
 	}
-	js, err := p.ReassignmentJSON(false)
-	if err != nil {
-		return err
-	}
-	back, err := p.ReassignmentJSON(true)
+	js, back, err := planJSON(p)
 	if err != nil {
 		return err
 	}
@@ -263,12 +259,20 @@ func writePlan(w io.Writer, p relief.Plan, band, target float64) error {
 	return nil
 }
 
-func writePlanFiles(path string, p relief.Plan) error {
-	js, err := p.ReassignmentJSON(false)
-	if err != nil {
-		return err
+// planJSON is the plan's reassignment and its rollback (the current
+// assignment), as kafka-reassign-partitions.sh reads them.
+func planJSON(p relief.Plan) (reassign, rollback []byte, err error) {
+	if reassign, err = p.ReassignmentJSON(false); err != nil {
+		return nil, nil, err
 	}
-	back, err := p.ReassignmentJSON(true)
+	if rollback, err = p.ReassignmentJSON(true); err != nil {
+		return nil, nil, err
+	}
+	return reassign, rollback, nil
+}
+
+func writePlanFiles(path string, p relief.Plan) error {
+	js, back, err := planJSON(p)
 	if err != nil {
 		return err
 	}

@@ -809,12 +809,5 @@ func (a *ClusterAdmin) BrokerLogDirs(ctx context.Context, node int32) ([]agent.B
 }
 
 func (a *ClusterAdmin) Rights(ctx context.Context, q rights.Query) (rights.Report, error) {
-	if err := ctx.Err(); err != nil {
-		return rights.Report{}, err
-	}
-	features := q.Features
-	if len(features) == 0 || features[0] != rights.Observe {
-		features = append([]rights.Feature{rights.Observe}, features...)
-	}
-	return rights.Report{Features: features, Checked: len(q.Topics)}, nil
+	return everyRight(ctx, q)
 }
