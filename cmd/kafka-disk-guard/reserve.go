@@ -57,7 +57,7 @@ type bytesFlag struct{ n *int64 }
 
 func (b bytesFlag) String() string {
 	if b.n == nil {
-		return ""
+		return "0" // the zero flag (flag's usage compares defaults with it)
 	}
 	return strconv.FormatInt(*b.n, 10)
 }
