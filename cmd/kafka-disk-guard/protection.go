@@ -143,25 +143,43 @@ func (p *protectionFlags) connect() (admin *kafkaadmin.Enforce, closeFn func(), 
 }
 
 func runProtection(ctx context.Context, args []string, getenv env, out streams) error {
+	return runSubcommand(ctx, "protection", protectionUsage, []namedSubcommand{
+		{"status", runProtectionStatus}, {"lift", runProtectionLift}, {"resume", runProtectionResume},
+	}, args, getenv, out)
+}
+
+// namedSubcommand is one subcommand and what runs it with its own
+// arguments.
+type namedSubcommand struct {
+	name string
+	run  func(ctx context.Context, args []string, getenv env, out streams) error
+}
+
+// runSubcommand dispatches args[0] among the command's cmds: help
+// (or nothing: a usage error) prints usage, an unknown name is a usage
+// error listing the known ones.
+func runSubcommand(ctx context.Context, name, usage string, cmds []namedSubcommand, args []string, getenv env, out streams) error {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.name
+	}
+	known := strings.Join(names, ", ")
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(out.stderr, protectionUsage)
+		fmt.Fprint(out.stderr, usage)
 		if len(args) == 0 {
-			return usageError{"protection: no subcommand given (status, lift, resume)"}
+			return usageError{fmt.Sprintf("%s: no subcommand given (%s)", name, known)}
 		}
 		return nil
 	}
-	switch args[0] {
-	case "status":
-		return runProtectionStatus(ctx, args[1:], getenv, out)
-	case "lift":
-		return runProtectionLift(ctx, args[1:], getenv, out)
-	case "resume":
-		return runProtectionResume(ctx, args[1:], getenv, out)
+	for _, c := range cmds {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], getenv, out)
+		}
 	}
-	return usageError{fmt.Sprintf("protection: unknown subcommand %q (status, lift, resume)", args[0])}
+	return usageError{fmt.Sprintf("%s: unknown subcommand %q (%s)", name, args[0], known)}
 }
 
 // operatorName names who runs the command, for the lift's record.

@@ -60,20 +60,7 @@ type reliefFlags struct {
 }
 
 func runRelief(ctx context.Context, args []string, getenv env, out streams) error {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(out.stderr, reliefUsage)
-		if len(args) == 0 {
-			return usageError{"relief: no subcommand given (plan)"}
-		}
-		return nil
-	}
-	if args[0] != "plan" {
-		return usageError{fmt.Sprintf("relief: unknown subcommand %q (plan)", args[0])}
-	}
-	return runReliefPlan(ctx, args[1:], getenv, out)
+	return runSubcommand(ctx, "relief", reliefUsage, []namedSubcommand{{"plan", runReliefPlan}}, args, getenv, out)
 }
 
 func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) error {
