@@ -19,6 +19,7 @@ type (
 	Record        = ledger.Record
 	Records       = ledger.Records
 	Owned         = ledger.Owned
+	ConfigClaim   = ledger.ConfigClaim
 	Lift          = ledger.Lift
 	Why           = ledger.Why
 	Suppression   = ledger.Suppression

@@ -22,7 +22,7 @@ import (
 // upperBoundOffset - 1 <= highestOffsetInRemoteStorage), so no record is
 // lost: what is deleted locally stays readable from the remote tier.
 //
-// The change is a claim in the agent's ownership record (OwnedTopicConfig,
+// The change is a claim in the agent's ownership record (ConfigClaim,
 // with the operator's value in Orig: nil when the topic had no override),
 // leased, lifted by a peer or an operator, and restored when usage falls
 // under the lowest purge band minus the hysteresis. A value the guard did
@@ -295,11 +295,11 @@ func gentlest(parts []*agent.Partition, need int64) int64 {
 // given up (restored once no live record claims the key) and the claims
 // dropped because an operator changed the value. Without the topic
 // configs read this pass the claims stay as they are.
-func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppressed func(string) bool, pp *ProtectionPlan) []Owned {
+func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppressed func(string) bool, pp *ProtectionPlan) []ConfigClaim {
 	po := o.Protection
 	claims := me.ConfigClaims()
 	if !po.ConfigsRead {
-		return me.AllConfigClaims()
+		return me.Configs
 	}
 	// Topics wanted lowered now, with the value; topics kept lowered
 	// (usage still above the hysteresis bound in a log dir holding them).
@@ -323,12 +323,12 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 			}
 		}
 	}
-	var out []Owned
+	var out []ConfigClaim
 	// Two-phase release (spec R8.5): a claim given up stays, releasing,
 	// until the value in place is read back as no longer the guard's
 	// (restored, changed by an operator, or the topic gone), or another
 	// live record holds the key (its release restores it).
-	release := func(c Owned) {
+	release := func(c ConfigClaim) {
 		c.Releasing = true
 		out = append(out, c)
 		pp.ReleaseConfigs = append(pp.ReleaseConfigs, c)
@@ -336,10 +336,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 	liveOthers := Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
 	delete(liveOthers.Agents, po.BrokerID)
 	heldElsewhere := liveOthers.LiveConfigClaims()
-	for _, c := range me.Releasing() {
-		if c.Kind != OwnedTopicConfig {
-			continue
-		}
+	for _, c := range me.ReleasingConfigs() {
 		cur, read := po.TopicConfigs[c.Topic]
 		if read && po.Records.GuardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
 			release(c)
@@ -394,7 +391,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 				continue // already as low
 			}
 		}
-		c := Owned{Kind: OwnedTopicConfig, Topic: t, Key: LocalRetentionBytesKey, Value: strconv.FormatInt(v, 10), Orig: cur}
+		c := ConfigClaim{Topic: t, Key: LocalRetentionBytesKey, Value: strconv.FormatInt(v, 10), Orig: cur}
 		// Another agent lowered it already: the operator's value is the
 		// one that agent recorded.
 		if cur != nil {
@@ -435,7 +432,7 @@ func (p Policy) lowerCandidates(o Observed) []string {
 func configTopics(recs Records, extra Record, cands []string) []string {
 	set := map[string]bool{}
 	for _, r := range append(valuesOf(recs.Agents), extra) {
-		for _, c := range r.AllConfigClaims() {
+		for _, c := range r.Configs {
 			set[c.Topic] = true
 		}
 	}

@@ -73,7 +73,7 @@ func TestR7_4LoweringNamesItsClusterWideReach(t *testing.T) {
 // R7.4: protection status shows each lowered topic's replicas cluster-wide.
 func TestR7_4StatusShowsClusterWideReach(t *testing.T) {
 	recs := ledger.NewRecords()
-	recs.Agents[1] = Record{BrokerID: 1, Owned: []Owned{{Kind: OwnedTopicConfig, Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400"}}}
+	recs.Agents[1] = Record{BrokerID: 1, Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400"}}}
 	st := ledger.BuildStatus(ledger.StatusInput{Records: recs, Now: t0, TopicConfigs: map[string]*string{"tiered": strPtr("400")},
 		Replicas: map[string]TopicReplicas{"tiered": {Partitions: 2, Replicas: 6, Brokers: 3}}})
 	if len(st.Brokers) != 1 || len(st.Brokers[0].Configs) != 1 {

@@ -347,9 +347,9 @@ func TestR7_4DeletedTopicDropsTheClaim(t *testing.T) {
 // the operator's value and whether the value in place is the guard's.
 func TestR7_4StatusListsLoweredLocalRetention(t *testing.T) {
 	recs := ledger.NewRecords()
-	recs.Agents[1] = Record{BrokerID: 1, LeaseMs: 60000, Renewed: t0, Owned: []Owned{
-		{Kind: OwnedTopicConfig, Topic: "events", Key: LocalRetentionBytesKey, Value: "1000"},
-		{Kind: OwnedTopicConfig, Topic: "clicks", Key: LocalRetentionBytesKey, Value: "2000", Orig: strPtr("9000")},
+	recs.Agents[1] = Record{BrokerID: 1, LeaseMs: 60000, Renewed: t0, Configs: []ConfigClaim{
+		{Topic: "events", Key: LocalRetentionBytesKey, Value: "1000"},
+		{Topic: "clicks", Key: LocalRetentionBytesKey, Value: "2000", Orig: strPtr("9000")},
 	}}
 	if got := recs.ConfigTopics(); len(got) != 2 || got[0] != "clicks" {
 		t.Fatalf("config topics %v", got)

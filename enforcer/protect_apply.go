@@ -50,6 +50,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 	if pp.Grows() {
 		grown := rec
 		grown.Owned = unionOwned(me.Owned, rec.Owned)
+		grown.Configs = ledger.UnionConfigs(me.Configs, rec.Configs)
 		grown.LogDirs = unionStrings(me.LogDirs, rec.LogDirs)
 		rctx, cancel := context.WithTimeout(ctx, e.cfg.Protection.RecordTimeout)
 		err := e.storeRecord(rctx, grown)
@@ -60,7 +61,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 			problems[ErrorRecordFailed] = true
 			e.logger.Warn("protection applied before its record was written", "err", err, "record_timeout", e.cfg.Protection.RecordTimeout.String())
 		} else {
-			wrote = ledger.SameOwned(grown.Owned, rec.Owned) && slices.Equal(grown.LogDirs, rec.LogDirs)
+			wrote = ledger.SameOwned(grown.Owned, rec.Owned) && ledger.SameConfigs(grown.Configs, rec.Configs) && slices.Equal(grown.LogDirs, rec.LogDirs)
 		}
 		if all := flatten(pp.Create); len(all) > 0 {
 			err := e.admin.CreateACLs(ctx, all)
@@ -97,6 +98,8 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 		if !recorded {
 			grown := rec
 			grown.Owned = unionOwned(me.Owned, rec.Owned)
+			grown.Configs = ledger.UnionConfigs(me.Configs, rec.Configs)
+			grown.Configs = ledger.UnionConfigs(me.Configs, rec.Configs)
 			grown.LogDirs = unionStrings(me.LogDirs, rec.LogDirs)
 			if err := e.storeRecord(ctx, grown); err != nil {
 				problems[ErrorRecordFailed] = true
@@ -106,7 +109,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 				}
 			} else {
 				recorded = true
-				wrote = ledger.SameOwned(grown.Owned, rec.Owned) && slices.Equal(grown.LogDirs, rec.LogDirs)
+				wrote = ledger.SameOwned(grown.Owned, rec.Owned) && ledger.SameConfigs(grown.Configs, rec.Configs) && slices.Equal(grown.LogDirs, rec.LogDirs)
 			}
 		}
 		if recorded {
@@ -233,7 +236,7 @@ func (e *Enforcer) releaseBackoff(n int) time.Duration {
 }
 
 // release runs ReleaseUnclaimed and keeps the records it read.
-func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64, configs []Owned) (ledger.Released, error) {
+func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64, configs []ConfigClaim) (ledger.Released, error) {
 	rel, err := ledger.ReleaseUnclaimed(ctx, e.admin, cands, quota, configs)
 	if rel.Records.Agents != nil {
 		rs := rel.Records.Clone()

@@ -97,7 +97,7 @@ type PeerLift struct {
 	ReleaseQuota int64
 	// ReleaseConfigs: the topic configs it claims, restored where no live
 	// record claims them once the lift is written.
-	ReleaseConfigs []Owned
+	ReleaseConfigs []ConfigClaim
 	Topics         int
 	// Retry: the lift is written already (a pending lift): only the
 	// release is driven again.
@@ -127,7 +127,7 @@ type ProtectionPlan struct {
 	// restored like Release. DroppedConfigs: claims dropped because an
 	// operator changed the value since (left as the operator set it).
 	SetConfigs     []ConfigChange
-	ReleaseConfigs []Owned
+	ReleaseConfigs []ConfigClaim
 	DroppedConfigs []ConfigChange
 	// Lifts: expired protection of other agents.
 	Lifts []PeerLift
@@ -291,7 +291,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		_, found := slices.BinarySearch(s.Topics, t)
 		return len(s.Topics) == 0 || found
 	}
-	rec.Owned = append(rec.Owned, planConfigs(o, goals, me, wantNothing, suppressed, &pp)...)
+	rec.Configs = planConfigs(o, goals, me, wantNothing, suppressed, &pp)
 
 	// Changes to the bindings: create what is missing; release what this
 	// agent claimed (or set unrecorded) and no longer wants.
@@ -365,7 +365,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 
 	// Write the record when it changed, when the lease is due (renewed
 	// only on trusted inputs), or when the last write failed.
-	changed := !ledger.SameOwned(me.Owned, rec.Owned) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
+	changed := !ledger.SameOwned(me.Owned, rec.Owned) || !ledger.SameConfigs(me.Configs, rec.Configs) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
 		(me.Instance != rec.Instance && (rec.Claims() || len(rec.LogDirs) > 0)) || (po.Enforcing && !ledger.SamePurges(me.Purged, rec.Purged)) ||
 		!sameSuppression(me.Suppressed, rec.Suppressed) || (rec.Claims() && (me.Strategy != rec.Strategy || me.LeaseMs != rec.LeaseMs))
 	renew := trusted(o) && rec.Claims() && (o.Now.Sub(me.Renewed) >= po.Lease/3 || o.Now.Before(me.Renewed))
@@ -396,7 +396,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 				pl.ReleaseQuota = q
 			}
 		}
-		for _, c := range r.AllConfigClaims() {
+		for _, c := range r.Configs {
 			if cur, read := po.TopicConfigs[c.Topic]; !po.ConfigsRead || (read && po.Records.GuardSet(c, cur)) {
 				pl.ReleaseConfigs = append(pl.ReleaseConfigs, c)
 			}
@@ -505,7 +505,7 @@ func unionOwned(a, b []Owned) []Owned {
 	var order []string
 	m := map[string]*acc{}
 	for _, o := range append(slices.Clone(a), b...) {
-		k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key
+		k := o.Kind + "|" + o.Entity + "|" + o.Key
 		if o.Kind == OwnedACL && o.Shape != nil {
 			k += "|" + o.Shape.Key()
 		}

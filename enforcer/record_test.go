@@ -18,7 +18,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		Why: []Why{{LogDir: dir, Band: "protect", Usage: 0.91}}, LogDirs: []string{dir}, Ack: "op-1",
 		Suppressed: &Suppression{LiftID: "op-1", Topics: []string{"t9"}}, Updated: t0.Add(time.Second),
 		Owned: []Owned{owns(shapeDenyAll, "t1", "t2"), owns(Shape{AllowOps: ledger.OpsButWrite, AllowWrite: []string{"User:connect"}}, "t3"),
-			ledger.QuotaOwned(1024), {Kind: OwnedTopicConfig, Topic: "tiered", Key: "local.retention.ms", Value: "60000", Orig: &orig}}}
+			ledger.QuotaOwned(1024)},
+		Configs: []ConfigClaim{{Topic: "tiered", Key: "local.retention.ms", Value: "60000", Orig: &orig}}}
 	data, err := ledger.EncodeRecord(r)
 	if err != nil {
 		t.Fatal(err)

@@ -5,32 +5,74 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Topic config claims: a tiered topic's local.retention.bytes the guard
-// lowered (spec R7.4), recorded, leased and lifted like protection.
+// lowered (spec R7.4), recorded, leased and lifted like protection, but
+// not protection: its own type, metrics and error reason.
+
+// ConfigClaim is a topic config the guard changed: Value on Topic's Key,
+// and the operator's value to restore (Orig; nil when the key was not set
+// on the topic).
+type ConfigClaim struct {
+	Topic string
+	Key   string
+	Value string
+	Orig  *string
+	// Prev: the guard's own earlier value, while it lowers the value
+	// further (a value in place equal to it is the guard's).
+	Prev *string
+	// Releasing: being given up (spec R8.5), as Owned.Releasing: kept
+	// until the value in place is read back restored or no longer the
+	// guard's.
+	Releasing bool
+}
 
 // ConfigClaims lists the topic configs the record holds (not releasing).
-func (r Record) ConfigClaims() []Owned {
-	var out []Owned
-	for _, o := range r.Owned {
-		if o.Kind == OwnedTopicConfig && !o.Releasing {
-			out = append(out, o)
+func (r Record) ConfigClaims() []ConfigClaim {
+	var out []ConfigClaim
+	for _, c := range r.Configs {
+		if !c.Releasing {
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// AllConfigClaims lists every topic config claim of the record, releasing
-// ones included.
-func (r Record) AllConfigClaims() []Owned {
-	var out []Owned
-	for _, o := range r.Owned {
-		if o.Kind == OwnedTopicConfig {
-			out = append(out, o)
+// ReleasingConfigs lists the topic config claims being given up.
+func (r Record) ReleasingConfigs() []ConfigClaim {
+	var out []ConfigClaim
+	for _, c := range r.Configs {
+		if c.Releasing {
+			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// SameConfigs reports whether two lists of config claims are equal as
+// sets.
+func SameConfigs(a, b []ConfigClaim) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(c ConfigClaim) string {
+		orig := "-"
+		if c.Orig != nil {
+			orig = strconv.Quote(*c.Orig)
+		}
+		return strings.Join([]string{c.Topic, c.Key, c.Value, strconv.FormatBool(c.Releasing), orig}, "|")
+	}
+	ka := make([]string, 0, len(a))
+	kb := make([]string, 0, len(b))
+	for i := range a {
+		ka, kb = append(ka, key(a[i])), append(kb, key(b[i]))
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
 }
 
 // LiveConfigClaims is every (topic, key) some live record claims.
@@ -48,21 +90,21 @@ func (rs Records) LiveConfigClaims() map[[2]string]bool {
 
 // ValueClaim returns a claim on (topic, key) of any record (voided,
 // releasing or not) whose value is v: v is a value the guard set.
-func (rs Records) ValueClaim(topic, key, v string) (Owned, bool) {
+func (rs Records) ValueClaim(topic, key, v string) (ConfigClaim, bool) {
 	for _, id := range slices.Sorted(maps.Keys(rs.Agents)) {
-		for _, c := range rs.Agents[id].AllConfigClaims() {
+		for _, c := range rs.Agents[id].Configs {
 			if c.Topic == topic && c.Key == key && (c.Value == v || (c.Prev != nil && *c.Prev == v)) {
 				return c, true
 			}
 		}
 	}
-	return Owned{}, false
+	return ConfigClaim{}, false
 }
 
 // GuardSet reports whether cur, the value in place, is one the guard
 // set: it equals the claim's own value or another record's claim on the
 // same key.
-func (rs Records) GuardSet(c Owned, cur *string) bool {
+func (rs Records) GuardSet(c ConfigClaim, cur *string) bool {
 	if cur == nil {
 		return false
 	}
@@ -94,7 +136,7 @@ var ErrConfigRefused = errors.New("refused by kafka")
 // the nearest value Kafka accepts (AcceptedLocalBytes) in every refusal a
 // restore can meet. It returns what was restored and, when that is not
 // the original, the original (for the log line).
-func restoreOrInherit(ctx context.Context, a ReleaseAdmin, c Owned) (restored, wanted *string, err error) {
+func restoreOrInherit(ctx context.Context, a ReleaseAdmin, c ConfigClaim) (restored, wanted *string, err error) {
 	err = a.AlterTopicConfig(ctx, c.Topic, c.Key, c.Orig)
 	if err == nil || c.Orig == nil || !errors.Is(err, ErrConfigRefused) {
 		return c.Orig, nil, err
@@ -108,4 +150,19 @@ func restoreOrInherit(ctx context.Context, a ReleaseAdmin, c Owned) (restored, w
 // SameValue reports whether two config values (nil: not set) are equal.
 func SameValue(a, b *string) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// UnionConfigs is what a record claims while it grows from a to b: every
+// (topic, key) of either, b's claim where both have one.
+func UnionConfigs(a, b []ConfigClaim) []ConfigClaim {
+	out := slices.Clone(a)
+	for _, c := range b {
+		i := slices.IndexFunc(out, func(x ConfigClaim) bool { return x.Topic == c.Topic && x.Key == c.Key })
+		if i < 0 {
+			out = append(out, c)
+		} else {
+			out[i] = c
+		}
+	}
+	return out
 }

@@ -71,33 +71,25 @@ const (
 	OwnedACL = "acl"
 	// OwnedQuota: a client quota the guard set (Entity, Key, Value).
 	OwnedQuota = "quota"
-	// OwnedTopicConfig: a topic config the guard changed (Topic, Key,
-	// Value) and the operator's value to restore (Original; nil when the
-	// key was not set on the topic): a tiered topic's
-	// local.retention.bytes (spec R7.4, localret.go); recorded, leased and
-	// lifted like the others.
+	// OwnedTopicConfig: the kind a ConfigClaim has in the record's
+	// "owned" list (the format shares the list; the types do not).
 	OwnedTopicConfig = "topic_config"
 )
 
 // DefaultClientEntity names the default client-id quota entity.
 const DefaultClientEntity = "client-id=<default>"
 
-// Owned is one change the guard owns on the cluster, by Kind. Topics are
-// stored by name with the Shape that derives their bindings (a few bytes a
-// topic, not the full triples).
+// Owned is one piece of write protection the guard owns on the cluster,
+// by Kind (acl or quota). Topics are stored by name with the Shape that
+// derives their bindings (a few bytes a topic, not the full triples).
 type Owned struct {
 	Kind string `json:"kind"`
 	// acl: the shape and the topics protected with it (sorted).
 	Shape  *Shape   `json:"shape,omitempty"`
 	Topics []string `json:"topics,omitempty"`
 	Entity string   `json:"entity,omitempty"` // quota: e.g. client-id=<default>
-	Topic  string   `json:"topic,omitempty"`  // topic_config
-	Key    string   `json:"key,omitempty"`    // quota, topic_config
-	Value  string   `json:"value,omitempty"`  // quota, topic_config: what the guard set
-	Orig   *string  `json:"original,omitempty"`
-	// Prev: topic_config: the guard's own earlier value, while it lowers
-	// the value further (a value in place equal to it is the guard's).
-	Prev *string `json:"prev,omitempty"`
+	Key    string   `json:"key,omitempty"`    // quota
+	Value  string   `json:"value,omitempty"`  // quota: what the guard set
 	// Releasing: the claim is being given up (spec R8.5): it stays in the
 	// record, no longer live (it keeps nothing in place for anyone),
 	// until what it names is read back gone or restored; every pass
@@ -143,7 +135,11 @@ type Record struct {
 	// state, R3.7), with why each entered it.
 	Why     []Why    `json:"why,omitempty"`
 	LogDirs []string `json:"log_dirs,omitempty"`
-	Owned   []Owned  `json:"owned,omitempty"`
+	// Owned: write protection (bindings, the quota); Configs: topic
+	// configs the guard changed (tiered local retention). One "owned"
+	// list in the encoding (MarshalJSON).
+	Owned   []Owned       `json:"-"`
+	Configs []ConfigClaim `json:"-"`
 	// Ack: the ID of the last lift of this broker's claims the agent has
 	// seen; from then on its claims are its own again.
 	Ack        string       `json:"ack,omitempty"`
@@ -160,9 +156,9 @@ func (r Record) Lease() time.Duration { return time.Duration(r.LeaseMs) * time.M
 
 // Claims reports whether the record owns anything (releasing claims
 // included).
-func (r Record) Claims() bool { return len(r.Owned) > 0 }
+func (r Record) Claims() bool { return len(r.Owned) > 0 || len(r.Configs) > 0 }
 
-// Held lists the claims the record holds (not releasing).
+// Held lists the protection claims the record holds (not releasing).
 func (r Record) Held() []Owned {
 	var out []Owned
 	for _, o := range r.Owned {
@@ -173,7 +169,7 @@ func (r Record) Held() []Owned {
 	return out
 }
 
-// Releasing lists the claims being given up (spec R8.5).
+// Releasing lists the protection claims being given up (spec R8.5).
 func (r Record) Releasing() []Owned {
 	var out []Owned
 	for _, o := range r.Owned {
@@ -198,7 +194,7 @@ func (r Record) ReleasingQuota() int64 {
 
 // Empty reports whether the record neither owns anything nor has a log
 // dir under protection.
-func (r Record) Empty() bool { return len(r.Owned) == 0 && len(r.LogDirs) == 0 && r.Suppressed == nil }
+func (r Record) Empty() bool { return !r.Claims() && len(r.LogDirs) == 0 && r.Suppressed == nil }
 
 // ACLTopics is every topic the record protects with ACLs (held claims).
 func (r Record) ACLTopics() []string {
@@ -626,10 +622,7 @@ func SameOwned(a, b []Owned) bool {
 	norm := func(os []Owned) []string {
 		out := make([]string, 0, len(os))
 		for _, o := range os {
-			k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key + "|" + o.Value + "|" + strconv.FormatBool(o.Releasing)
-			if o.Orig != nil {
-				k += "|" + *o.Orig
-			}
+			k := o.Kind + "|" + o.Entity + "|" + o.Key + "|" + o.Value + "|" + strconv.FormatBool(o.Releasing)
 			if o.Shape != nil {
 				k += "|" + o.Shape.Key()
 			}

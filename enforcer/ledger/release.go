@@ -70,7 +70,7 @@ type Released struct {
 // claims (configs) no live record claims are restored to the operator's
 // value, each only while the value in place is one the guard set (spec
 // R7.4): an operator's change since is left alone.
-func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quota int64, configs []Owned) (Released, error) {
+func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quota int64, configs []ConfigClaim) (Released, error) {
 	var out Released
 	recs, err := a.LoadRecords(ctx)
 	if err != nil {
@@ -114,9 +114,9 @@ func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quo
 // restoreConfigs restores the claimed topic configs no live record
 // claims: read what is in place, and put the operator's value back only
 // where the value in place is one the guard set.
-func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs []Owned, out *Released) error {
+func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs []ConfigClaim, out *Released) error {
 	live := recs.LiveConfigClaims()
-	byKey := map[[2]string]Owned{}
+	byKey := map[[2]string]ConfigClaim{}
 	for _, c := range configs {
 		k := [2]string{c.Topic, c.Key}
 		if _, dup := byKey[k]; dup {
@@ -221,7 +221,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 	}
 	var cands []ACL
 	quotas := map[int64]bool{}
-	var configs []Owned
+	var configs []ConfigClaim
 	for _, id := range slices.Sorted(maps.Keys(recs.Agents)) {
 		r := recs.Agents[id]
 		if !req.All && req.Topic == "" && id != req.Broker {
@@ -254,7 +254,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 				live = true
 			}
 		}
-		for _, c := range r.AllConfigClaims() {
+		for _, c := range r.Configs {
 			if scope(c.Topic) {
 				configs = append(configs, c)
 				live = live || (!c.Releasing && recs.Live(id, c.Topic))
@@ -301,7 +301,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 
 // remaining reads back what a lift was asked to lift and lists what is
 // still in place and held by no live record.
-func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]bool, configs []Owned) ([]string, error) {
+func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]bool, configs []ConfigClaim) ([]string, error) {
 	recs, err := a.LoadRecords(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the protection records again: %w", err)

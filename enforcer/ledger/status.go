@@ -226,11 +226,12 @@ func BuildStatus(in StatusInput) Status {
 			case OwnedQuota:
 				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: o.Entity + " " + o.Key + "=" + o.Value,
 					InPlace: in.DefaultProducerByteRate == mustInt(o.Value)})
-			case OwnedTopicConfig:
-				cur, read := in.TopicConfigs[o.Topic]
-				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, Topic: o.Topic, What: o.Key + "=" + o.Value,
-					InPlace: !read || in.Records.GuardSet(o, cur)})
 			}
+		}
+		for _, c := range r.ReleasingConfigs() {
+			cur, read := in.TopicConfigs[c.Topic]
+			b.Releasing = append(b.Releasing, ReleasingStatus{Kind: OwnedTopicConfig, Topic: c.Topic, What: c.Key + "=" + c.Value,
+				InPlace: !read || in.Records.GuardSet(c, cur)})
 		}
 		b.Undecodable = in.Records.Undecodable[id]
 		switch {
@@ -274,7 +275,7 @@ func BuildStatus(in StatusInput) Status {
 func (rs Records) ConfigTopics() []string {
 	set := map[string]bool{}
 	for _, r := range rs.Agents {
-		for _, c := range r.AllConfigClaims() {
+		for _, c := range r.Configs {
 			set[c.Topic] = true
 		}
 	}

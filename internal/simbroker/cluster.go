@@ -472,7 +472,7 @@ func (c *Cluster) readOwnership() (ledger.Records, error) {
 	out := c.folded.Clone()
 	for id, r := range out.Agents {
 		// A fresh copy of what the enforcer could change in place.
-		r.Why, r.LogDirs, r.Owned = slices.Clone(r.Why), slices.Clone(r.LogDirs), slices.Clone(r.Owned)
+		r.Why, r.LogDirs, r.Owned, r.Configs = slices.Clone(r.Why), slices.Clone(r.LogDirs), slices.Clone(r.Owned), slices.Clone(r.Configs)
 		for i := range r.Owned {
 			r.Owned[i].Topics = slices.Clone(r.Owned[i].Topics)
 		}
