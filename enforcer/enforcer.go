@@ -230,7 +230,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		loc: loc, hour: hour, minute: minute,
 		logger: logger.With("component", "enforcer"), m: m, src: src, admin: admin, clock: clock,
 		dryRun: !cfg.Enabled, brokerF: cfg.BrokerID, brokerID: -1,
-		prot:          protectionState{unrecorded: map[ACL]bool{}, leases: map[int32]leaseSeen{}, gone: map[int32]time.Duration{}},
+		prot:          protectionState{unrecorded: map[ACL]bool{}, leases: map[int32]leaseSeen{}, gone: map[int32]time.Duration{}, selfGone: -1},
 		lastScheduled: clock.Now(),
 		bands:         map[string]string{},
 		virtualLSO:    map[TopicPartition]int64{},

@@ -87,17 +87,20 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 // selfAlive reports whether this agent's broker is missing from the
 // cluster's metadata (fenced for a restart, or gone), and whether it has
 // been for a whole lease (gone: peers lift its protection then, and the
-// agent keeps none).
+// agent keeps none). Timed on the monotonic clock, as peers time it: a
+// jump of the wall clock neither makes a restarting broker gone nor
+// keeps a gone one.
 func (e *Enforcer) selfAlive(now time.Time) (notAlive, gone bool) {
 	notAlive = e.prot.live != nil && !e.prot.live[e.brokerID]
 	if !notAlive {
-		e.prot.selfGone = time.Time{}
+		e.prot.selfGone = -1
 		return false, false
 	}
-	if e.prot.selfGone.IsZero() || now.Before(e.prot.selfGone) {
-		e.prot.selfGone = now
+	mono := e.monotonic(now)
+	if e.prot.selfGone < 0 || mono < e.prot.selfGone {
+		e.prot.selfGone = mono
 	}
-	return true, now.Sub(e.prot.selfGone) >= e.cfg.Protection.LeaseDuration
+	return true, mono-e.prot.selfGone >= e.cfg.Protection.LeaseDuration
 }
 
 // reads times observe's reads and keeps their errors.

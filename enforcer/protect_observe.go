@@ -70,8 +70,8 @@ type protectionState struct {
 	self    leaseSeen
 	standby bool
 	// selfGone: since when this agent's broker has been missing from the
-	// cluster's metadata (zero: listed).
-	selfGone time.Time
+	// cluster's metadata (monotonic; negative: listed).
+	selfGone time.Duration
 	// purgesRestored: the purge history of this agent's record was read
 	// back into the caps' windows (once, at the first read).
 	purgesRestored bool
