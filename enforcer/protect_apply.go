@@ -18,112 +18,183 @@ import (
 // protection and expired peers', since lifting blocks nothing and deletes
 // nothing (spec R4.4). It returns the pass's problems for the gauges.
 //
-// Order (spec R8.4):
-//  1. protecting more: the grown record is written with
+// Steps, in order (spec R8.4):
+//  1. protectMore: the grown record is written with
 //     protection.recordTimeout as its deadline, then the bindings or the
 //     quota are set whether or not it was written in time; what was set
 //     unrecorded is remembered and recorded by a later pass;
-//  2. giving claims up: the smaller record is written (acks=all), the
-//     records are read to their end, and only the bindings no live record
-//     claims then are deleted (ReleaseUnclaimed);
-//  3. otherwise the record is written when it changed or its lease is due;
-//  4. expired peers: a lift is written, then ReleaseUnclaimed.
+//  2. lowerLocalRetention: tiered topics' local retention is lowered,
+//     never before a record claiming the new value is written (R7.4);
+//  3. giveUp: the record marking the claims given up as releasing is
+//     written (acks=all), the records are read to their end, and only
+//     what no live record claims then is released (two-phase release,
+//     R8.5, retried with a capped backoff);
+//  4. otherwise the record is written when it changed or its lease is due;
+//  5. liftPeers: for each expired peer, a lift is written, then what it
+//     voided is released.
 func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) (map[ProtectionError]bool, error) {
-	problems := map[ProtectionError]bool{}
 	if e.dryRun && plan.WouldProtect != nil {
 		e.reportWouldProtect(*plan.WouldProtect, band)
 	}
 	pp := plan.Protection
+	e.noteObserveLift(pp)
+	e.noteAcked(pp)
+	ap := &applying{pp: pp, me: e.real(), problems: map[ProtectionError]bool{}}
+	if pp.Grows() {
+		e.protectMore(ctx, ap, band)
+	}
+	if len(pp.SetConfigs) > 0 {
+		e.lowerLocalRetention(ctx, ap)
+	}
+	e.dropOperatorChanged(pp)
+	switch {
+	case ap.growFailed:
+		// The ownership topic just failed the grown record: the smaller
+		// one waits for a later pass, and so does anything released.
+		ap.errs = append(ap.errs, errors.New("the protection record could not be written: recorded by a later pass"))
+	case pp.releases():
+		e.giveUp(ctx, ap, band)
+	case pp.Write && !ap.wrote:
+		ap.store(e.storeRecord(ctx, pp.Record))
+	}
+	e.liftPeers(ctx, ap, band)
+	return ap.problems, errors.Join(ap.errs...)
+}
+
+// applying is one applyProtection's progress: the plan, this agent's
+// record before it, what was written, and the problems met.
+type applying struct {
+	pp ProtectionPlan
+	me Record
+	// wrote: the plan's record is written already (the grown one was it);
+	// growFailed: the grown record could not be written.
+	wrote, growFailed bool
+	problems          map[ProtectionError]bool
+	errs              []error
+}
+
+// store notes a failed write of the record (nil: written).
+func (ap *applying) store(err error) bool {
+	if err != nil {
+		ap.problems[ErrorRecordFailed] = true
+		ap.errs = append(ap.errs, err)
+		return false
+	}
+	return true
+}
+
+// grown is the record claiming both what this agent held and what the
+// plan holds: written before anything new is set.
+func (ap *applying) grown() Record {
+	g := ap.pp.Record
+	g.Owned = unionOwned(ap.me.Owned, g.Owned)
+	g.Configs = ledger.UnionConfigs(ap.me.Configs, g.Configs)
+	g.LogDirs = unionStrings(ap.me.LogDirs, g.LogDirs)
+	return g
+}
+
+// isPlanned reports whether a grown record written is the plan's record
+// itself (nothing given up): it need not be written again.
+func (ap *applying) isPlanned(g Record) bool {
+	r := ap.pp.Record
+	return ledger.SameOwned(g.Owned, r.Owned) && ledger.SameConfigs(g.Configs, r.Configs) && slices.Equal(g.LogDirs, r.LogDirs)
+}
+
+// noteObserveLift logs, once, that observe mode lifts what this agent
+// set earlier.
+func (e *Enforcer) noteObserveLift(pp ProtectionPlan) {
 	if e.dryRun && (len(pp.Release) > 0 || pp.ReleaseQuota > 0) && !e.prot.observeLift {
 		e.logger.Info("observe mode: lifting the protection this agent set earlier (lifting blocks nothing and deletes nothing)",
 			"topics", len(pp.Release), "quota", pp.ReleaseQuota)
 		e.prot.observeLift = true
 	}
-	var errs []error
+}
+
+// noteAcked logs a lift of this agent's protection it acknowledges.
+func (e *Enforcer) noteAcked(pp ProtectionPlan) {
 	if a := pp.Acked; a != nil {
 		e.logger.Warn("protection of this agent lifted", "lift_id", a.ID, "kind", a.Kind, "by", a.By, "at", a.At,
 			"topics", a.Topics, "reason", a.Reason, "suppressed_until_episode_ends", a.Kind == LiftOperator && pp.Record.Suppressed != nil)
 	}
-	me := e.real()
-	rec := pp.Record
-	wrote, growFailed := false, false
-	if pp.Grows() {
-		grown := rec
-		grown.Owned = unionOwned(me.Owned, rec.Owned)
-		grown.Configs = ledger.UnionConfigs(me.Configs, rec.Configs)
-		grown.LogDirs = unionStrings(me.LogDirs, rec.LogDirs)
-		rctx, cancel := context.WithTimeout(ctx, e.cfg.Protection.RecordTimeout)
-		err := e.storeRecord(rctx, grown)
-		cancel()
-		recorded := err == nil
-		if err != nil {
-			growFailed = true
-			problems[ErrorRecordFailed] = true
-			e.logger.Warn("protection applied before its record was written", "err", err, "record_timeout", e.cfg.Protection.RecordTimeout.String())
-		} else {
-			wrote = ledger.SameOwned(grown.Owned, rec.Owned) && ledger.SameConfigs(grown.Configs, rec.Configs) && slices.Equal(grown.LogDirs, rec.LogDirs)
-		}
-		if all := flatten(pp.Create); len(all) > 0 {
-			err := e.admin.CreateACLs(ctx, all)
-			for _, tp := range pp.Create {
-				e.protectionAction(actionProtect, tp, band, actionResult(err), err, "")
-			}
-			if !recorded {
-				for _, a := range all {
-					e.prot.unrecorded[a] = true
-				}
-			}
-			if err != nil {
-				problems[createProblem(err)] = true
-				errs = append(errs, fmt.Errorf("create acls: %w", err))
-			}
-		}
-		if pp.SetQuota > 0 {
-			err := e.admin.SetDefaultProducerQuota(ctx, pp.SetQuota)
-			e.quotaAction(actionProtect, pp.SetQuota, band, actionResult(err), err)
-			if !recorded {
-				e.prot.unrecordedQuota = pp.SetQuota
-			}
-			if err != nil {
-				problems[ErrorCreateFailed] = true
-				errs = append(errs, fmt.Errorf("set default producer quota: %w", err))
-			}
-		}
+}
+
+// protectMore is step 1: the grown record, bounded by
+// protection.recordTimeout, then the bindings or the quota, recorded or
+// not (protection never waits for the record, R8.4).
+func (e *Enforcer) protectMore(ctx context.Context, ap *applying, band string) {
+	pp := ap.pp
+	grown := ap.grown()
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Protection.RecordTimeout)
+	err := e.storeRecord(rctx, grown)
+	cancel()
+	recorded := err == nil
+	if err != nil {
+		ap.growFailed = true
+		ap.problems[ErrorRecordFailed] = true
+		e.logger.Warn("protection applied before its record was written", "err", err, "record_timeout", e.cfg.Protection.RecordTimeout.String())
+	} else {
+		ap.wrote = ap.isPlanned(grown)
 	}
-	// Lowering tiered topics' local retention (spec R7.4): never before a
-	// record claiming the new value, with the operator's value, is
-	// written; a value set unrecorded could not be restored.
-	if len(pp.SetConfigs) > 0 {
-		recorded := !growFailed && pp.Grows()
+	if all := flatten(pp.Create); len(all) > 0 {
+		err := e.admin.CreateACLs(ctx, all)
+		for _, tp := range pp.Create {
+			e.protectionAction(actionProtect, tp, band, actionResult(err), err, "")
+		}
 		if !recorded {
-			grown := rec
-			grown.Owned = unionOwned(me.Owned, rec.Owned)
-			grown.Configs = ledger.UnionConfigs(me.Configs, rec.Configs)
-			grown.Configs = ledger.UnionConfigs(me.Configs, rec.Configs)
-			grown.LogDirs = unionStrings(me.LogDirs, rec.LogDirs)
-			if err := e.storeRecord(ctx, grown); err != nil {
-				problems[ErrorRecordFailed] = true
-				errs = append(errs, fmt.Errorf("local retention not lowered: %w", err))
-				for _, c := range pp.SetConfigs {
-					e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
-				}
-			} else {
-				recorded = true
-				wrote = ledger.SameOwned(grown.Owned, rec.Owned) && ledger.SameConfigs(grown.Configs, rec.Configs) && slices.Equal(grown.LogDirs, rec.LogDirs)
+			for _, a := range all {
+				e.prot.unrecorded[a] = true
 			}
 		}
-		if recorded {
-			for _, c := range pp.SetConfigs {
-				err := e.admin.AlterTopicConfig(ctx, c.Topic, c.Key, c.Value)
-				e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
-				e.rememberRefusal(c, err)
-				if err != nil {
-					problems[ErrorLocalRetentionFailed] = true
-					errs = append(errs, fmt.Errorf("lower %s of topic %s: %w", c.Key, c.Topic, err))
-				}
-			}
+		if err != nil {
+			ap.problems[createProblem(err)] = true
+			ap.errs = append(ap.errs, fmt.Errorf("create acls: %w", err))
 		}
 	}
+	if pp.SetQuota > 0 {
+		err := e.admin.SetDefaultProducerQuota(ctx, pp.SetQuota)
+		e.quotaAction(actionProtect, pp.SetQuota, band, actionResult(err), err)
+		if !recorded {
+			e.prot.unrecordedQuota = pp.SetQuota
+		}
+		if err != nil {
+			ap.problems[ErrorCreateFailed] = true
+			ap.errs = append(ap.errs, fmt.Errorf("set default producer quota: %w", err))
+		}
+	}
+}
+
+// lowerLocalRetention is step 2 (spec R7.4): never before a record
+// claiming the new value, with the operator's value, is written; a value
+// set unrecorded could not be restored.
+func (e *Enforcer) lowerLocalRetention(ctx context.Context, ap *applying) {
+	pp := ap.pp
+	recorded := !ap.growFailed && pp.Grows()
+	if !recorded {
+		grown := ap.grown()
+		if err := e.storeRecord(ctx, grown); err != nil {
+			ap.problems[ErrorRecordFailed] = true
+			ap.errs = append(ap.errs, fmt.Errorf("local retention not lowered: %w", err))
+			for _, c := range pp.SetConfigs {
+				e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
+			}
+			return
+		}
+		ap.wrote = ap.isPlanned(grown)
+	}
+	for _, c := range pp.SetConfigs {
+		err := e.admin.AlterTopicConfig(ctx, c.Topic, c.Key, c.Value)
+		e.configAction(actionLowerLocalRetention, c, e.bandOf(c.LogDir), err)
+		e.rememberRefusal(c, err)
+		if err != nil {
+			ap.problems[ErrorLocalRetentionFailed] = true
+			ap.errs = append(ap.errs, fmt.Errorf("lower %s of topic %s: %w", c.Key, c.Topic, err))
+		}
+	}
+}
+
+// dropOperatorChanged notes the claims dropped because an operator
+// changed the lowered value: not lowered again in this episode.
+func (e *Enforcer) dropOperatorChanged(pp ProtectionPlan) {
 	for _, c := range pp.DroppedConfigs {
 		if e.prot.operatorTopics == nil {
 			e.prot.operatorTopics = map[string]bool{}
@@ -133,57 +204,46 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 		e.logger.Warn("local retention changed by an operator: the guard's claim is dropped and the value left as it is",
 			"topic", c.Topic, "key", c.Key, "value", show(c.Value), "guard_value", show(c.From))
 	}
-	switch {
-	case growFailed:
-		// The ownership topic just failed the grown record: the smaller
-		// one waits for a later pass, and so does anything released.
-		errs = append(errs, errors.New("the protection record could not be written: recorded by a later pass"))
-	case pp.releases():
-		// Two-phase release (spec R8.5): the record marking the claims
-		// releasing is written first; they leave it only once a later
-		// pass reads them back gone. A release that fails is retried
-		// every pass, with a capped backoff.
-		if pp.Write || !wrote {
-			if err := e.storeRecord(ctx, rec); err != nil {
-				// Nothing is deleted before the smaller record is written:
-				// protection stays until a later pass can record it.
-				problems[ErrorRecordFailed] = true
-				errs = append(errs, err)
-				break
-			}
-		}
-		// The backoff is timed on the monotonic clock: a jump of the wall
-		// clock neither skips it nor stretches it.
-		now := e.clock.Now()
-		mono := e.monotonic(now)
-		if wait := e.prot.releaseRetryAt - mono; e.prot.releaseFailures > 0 && wait > 0 {
-			problems[ErrorLiftFailed] = true
-			errs = append(errs, fmt.Errorf("release retried in %s (failed %d times)", wait, e.prot.releaseFailures))
-			break
-		}
-		rel, err := e.release(ctx, flatten(pp.Release), pp.ReleaseQuota, pp.ReleaseConfigs)
-		e.unprotected(rel, band, "", pp.ReleaseQuota)
-		if err != nil {
-			problems[ErrorLiftFailed] = true
-			e.prot.releaseFailures++
-			e.prot.releaseRetryAt = mono + e.releaseBackoff(e.prot.releaseFailures)
-			errs = append(errs, err)
-		} else {
-			e.prot.releaseFailures, e.prot.releaseRetryAt = 0, 0
-		}
-	case pp.Write && !wrote:
-		if err := e.storeRecord(ctx, rec); err != nil {
-			problems[ErrorRecordFailed] = true
-			errs = append(errs, err)
-		}
+}
+
+// giveUp is step 3, the two-phase release (spec R8.5): the record
+// marking the claims releasing is written first; they leave it only once
+// a later pass reads them back gone. A release that fails is retried
+// every pass, with a capped backoff timed on the monotonic clock (a jump
+// of the wall clock neither skips it nor stretches it).
+func (e *Enforcer) giveUp(ctx context.Context, ap *applying, band string) {
+	pp := ap.pp
+	if (pp.Write || !ap.wrote) && !ap.store(e.storeRecord(ctx, pp.Record)) {
+		// Nothing is released before the smaller record is written:
+		// protection stays until a later pass can record it.
+		return
 	}
-	for _, pl := range pp.Lifts {
+	mono := e.monotonic(e.clock.Now())
+	if wait := e.prot.releaseRetryAt - mono; e.prot.releaseFailures > 0 && wait > 0 {
+		ap.problems[ErrorLiftFailed] = true
+		ap.errs = append(ap.errs, fmt.Errorf("release retried in %s (failed %d times)", wait, e.prot.releaseFailures))
+		return
+	}
+	rel, err := e.release(ctx, flatten(pp.Release), pp.ReleaseQuota, pp.ReleaseConfigs)
+	e.unprotected(rel, band, "", pp.ReleaseQuota)
+	if err != nil {
+		ap.problems[ErrorLiftFailed] = true
+		e.prot.releaseFailures++
+		e.prot.releaseRetryAt = mono + e.releaseBackoff(e.prot.releaseFailures)
+		ap.errs = append(ap.errs, err)
+		return
+	}
+	e.prot.releaseFailures, e.prot.releaseRetryAt = 0, 0
+}
+
+// liftPeers is step 5: the expired peers' protection lifted.
+func (e *Enforcer) liftPeers(ctx context.Context, ap *applying, band string) {
+	for _, pl := range ap.pp.Lifts {
 		if err := e.liftPeer(ctx, pl, band); err != nil {
-			problems[ErrorLiftFailed] = true
-			errs = append(errs, err)
+			ap.problems[ErrorLiftFailed] = true
+			ap.errs = append(ap.errs, err)
 		}
 	}
-	return problems, errors.Join(errs...)
 }
 
 func createProblem(err error) ProtectionError {
