@@ -325,7 +325,7 @@ func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]b
 			continue
 		}
 		if v, ok := cur[c.Topic]; ok && recs.guardSet(c, v) {
-			out = append(out, fmt.Sprintf("topic config %s=%s on topic %s", c.Key, show(v), c.Topic))
+			out = append(out, fmt.Sprintf("topic config %s=%s on topic %s", c.Key, ShowValue(v), c.Topic))
 		}
 	}
 	slices.Sort(out)

@@ -519,8 +519,9 @@ func mustInt(s string) int64 {
 	return n
 }
 
-// show renders a config value for logs: "not set" for nil.
-func show(v *string) string {
+// ShowValue renders a config value for logs and reports: "not set" for
+// nil (no override on the topic).
+func ShowValue(v *string) string {
 	if v == nil {
 		return "not set"
 	}

@@ -141,7 +141,7 @@ func TestR7_4GentlestValue(t *testing.T) {
 // the topic had none.
 func TestR7_4LowerThenRestore(t *testing.T) {
 	for _, orig := range []*string{nil, strPtr("100000")} {
-		t.Run(show(orig), func(t *testing.T) {
+		t.Run(ShowValue(orig), func(t *testing.T) {
 			f := newFakeAdmin(tieredSnap(870))
 			if orig != nil {
 				f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: *orig}}
@@ -153,7 +153,7 @@ func TestR7_4LowerThenRestore(t *testing.T) {
 				t.Fatalf("R7.4/local.retention.bytes %q, want 400", v)
 			}
 			claims := f.records.Agents[1].ConfigClaims()
-			if len(claims) != 1 || claims[0].Value != "400" || show(claims[0].Orig) != show(orig) {
+			if len(claims) != 1 || claims[0].Value != "400" || ShowValue(claims[0].Orig) != ShowValue(orig) {
 				t.Fatalf("R7.4/record %+v", claims)
 			}
 			if f.lso[TopicPartition{"tiered", 0}] != 0 {
@@ -176,7 +176,7 @@ func TestR7_4LowerThenRestore(t *testing.T) {
 			passAt(t, e, clock, tieredSnap(790))
 			v, set := localRetention(f, "tiered")
 			if (orig == nil && set) || (orig != nil && v != *orig) {
-				t.Fatalf("R7.4/restored %q (set %v), want %s", v, set, show(orig))
+				t.Fatalf("R7.4/restored %q (set %v), want %s", v, set, ShowValue(orig))
 			}
 			if len(f.records.Agents[1].ConfigClaims()) != 0 {
 				t.Fatalf("R7.4/claim kept after the restore: %+v", f.records.Agents[1])
@@ -366,7 +366,7 @@ func TestR7_4StatusListsLoweredLocalRetention(t *testing.T) {
 				t.Errorf("events %+v", c)
 			}
 		case "clicks":
-			if c.InPlace || show(c.Original) != "9000" {
+			if c.InPlace || ShowValue(c.Original) != "9000" {
 				t.Errorf("clicks: an operator's value shown as the guard's: %+v", c)
 			}
 		}

@@ -127,7 +127,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 		e.prot.operatorTopics[c.Topic] = true
 		e.m.operatorChanged.Inc()
 		e.logger.Warn("local retention changed by an operator: the guard's claim is dropped and the value left as it is",
-			"topic", c.Topic, "key", c.Key, "value", show(c.Value), "guard_value", show(c.From))
+			"topic", c.Topic, "key", c.Key, "value", ShowValue(c.Value), "guard_value", ShowValue(c.From))
 	}
 	switch {
 	case growFailed:
@@ -297,7 +297,7 @@ func (e *Enforcer) unprotected(rel Released, band, reason string, quota int64) {
 	for _, c := range rel.ConfigsChanged {
 		e.m.operatorChanged.Inc()
 		e.logger.Warn("local retention changed by an operator: not restored, the value is left as it is",
-			"topic", c.Topic, "key", c.Key, "value", show(c.Value), "guard_value", show(c.From))
+			"topic", c.Topic, "key", c.Key, "value", ShowValue(c.Value), "guard_value", ShowValue(c.From))
 	}
 }
 
@@ -319,7 +319,7 @@ func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err 
 		res = ResultDryRun
 	}
 	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
-	attrs = append([]any{"action", action, "topic", c.Topic, "key", c.Key, "value", show(c.Value), "from", show(c.From),
+	attrs = append([]any{"action", action, "topic", c.Topic, "key", c.Key, "value", ShowValue(c.Value), "from", ShowValue(c.From),
 		"band", band, "dry_run", e.dryRun}, attrs...)
 	if c.LogDir != "" {
 		// bytes: this broker's log dir only; the value is the topic's, so
@@ -327,7 +327,7 @@ func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err 
 		attrs = append(attrs, c.scopeAttrs()...)
 	}
 	if c.Wanted != nil {
-		attrs = append(attrs, "operator_value", show(c.Wanted))
+		attrs = append(attrs, "operator_value", ShowValue(c.Wanted))
 	}
 	switch {
 	case errors.Is(err, ErrConfigRefused):
