@@ -117,13 +117,7 @@ func (p Policy) tieredLowerable(o Observed, topic string) bool {
 	if !o.Offline && !tieredRights(o.Rights, topic) {
 		return false
 	}
-	var since = o.Now
-	if p.Gates.ConfigMaxAge > 0 {
-		since = o.Now.Add(-p.Gates.ConfigMaxAge)
-	} else {
-		since = since.AddDate(-100, 0, 0)
-	}
-	return configHold(o.Snapshot.ConfigInfo(topic), since) == ""
+	return configHold(o.Snapshot.ConfigInfo(topic), p.Gates.configSince(o.Now)) == ""
 }
 
 // planLower computes, for a log dir whose goal lowers, the local
