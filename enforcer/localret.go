@@ -151,7 +151,7 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	var cands []cand
 	for t, parts := range byTopic {
 		floor := LocalRetentionFloor(o.Snapshot.TopicConfig(t))
-		if f := freedAt(parts, floor); f > 0 {
+		if f := freedAt(parts, o.Snapshot.TopicConfig(t).Preallocate, floor); f > 0 {
 			cands = append(cands, cand{t, f, floor})
 		}
 	}
@@ -176,27 +176,27 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 		if need <= 0 {
 			break
 		}
-		parts := byTopic[c.topic]
+		parts, pre := byTopic[c.topic], o.Snapshot.TopicConfig(c.topic).Preallocate
 		var v int64
 		switch {
 		case g.Free.Action == ActionPurgeFraction:
 			var largest int64
 			for _, pt := range parts {
-				largest = max(largest, localSize(pt))
+				largest = max(largest, pt.LocalSize(pre))
 			}
 			v = int64(math.Floor((1 - g.Free.Fraction) * float64(largest)))
 		case c.max <= need:
 			// All it can free: the gentlest value that frees as much as
 			// the floor does.
-			v = gentlest(parts, c.max)
+			v = gentlest(parts, pre, c.max)
 		default:
-			v = gentlest(parts, need)
+			v = gentlest(parts, pre, need)
 		}
 		v = max(v, c.floor)
-		if cur := effectiveLocalBytes(o.Snapshot.TopicConfig(c.topic)); cur >= 0 && v >= cur {
+		if _, cur := o.Snapshot.TopicConfig(c.topic).LocalRetention(c.topic); cur >= 0 && v >= cur {
 			continue
 		}
-		f := freedAt(parts, v)
+		f := freedAt(parts, pre, v)
 		if f == 0 {
 			continue
 		}
@@ -209,40 +209,15 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	return lp
 }
 
-// effectiveLocalBytes is the local.retention.bytes Kafka applies to the
-// topic now (-2 resolves to retention.bytes); -1: no limit.
-func effectiveLocalBytes(c agent.TopicConfig) int64 {
-	v := c.LocalRetentionBytes
-	if v == -2 {
-		v = c.RetentionBytes
-	}
-	return max(v, -1)
-}
-
-// localSize is the partition's local log size as Kafka counts it for
-// size retention: the segments' .log bytes, the active one's written
-// bytes when preallocated.
-func localSize(pt *agent.Partition) int64 {
-	var size int64
-	for j, s := range pt.Segments {
-		if j == len(pt.Segments)-1 && pt.ActiveWrittenBytes >= 0 {
-			size += pt.ActiveWrittenBytes
-			continue
-		}
-		size += s.LogBytes
-	}
-	return size
-}
-
 // freedAt is the disk bytes Kafka frees in the partitions with
 // local.retention.bytes = v: oldest closed segments first while the local
 // size without the segment stays at or above v, and only segments
 // already in remote storage (an unbroken run: Kafka stops at the first it
-// keeps).
-func freedAt(parts []*agent.Partition, v int64) int64 {
+// keeps). preallocate is the topic's (agent.Partition.LocalSize).
+func freedAt(parts []*agent.Partition, preallocate bool, v int64) int64 {
 	var freed int64
 	for _, pt := range parts {
-		size := localSize(pt)
+		size := pt.LocalSize(preallocate)
 		for j := 0; j < len(pt.Segments)-1; j++ {
 			s := pt.Segments[j]
 			if s.State == agent.StateEligible {
@@ -264,10 +239,10 @@ func freedAt(parts []*agent.Partition, v int64) int64 {
 // gentlest is the largest value (a partition's local size after some of
 // its oldest segments go) that still frees need bytes across the
 // partitions; 0 when none does.
-func gentlest(parts []*agent.Partition, need int64) int64 {
+func gentlest(parts []*agent.Partition, preallocate bool, need int64) int64 {
 	var points []int64
 	for _, pt := range parts {
-		size := localSize(pt)
+		size := pt.LocalSize(preallocate)
 		for j := 0; j < len(pt.Segments)-1; j++ {
 			size -= pt.Segments[j].LogBytes
 			points = append(points, size)
@@ -276,7 +251,7 @@ func gentlest(parts []*agent.Partition, need int64) int64 {
 	slices.Sort(points)
 	points = slices.Compact(points)
 	// freedAt falls as v grows: the last point that frees enough.
-	i := sort.Search(len(points), func(i int) bool { return freedAt(parts, points[i]) < need })
+	i := sort.Search(len(points), func(i int) bool { return freedAt(parts, preallocate, points[i]) < need })
 	if i == 0 {
 		return 0
 	}
