@@ -129,25 +129,27 @@ type Preparer interface {
 
 // Enforcer is the reconcile loop.
 type Enforcer struct {
-	cfg     Config
-	policy  Policy
-	loc     *time.Location
-	hour    int
-	minute  int
-	logger  *slog.Logger
-	m       *metrics
-	src     SnapshotSource
-	admin   Admin
-	clock   Clock
-	dryRun  bool
-	brokerF *int32
+	cfg    Config
+	policy Policy
+	loc    *time.Location
+	hour   int
+	minute int
+	logger *slog.Logger
+	m      *metrics
+	src    SnapshotSource
+	admin  Admin
+	clock  Clock
+	dryRun bool
 	// instance: this agent's name in its record (Deps.Instance).
 	instance string
 
 	// State below is owned by the single worker (Run / Reconcile).
 	lastScheduled time.Time
 	// prot: protection records, leases and what was set unrecorded.
-	prot          protectionState
+	prot protectionState
+	// brokerID: the broker this agent acts for and keeps its record
+	// under (learnBrokerID; -1 until known); BrokerID() reads its copy
+	// in guarded.
 	brokerID      int32
 	windowStart   time.Time
 	windowActions int
@@ -169,7 +171,7 @@ type Enforcer struct {
 	evidence Evidence
 	features []rights.Feature // the rights checked
 	ev       evidenceState
-	guarded  atomic.Int32                      // BrokerID()
+	guarded  atomic.Int32                      // brokerID, for BrokerID()
 	offline  atomic.Pointer[map[string]string] // OfflineLogDirs()
 }
 
@@ -229,7 +231,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		cfg: cfg, policy: Policy{Profile: profile, HysteresisPoints: cfg.HysteresisPoints, Gates: gates},
 		loc: loc, hour: hour, minute: minute,
 		logger: logger.With("component", "enforcer"), m: m, src: src, admin: admin, clock: clock,
-		dryRun: !cfg.Enabled, brokerF: cfg.BrokerID, brokerID: -1,
+		dryRun: !cfg.Enabled, brokerID: cfg.configuredBroker(),
 		prot:          protectionState{unrecorded: map[ACL]bool{}, leases: map[int32]leaseSeen{}, gone: map[int32]time.Duration{}},
 		lastScheduled: clock.Now(),
 		bands:         map[string]string{},
@@ -243,10 +245,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 	if e.instance == "" {
 		e.instance, _ = os.Hostname()
 	}
-	e.guarded.Store(-1)
-	if cfg.BrokerID != nil && *cfg.BrokerID >= 0 {
-		e.guarded.Store(*cfg.BrokerID)
-	}
+	e.guarded.Store(e.brokerID)
 	if e.dryRun {
 		m.enabled.Set(0)
 	} else {

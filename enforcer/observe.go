@@ -167,17 +167,16 @@ func (e *Enforcer) fractionDone(now time.Time) map[TopicPartition]bool {
 	return done
 }
 
-// learnBrokerID sets the broker id this agent's ownership record is kept
-// under: configured, else the guarded node the identity check found
-// (spec R7.1), never a log dir's guess.
+// learnBrokerID sets the broker id this agent acts for and keeps its
+// ownership record under: configured (set from the start), else the
+// guarded node the identity check found (spec R7.1; agent.GuardedNode
+// returns the configured one when set), never a log dir's guess. Once
+// known it is kept while the cluster cannot be read.
 func (e *Enforcer) learnBrokerID() {
-	if e.brokerF != nil && *e.brokerF >= 0 {
-		e.brokerID = *e.brokerF
-		return
-	}
 	if e.ev.node >= 0 {
 		e.brokerID = e.ev.node
 	}
+	e.guarded.Store(e.brokerID)
 }
 
 // readOffsets reads the broker's offsets of parts. In observe mode a
