@@ -133,7 +133,7 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 	if e.prot.standby {
 		return due // following the active instance's lease
 	}
-	for d := range e.policy.protectDirs(o) {
+	for d := range o.wantProtected {
 		if !o.Protected[d] {
 			return false // switching on: use the cached records
 		}
@@ -148,8 +148,8 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 	if !e.dryRun && !samePurges(e.real().Purged, e.purgeHistory(o.Now)) {
 		return true // the purge history goes into the record
 	}
-	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 ||
-		len(e.policy.lowerCandidates(o)) > 0 {
+	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(o.wantProtected) > 0 ||
+		len(o.lowerCandidates) > 0 {
 		return true
 	}
 	if e.prot.records != nil {
@@ -401,7 +401,7 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 	}
 	po.OperatorTopics = e.prot.operatorTopics
 	po.RefusedTopics = e.refusedTopics(o.Snapshot)
-	cands := e.policy.lowerCandidates(*o)
+	cands := o.lowerCandidates
 	topics := configTopics(po.Records, e.prot.virtual, cands)
 	if len(topics) == 0 {
 		po.ConfigsRead = true
