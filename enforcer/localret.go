@@ -326,50 +326,75 @@ func (rs Records) guardSet(c Owned, cur *string) bool {
 // planConfigs decides this agent's topic config claims (spec R7.4): the
 // claims kept, lowered further or made, the values to set, the claims
 // given up (restored once no live record claims the key) and the claims
-// dropped because an operator changed the value. Without the topic
-// configs read this pass the claims stay as they are.
-func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppressed func(string) bool, pp *ProtectionPlan) []Owned {
-	po := o.Protection
-	claims := me.ConfigClaims()
-	if !po.ConfigsRead {
-		return me.allConfigClaims()
+// dropped because an operator changed the value (in pl.pp). Without the
+// topic configs read this pass the claims stay as they are.
+func (pl *protectionPlanner) planConfigs(goals []DirGoal) []Owned {
+	if !pl.po.ConfigsRead {
+		return pl.me.allConfigClaims()
 	}
-	// Topics wanted lowered now, with the value; topics kept lowered
-	// (usage still above the hysteresis bound in a log dir holding them).
-	want := map[string]int64{}
-	wantBytes := map[string]int64{}
-	wantDir := map[string]string{}
-	keep := map[string]bool{}
+	w := wantedLowerings(pl.o, goals)
+	out := pl.keepConfigClaims(w)
+	if pl.wantNothing {
+		return out
+	}
+	return append(out, pl.newConfigClaims(w)...)
+}
+
+// lowerings are the local retention values a pass wants: per topic, the
+// lowest value any log dir wants, the bytes it frees and that log dir;
+// keep: the topics kept lowered (usage still above the hysteresis bound
+// in a log dir holding them, or the snapshot stale).
+type lowerings struct {
+	value, bytes map[string]int64
+	dir          map[string]string
+	keep         map[string]bool
+}
+
+func wantedLowerings(o Observed, goals []DirGoal) lowerings {
+	w := lowerings{value: map[string]int64{}, bytes: map[string]int64{}, dir: map[string]string{}, keep: map[string]bool{}}
 	for _, g := range goals {
 		ld := dirOf(o.Snapshot, g.LogDir)
 		if ld == nil || g.Foreign {
 			continue
 		}
-		if g.Usage >= po.LowerFrom || o.Stale {
+		if g.Usage >= o.Protection.LowerFrom || o.Stale {
 			for _, pt := range ld.Partitions {
-				keep[pt.Topic] = true
+				w.keep[pt.Topic] = true
 			}
 		}
 		for t, v := range g.Lower.values {
-			if cur, ok := want[t]; !ok || v < cur {
-				want[t], wantBytes[t], wantDir[t] = v, g.Lower.bytes[t], g.LogDir
+			if cur, ok := w.value[t]; !ok || v < cur {
+				w.value[t], w.bytes[t], w.dir[t] = v, g.Lower.bytes[t], g.LogDir
 			}
 		}
 	}
+	return w
+}
+
+// setConfig is the change that sets claim c's value on its topic, cur
+// in place.
+func (pl *protectionPlanner) setConfig(w lowerings, c Owned, cur *string) ConfigChange {
+	return ConfigChange{LogDir: w.dir[c.Topic], Topic: c.Topic, Key: c.Key, Value: strPtr(c.Value), From: cur,
+		Bytes: w.bytes[c.Topic], Config: pl.o.Snapshot.TopicConfig(c.Topic), Replicas: pl.po.replicasOf(c.Topic)}
+}
+
+// keepConfigClaims decides this agent's existing config claims: kept,
+// lowered further, released, or dropped (an operator's value in place).
+//
+// Two-phase release (spec R8.5): a claim given up stays, releasing, until
+// the value in place is read back as no longer the guard's (restored,
+// changed by an operator, or the topic gone), or another live record
+// holds the key (its release restores it).
+func (pl *protectionPlanner) keepConfigClaims(w lowerings) []Owned {
+	po, pp := pl.po, &pl.pp
 	var out []Owned
-	// Two-phase release (spec R8.5): a claim given up stays, releasing,
-	// until the value in place is read back as no longer the guard's
-	// (restored, changed by an operator, or the topic gone), or another
-	// live record holds the key (its release restores it).
 	release := func(c Owned) {
 		c.Releasing = true
 		out = append(out, c)
 		pp.ReleaseConfigs = append(pp.ReleaseConfigs, c)
 	}
-	liveOthers := Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
-	delete(liveOthers.Agents, po.BrokerID)
-	heldElsewhere := liveOthers.LiveConfigClaims()
-	for _, c := range me.Releasing() {
+	heldElsewhere := pl.others.LiveConfigClaims()
+	for _, c := range pl.me.Releasing() {
 		if c.Kind != OwnedTopicConfig {
 			continue
 		}
@@ -378,9 +403,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 			release(c)
 		}
 	}
-	mine := map[string]bool{}
-	for _, c := range claims {
-		mine[c.Topic] = true
+	for _, c := range pl.me.ConfigClaims() {
 		cur, read := po.TopicConfigs[c.Topic]
 		switch {
 		case !read:
@@ -399,29 +422,36 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 			// the claim leaves the record (spec R8.5: read back restored).
 		case !po.Records.guardSet(c, cur):
 			pp.DroppedConfigs = append(pp.DroppedConfigs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: cur, From: strPtr(c.Value)})
-		case wantNothing || suppressed(c.Topic) || !keep[c.Topic]:
+		case pl.wantNothing || pl.suppressed(c.Topic) || !w.keep[c.Topic]:
 			release(c)
 		default:
-			if v, ok := want[c.Topic]; ok && v < mustInt(c.Value) && v < mustInt(*cur) && !po.RefusedTopics[c.Topic] {
+			if v, ok := w.value[c.Topic]; ok && v < parseIntOrMax(c.Value) && v < parseIntOrMax(*cur) && !po.RefusedTopics[c.Topic] {
 				// Lowered further: the earlier value stays the guard's
 				// until the new one is in place.
 				c.Prev, c.Value = strPtr(c.Value), strconv.FormatInt(v, 10)
-				pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[c.Topic], Topic: c.Topic, Key: c.Key,
-					Value: strPtr(c.Value), From: cur, Bytes: wantBytes[c.Topic], Config: o.Snapshot.TopicConfig(c.Topic),
-					Replicas: po.replicasOf(c.Topic)})
+				pp.SetConfigs = append(pp.SetConfigs, pl.setConfig(w, c, cur))
 			}
 			out = append(out, c)
 		}
 	}
-	if wantNothing {
-		return out
+	return out
+}
+
+// newConfigClaims makes the claims of the topics wanted lowered that
+// this agent does not claim yet, and sets their values.
+func (pl *protectionPlanner) newConfigClaims(w lowerings) []Owned {
+	po := pl.po
+	mine := map[string]bool{}
+	for _, c := range pl.me.ConfigClaims() {
+		mine[c.Topic] = true
 	}
-	for _, t := range slices.Sorted(maps.Keys(want)) {
+	var out []Owned
+	for _, t := range slices.Sorted(maps.Keys(w.value)) {
 		cur, read := po.TopicConfigs[t]
-		if mine[t] || !read || suppressed(t) || po.OperatorTopics[t] || po.RefusedTopics[t] {
+		if mine[t] || !read || pl.suppressed(t) || po.OperatorTopics[t] || po.RefusedTopics[t] {
 			continue
 		}
-		v := want[t]
+		v := w.value[t]
 		if cur != nil {
 			if n, err := strconv.ParseInt(*cur, 10, 64); err == nil && n >= 0 && v >= n {
 				continue // already as low
@@ -436,8 +466,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 			}
 		}
 		out = append(out, c)
-		pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[t], Topic: t, Key: c.Key, Value: strPtr(c.Value), From: cur,
-			Bytes: wantBytes[t], Config: o.Snapshot.TopicConfig(t), Replicas: po.replicasOf(t)})
+		pl.pp.SetConfigs = append(pl.pp.SetConfigs, pl.setConfig(w, c, cur))
 	}
 	return out
 }
@@ -480,7 +509,9 @@ func configTopics(recs Records, extra Record, cands []string) []string {
 
 func strPtr(s string) *string { return &s }
 
-func mustInt(s string) int64 {
+// parseIntOrMax parses a config value as an integer; one that does not
+// parse is the largest (never lower than a value the guard sets).
+func parseIntOrMax(s string) int64 {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return math.MaxInt64

@@ -223,7 +223,7 @@ func BuildStatus(in StatusInput) Status {
 				}
 			case OwnedQuota:
 				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: o.Entity + " " + o.Key + "=" + o.Value,
-					InPlace: in.DefaultProducerByteRate == mustInt(o.Value)})
+					InPlace: in.DefaultProducerByteRate == parseIntOrMax(o.Value)})
 			case OwnedTopicConfig:
 				cur, read := in.TopicConfigs[o.Topic]
 				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, Topic: o.Topic, What: o.Key + "=" + o.Value,
