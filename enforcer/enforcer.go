@@ -1,10 +1,14 @@
 // Package enforcer keeps a broker's log dirs inside their usage bands
 // (spec R3, R4): it deletes eligible segments on schedule or periodically,
-// purges the oldest segments when the disk fills, and switches write
-// protection on and off, all through the Kafka admin API. It is a
-// level-triggered reconcile loop: observe -> Desired (pure) -> PlanActions
-// (pure) -> apply. Observe mode (the default) computes, logs and counts
-// the same plan and performs nothing.
+// purges the oldest segments when the disk fills (lowering tiered topics'
+// local retention instead, R7.4), and switches write protection on and
+// off (R8), all through the Kafka admin API and only on the evidence of
+// R7. It is a level-triggered reconcile loop: observe -> Desired (pure)
+// -> PlanActions (pure) -> apply. Observe mode (the default) computes,
+// logs and counts the same plan and deletes, protects and lowers
+// nothing; it still gives back what an enforcing run or an expired peer
+// left in place: it lifts that protection and restores lowered local
+// retention (R4.4).
 package enforcer
 
 import (
