@@ -91,7 +91,7 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 // (Policy.protectDirs, computed here once for the reads that depend on
 // it).
 func (e *Enforcer) protectionInputs(o *Observed) {
-	o.Protected = dirSet(e.mine().LogDirs)
+	o.Protected = dirSet(e.recordForMode().LogDirs)
 	o.BrokerNotAlive, o.BrokerGone = e.selfAlive(o.Now)
 	o.wantProtected = e.policy.protectDirs(*o)
 }

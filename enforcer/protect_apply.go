@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 		e.logger.Warn("protection of this agent lifted", "lift_id", a.ID, "kind", a.Kind, "by", a.By, "at", a.At,
 			"topics", a.Topics, "reason", a.Reason, "suppressed_until_episode_ends", a.Kind == LiftOperator && pp.Record.Suppressed != nil)
 	}
-	me := e.real()
+	me := e.clusterRecord()
 	rec := pp.Record
 	wrote, growFailed := false, false
 	if pp.Grows() {
@@ -292,20 +293,13 @@ func (e *Enforcer) unprotected(rel Released, band, reason string, quota int64) {
 	}
 	restoreBand := e.policy.Profile.lowestPurgeBand()
 	for _, c := range rel.Configs {
-		e.configAction(actionRestoreLocalRetention, c, restoreBand, nil, "reason", cmpOr(reason, "usage_below_band"))
+		e.configAction(actionRestoreLocalRetention, c, restoreBand, nil, "reason", cmp.Or(reason, "usage_below_band"))
 	}
 	for _, c := range rel.ConfigsChanged {
 		e.m.operatorChanged.Inc()
 		e.logger.Warn("local retention changed by an operator: not restored, the value is left as it is",
 			"topic", c.Topic, "key", c.Key, "value", ShowValue(c.Value), "guard_value", ShowValue(c.From))
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // bandOf is the band a log dir was in at the last pass.
@@ -491,9 +485,9 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 		view[id] = v
 	}
 	e.m.prot.setCluster(view)
-	e.m.lowered.Set(float64(len(e.real().ConfigClaims())))
-	if u := e.real().Updated; !u.Equal(e.prot.sizedAt) {
-		if data, err := EncodeRecord(e.real()); err == nil {
+	e.m.lowered.Set(float64(len(e.clusterRecord().ConfigClaims())))
+	if u := e.clusterRecord().Updated; !u.Equal(e.prot.sizedAt) {
+		if data, err := EncodeRecord(e.clusterRecord()); err == nil {
 			e.m.prot.recordBytes.Set(float64(len(data)))
 		}
 		e.prot.sizedAt = u
