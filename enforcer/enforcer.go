@@ -92,8 +92,8 @@ type ACLAdmin interface {
 	// TopicACLs lists every ACL on topic resources; ErrNoAuthorizer when
 	// the brokers run without an authorizer.
 	TopicACLs(ctx context.Context) ([]ACL, error)
-	// CreateACLs creates bindings (ErrNoAuthorizer without an authorizer);
-	// DeleteACLs deletes exactly the bindings given.
+	// CreateACLs creates bindings; DeleteACLs deletes exactly the
+	// bindings given. Both answer ErrNoAuthorizer without an authorizer.
 	CreateACLs(ctx context.Context, acls []ACL) error
 	DeleteACLs(ctx context.Context, acls []ACL) error
 	// AllowEveryoneIfNoACLFound reads the brokers'
