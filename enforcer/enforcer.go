@@ -385,7 +385,8 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 		}
 		if prev, ok := e.bands[g.LogDir]; !ok || prev != g.Band.Name {
 			attrs := []any{"log_dir", g.LogDir, "band", g.Band.Name, "from_band", prev, "action", g.Band.Action,
-				"usage_percent", math.Round(1000*g.Usage) / 10}
+				"usage_percent", math.Round(1000*g.Usage) / 10,
+				eventAttr(BandChange{LogDir: g.LogDir, Band: g.Band, FromBand: prev, Usage: g.Usage})}
 			if g.Band.Target > 0 {
 				attrs = append(attrs, "target_percent", math.Round(1000*g.Band.Target)/10)
 			}

@@ -377,13 +377,15 @@ func (e *Enforcer) protectionAction(action Action, tp TopicProtection, band stri
 	if reason == "" {
 		reason = "disk_usage"
 	}
-	e.logChange(action, err, "strategy", StrategyACL, "topic", tp.Topic, "acls", acls, "band", band, "reason", reason, "dry_run", e.dryRun)
+	e.logChange(action, err, "strategy", StrategyACL, "topic", tp.Topic, "acls", acls, "band", band, "reason", reason, "dry_run", e.dryRun,
+		eventAttr(ProtectionChange{On: action == actionProtect, DryRun: e.dryRun, Strategy: StrategyACL, Topic: tp.Topic, ACLs: tp.ACLs, Err: err}))
 }
 
 func (e *Enforcer) quotaAction(action Action, rate int64, band string, res ActionResult, err error) {
 	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
 	e.logChange(action, err, "strategy", StrategyQuota, "entity", DefaultClientEntity,
-		"producer_byte_rate", rate, "band", band, "reason", "disk_usage", "dry_run", e.dryRun)
+		"producer_byte_rate", rate, "band", band, "reason", "disk_usage", "dry_run", e.dryRun,
+		eventAttr(ProtectionChange{On: action == actionProtect, DryRun: e.dryRun, Strategy: StrategyQuota, ProducerByteRate: rate, Err: err}))
 }
 
 // logChange logs one protection change: on at WARN, off at INFO, failed
