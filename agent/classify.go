@@ -97,12 +97,7 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	n := len(segs)
 	// size is the segment's size as Kafka counts it (LogSegment.size):
 	// written bytes for a preallocated active segment.
-	size := func(i int) int64 {
-		if i == n-1 && cfg.Preallocate && p.ActiveWrittenBytes >= 0 && p.ActiveWrittenBytes < segs[i].LogBytes {
-			return p.ActiveWrittenBytes
-		}
-		return segs[i].LogBytes
-	}
+	size := func(i int) int64 { return p.SegmentSize(i, cfg.Preallocate) }
 	eligible := 0 // segments [0, eligible) are eligible
 	var reasons [3]Reason
 	var ends [3]int // pass k made segments [ends[k-1], ends[k]) eligible

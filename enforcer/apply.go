@@ -112,7 +112,8 @@ func (e *Enforcer) record(d Deletion, err error) {
 	}
 	attrs := []any{"action", action, "log_dir", d.LogDir, "topic", d.Topic, "partition", d.Partition,
 		"from_offset", d.FromOffset, "to_offset", d.Offset, "high_watermark", d.HighWatermark, "segments", d.Segments, "bytes", d.Bytes,
-		"unexpired_bytes", d.UnexpiredBytes, "reason", d.Reason, "band", d.Band, "dry_run", e.dryRun}
+		"unexpired_bytes", d.UnexpiredBytes, "reason", d.Reason, "band", d.Band, "dry_run", e.dryRun,
+		eventAttr(DeletionDone{Deletion: d, DryRun: e.dryRun, Err: err})}
 	switch {
 	case e.dryRun:
 		e.m.actions.WithLabelValues(action, string(ResultDryRun), d.Band).Inc()

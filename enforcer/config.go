@@ -454,3 +454,12 @@ func (p ProtectionConfig) validate(interval time.Duration) error {
 	}
 	return nil
 }
+
+// configuredBroker is BrokerID when set and >= 0, else -1 (learned from
+// the cluster: agent.GuardedNode).
+func (c Config) configuredBroker() int32 {
+	if c.BrokerID != nil && *c.BrokerID >= 0 {
+		return *c.BrokerID
+	}
+	return -1
+}

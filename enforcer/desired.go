@@ -78,6 +78,12 @@ type Observed struct {
 	// BrokerGone: BrokerNotAlive for a whole lease (decommissioned, not
 	// restarting): its protection goes, as its peers lift it then.
 	BrokerGone bool
+	// wantProtected and lowerCandidates: the log dirs the policy wants
+	// protected and the tiered topics a pass may lower
+	// (Policy.protectDirs, Policy.lowerCandidates), computed once by
+	// observe for the reads that depend on them.
+	wantProtected   map[string]bool
+	lowerCandidates []string
 
 	// Evidence for destructive actions (spec R6). What is missing here
 	// becomes a hold in Desired (dirHolds for a log dir, DirGoal.HeldTopics

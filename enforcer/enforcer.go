@@ -1,10 +1,14 @@
 // Package enforcer keeps a broker's log dirs inside their usage bands
 // (spec R3, R4): it deletes eligible segments on schedule or periodically,
-// purges the oldest segments when the disk fills, and switches write
-// protection on and off, all through the Kafka admin API. It is a
-// level-triggered reconcile loop: observe -> Desired (pure) -> PlanActions
-// (pure) -> apply. Observe mode (the default) computes, logs and counts
-// the same plan and performs nothing.
+// purges the oldest segments when the disk fills (lowering tiered topics'
+// local retention instead, R7.4), and switches write protection on and
+// off (R8), all through the Kafka admin API and only on the evidence of
+// R7. It is a level-triggered reconcile loop: observe -> Desired (pure)
+// -> PlanActions (pure) -> apply. Observe mode (the default) computes,
+// logs and counts the same plan and deletes, protects and lowers
+// nothing; it still gives back what an enforcing run or an expired peer
+// left in place: it lifts that protection and restores lowered local
+// retention (R4.4).
 package enforcer
 
 import (
@@ -88,8 +92,8 @@ type ACLAdmin interface {
 	// TopicACLs lists every ACL on topic resources; ErrNoAuthorizer when
 	// the brokers run without an authorizer.
 	TopicACLs(ctx context.Context) ([]ACL, error)
-	// CreateACLs creates bindings (ErrNoAuthorizer without an authorizer);
-	// DeleteACLs deletes exactly the bindings given.
+	// CreateACLs creates bindings; DeleteACLs deletes exactly the
+	// bindings given. Both answer ErrNoAuthorizer without an authorizer.
 	CreateACLs(ctx context.Context, acls []ACL) error
 	DeleteACLs(ctx context.Context, acls []ACL) error
 	// AllowEveryoneIfNoACLFound reads the brokers'
@@ -129,25 +133,27 @@ type Preparer interface {
 
 // Enforcer is the reconcile loop.
 type Enforcer struct {
-	cfg     Config
-	policy  Policy
-	loc     *time.Location
-	hour    int
-	minute  int
-	logger  *slog.Logger
-	m       *metrics
-	src     SnapshotSource
-	admin   Admin
-	clock   Clock
-	dryRun  bool
-	brokerF *int32
+	cfg    Config
+	policy Policy
+	loc    *time.Location
+	hour   int
+	minute int
+	logger *slog.Logger
+	m      *metrics
+	src    SnapshotSource
+	admin  Admin
+	clock  Clock
+	dryRun bool
 	// instance: this agent's name in its record (Deps.Instance).
 	instance string
 
 	// State below is owned by the single worker (Run / Reconcile).
 	lastScheduled time.Time
 	// prot: protection records, leases and what was set unrecorded.
-	prot          protectionState
+	prot protectionState
+	// brokerID: the broker this agent acts for and keeps its record
+	// under (learnBrokerID; -1 until known); BrokerID() reads its copy
+	// in guarded.
 	brokerID      int32
 	windowStart   time.Time
 	windowActions int
@@ -169,7 +175,7 @@ type Enforcer struct {
 	evidence Evidence
 	features []rights.Feature // the rights checked
 	ev       evidenceState
-	guarded  atomic.Int32                      // BrokerID()
+	guarded  atomic.Int32                      // brokerID, for BrokerID()
 	offline  atomic.Pointer[map[string]string] // OfflineLogDirs()
 }
 
@@ -229,7 +235,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		cfg: cfg, policy: Policy{Profile: profile, HysteresisPoints: cfg.HysteresisPoints, Gates: gates},
 		loc: loc, hour: hour, minute: minute,
 		logger: logger.With("component", "enforcer"), m: m, src: src, admin: admin, clock: clock,
-		dryRun: !cfg.Enabled, brokerF: cfg.BrokerID, brokerID: -1,
+		dryRun: !cfg.Enabled, brokerID: cfg.configuredBroker(),
 		prot:          protectionState{unrecorded: map[ACL]bool{}, leases: map[int32]leaseSeen{}, gone: map[int32]time.Duration{}, selfGone: -1},
 		lastScheduled: clock.Now(),
 		bands:         map[string]string{},
@@ -243,10 +249,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 	if e.instance == "" {
 		e.instance, _ = os.Hostname()
 	}
-	e.guarded.Store(-1)
-	if cfg.BrokerID != nil && *cfg.BrokerID >= 0 {
-		e.guarded.Store(*cfg.BrokerID)
-	}
+	e.guarded.Store(e.brokerID)
 	if e.dryRun {
 		m.enabled.Set(0)
 	} else {
@@ -382,7 +385,8 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 		}
 		if prev, ok := e.bands[g.LogDir]; !ok || prev != g.Band.Name {
 			attrs := []any{"log_dir", g.LogDir, "band", g.Band.Name, "from_band", prev, "action", g.Band.Action,
-				"usage_percent", math.Round(1000*g.Usage) / 10}
+				"usage_percent", math.Round(1000*g.Usage) / 10,
+				eventAttr(BandChange{LogDir: g.LogDir, Band: g.Band, FromBand: prev, Usage: g.Usage})}
 			if g.Band.Target > 0 {
 				attrs = append(attrs, "target_percent", math.Round(1000*g.Band.Target)/10)
 			}

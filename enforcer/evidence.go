@@ -203,11 +203,7 @@ func (e *Enforcer) readIdentity(ctx context.Context, now time.Time, snap *agent.
 		return
 	}
 	ev.clusterID = id
-	configured := int32(-1)
-	if e.brokerF != nil {
-		configured = *e.brokerF
-	}
-	ev.node, ev.nodeErr = agent.GuardedNode(snap.LogDirs, id, configured)
+	ev.node, ev.nodeErr = agent.GuardedNode(snap.LogDirs, id, e.cfg.configuredBroker())
 	if ev.nodeErr != nil {
 		ev.node, ev.brokerDirs, ev.dirsErr = -1, nil, nil
 		return
@@ -216,7 +212,6 @@ func (e *Enforcer) readIdentity(ctx context.Context, now time.Time, snap *agent.
 	if ev.dirsErr != nil {
 		ev.brokerDirs = nil
 	}
-	e.guarded.Store(ev.node)
 }
 
 // identities checks every log dir against the last evidence read.

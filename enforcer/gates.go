@@ -157,10 +157,7 @@ func (p Policy) topicHolds(o Observed, ld *agent.LogDir) map[string][]BlockReaso
 			}
 		}
 	}
-	var since time.Time
-	if p.Gates.ConfigMaxAge > 0 {
-		since = o.Now.Add(-p.Gates.ConfigMaxAge)
-	}
+	since := p.Gates.configSince(o.Now)
 	held := map[string][]BlockReason{}
 	seen := map[string]bool{}
 	for i := range ld.Partitions {
@@ -181,6 +178,16 @@ func (p Policy) topicHolds(o Observed, ld *agent.LogDir) map[string][]BlockReaso
 		}
 	}
 	return held
+}
+
+// configSince is the oldest a topic's configs may have been read from
+// the cluster to drive a destructive action at now (R7.2): now minus
+// ConfigMaxAge; the zero time (any age) when the check is off.
+func (g Gates) configSince(now time.Time) time.Time {
+	if g.ConfigMaxAge <= 0 {
+		return time.Time{}
+	}
+	return now.Add(-g.ConfigMaxAge)
 }
 
 // configHold says why a topic's config may not drive deletion: not read

@@ -118,13 +118,7 @@ func (p Policy) tieredLowerable(o Observed, topic string) bool {
 	if !o.Offline && !tieredRights(o.Rights, topic) {
 		return false
 	}
-	var since = o.Now
-	if p.Gates.ConfigMaxAge > 0 {
-		since = o.Now.Add(-p.Gates.ConfigMaxAge)
-	} else {
-		since = since.AddDate(-100, 0, 0)
-	}
-	return configHold(o.Snapshot.ConfigInfo(topic), since) == ""
+	return configHold(o.Snapshot.ConfigInfo(topic), p.Gates.configSince(o.Now)) == ""
 }
 
 // planLower computes, for a log dir whose goal lowers, the local
@@ -158,7 +152,7 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	var cands []cand
 	for t, parts := range byTopic {
 		floor := LocalRetentionFloor(o.Snapshot.TopicConfig(t))
-		if f := freedAt(parts, floor); f > 0 {
+		if f := freedAt(parts, o.Snapshot.TopicConfig(t).Preallocate, floor); f > 0 {
 			cands = append(cands, cand{t, f, floor})
 		}
 	}
@@ -183,27 +177,27 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 		if need <= 0 {
 			break
 		}
-		parts := byTopic[c.topic]
+		parts, pre := byTopic[c.topic], o.Snapshot.TopicConfig(c.topic).Preallocate
 		var v int64
 		switch {
 		case g.Free.Action == ActionPurgeFraction:
 			var largest int64
 			for _, pt := range parts {
-				largest = max(largest, localSize(pt))
+				largest = max(largest, pt.LocalSize(pre))
 			}
 			v = int64(math.Floor((1 - g.Free.Fraction) * float64(largest)))
 		case c.max <= need:
 			// All it can free: the gentlest value that frees as much as
 			// the floor does.
-			v = gentlest(parts, c.max)
+			v = gentlest(parts, pre, c.max)
 		default:
-			v = gentlest(parts, need)
+			v = gentlest(parts, pre, need)
 		}
 		v = max(v, c.floor)
-		if cur := effectiveLocalBytes(o.Snapshot.TopicConfig(c.topic)); cur >= 0 && v >= cur {
+		if _, cur := o.Snapshot.TopicConfig(c.topic).LocalRetention(c.topic); cur >= 0 && v >= cur {
 			continue
 		}
-		f := freedAt(parts, v)
+		f := freedAt(parts, pre, v)
 		if f == 0 {
 			continue
 		}
@@ -216,40 +210,15 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	return lp
 }
 
-// effectiveLocalBytes is the local.retention.bytes Kafka applies to the
-// topic now (-2 resolves to retention.bytes); -1: no limit.
-func effectiveLocalBytes(c agent.TopicConfig) int64 {
-	v := c.LocalRetentionBytes
-	if v == -2 {
-		v = c.RetentionBytes
-	}
-	return max(v, -1)
-}
-
-// localSize is the partition's local log size as Kafka counts it for
-// size retention: the segments' .log bytes, the active one's written
-// bytes when preallocated.
-func localSize(pt *agent.Partition) int64 {
-	var size int64
-	for j, s := range pt.Segments {
-		if j == len(pt.Segments)-1 && pt.ActiveWrittenBytes >= 0 {
-			size += pt.ActiveWrittenBytes
-			continue
-		}
-		size += s.LogBytes
-	}
-	return size
-}
-
 // freedAt is the disk bytes Kafka frees in the partitions with
 // local.retention.bytes = v: oldest closed segments first while the local
 // size without the segment stays at or above v, and only segments
 // already in remote storage (an unbroken run: Kafka stops at the first it
-// keeps).
-func freedAt(parts []*agent.Partition, v int64) int64 {
+// keeps). preallocate is the topic's (agent.Partition.LocalSize).
+func freedAt(parts []*agent.Partition, preallocate bool, v int64) int64 {
 	var freed int64
 	for _, pt := range parts {
-		size := localSize(pt)
+		size := pt.LocalSize(preallocate)
 		for j := 0; j < len(pt.Segments)-1; j++ {
 			s := pt.Segments[j]
 			if s.State == agent.StateEligible {
@@ -271,10 +240,10 @@ func freedAt(parts []*agent.Partition, v int64) int64 {
 // gentlest is the largest value (a partition's local size after some of
 // its oldest segments go) that still frees need bytes across the
 // partitions; 0 when none does.
-func gentlest(parts []*agent.Partition, need int64) int64 {
+func gentlest(parts []*agent.Partition, preallocate bool, need int64) int64 {
 	var points []int64
 	for _, pt := range parts {
-		size := localSize(pt)
+		size := pt.LocalSize(preallocate)
 		for j := 0; j < len(pt.Segments)-1; j++ {
 			size -= pt.Segments[j].LogBytes
 			points = append(points, size)
@@ -283,7 +252,7 @@ func gentlest(parts []*agent.Partition, need int64) int64 {
 	slices.Sort(points)
 	points = slices.Compact(points)
 	// freedAt falls as v grows: the last point that frees enough.
-	i := sort.Search(len(points), func(i int) bool { return freedAt(parts, points[i]) < need })
+	i := sort.Search(len(points), func(i int) bool { return freedAt(parts, preallocate, points[i]) < need })
 	if i == 0 {
 		return 0
 	}
@@ -293,58 +262,81 @@ func gentlest(parts []*agent.Partition, need int64) int64 {
 // planConfigs decides this agent's topic config claims (spec R7.4): the
 // claims kept, lowered further or made, the values to set, the claims
 // given up (restored once no live record claims the key) and the claims
-// dropped because an operator changed the value. Without the topic
-// configs read this pass the claims stay as they are.
-func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppressed func(string) bool, pp *ProtectionPlan) []ConfigClaim {
-	po := o.Protection
-	claims := me.ConfigClaims()
-	if !po.ConfigsRead {
-		return me.Configs
+// dropped because an operator changed the value (in pl.pp). Without the
+// topic configs read this pass the claims stay as they are.
+func (pl *protectionPlanner) planConfigs(goals []DirGoal) []ConfigClaim {
+	if !pl.po.ConfigsRead {
+		return pl.me.Configs
 	}
-	// Topics wanted lowered now, with the value; topics kept lowered
-	// (usage still above the hysteresis bound in a log dir holding them).
-	want := map[string]int64{}
-	wantBytes := map[string]int64{}
-	wantDir := map[string]string{}
-	keep := map[string]bool{}
+	w := wantedLowerings(pl.o, goals)
+	out := pl.keepConfigClaims(w)
+	if pl.wantNothing {
+		return out
+	}
+	return append(out, pl.newConfigClaims(w)...)
+}
+
+// lowerings are the local retention values a pass wants: per topic, the
+// lowest value any log dir wants, the bytes it frees and that log dir;
+// keep: the topics kept lowered (usage still above the hysteresis bound
+// in a log dir holding them, or the snapshot stale).
+type lowerings struct {
+	value, bytes map[string]int64
+	dir          map[string]string
+	keep         map[string]bool
+}
+
+func wantedLowerings(o Observed, goals []DirGoal) lowerings {
+	w := lowerings{value: map[string]int64{}, bytes: map[string]int64{}, dir: map[string]string{}, keep: map[string]bool{}}
 	for _, g := range goals {
 		ld := dirOf(o.Snapshot, g.LogDir)
 		if ld == nil || g.Foreign {
 			continue
 		}
-		if g.Usage >= po.LowerFrom || o.Stale {
+		if g.Usage >= o.Protection.LowerFrom || o.Stale {
 			for _, pt := range ld.Partitions {
-				keep[pt.Topic] = true
+				w.keep[pt.Topic] = true
 			}
 		}
 		for t, v := range g.Lower.values {
-			if cur, ok := want[t]; !ok || v < cur {
-				want[t], wantBytes[t], wantDir[t] = v, g.Lower.bytes[t], g.LogDir
+			if cur, ok := w.value[t]; !ok || v < cur {
+				w.value[t], w.bytes[t], w.dir[t] = v, g.Lower.bytes[t], g.LogDir
 			}
 		}
 	}
+	return w
+}
+
+// setConfig is the change that sets claim c's value on its topic, cur
+// in place.
+func (pl *protectionPlanner) setConfig(w lowerings, c ConfigClaim, cur *string) ConfigChange {
+	return ConfigChange{LogDir: w.dir[c.Topic], Topic: c.Topic, Key: c.Key, Value: strPtr(c.Value), From: cur,
+		Bytes: w.bytes[c.Topic], Config: pl.o.Snapshot.TopicConfig(c.Topic), Replicas: pl.po.replicasOf(c.Topic)}
+}
+
+// keepConfigClaims decides this agent's existing config claims: kept,
+// lowered further, released, or dropped (an operator's value in place).
+//
+// Two-phase release (spec R8.5): a claim given up stays, releasing, until
+// the value in place is read back as no longer the guard's (restored,
+// changed by an operator, or the topic gone), or another live record
+// holds the key (its release restores it).
+func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
+	po, pp := pl.po, &pl.pp
 	var out []ConfigClaim
-	// Two-phase release (spec R8.5): a claim given up stays, releasing,
-	// until the value in place is read back as no longer the guard's
-	// (restored, changed by an operator, or the topic gone), or another
-	// live record holds the key (its release restores it).
 	release := func(c ConfigClaim) {
 		c.Releasing = true
 		out = append(out, c)
 		pp.ReleaseConfigs = append(pp.ReleaseConfigs, c)
 	}
-	liveOthers := Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
-	delete(liveOthers.Agents, po.BrokerID)
-	heldElsewhere := liveOthers.LiveConfigClaims()
-	for _, c := range me.ReleasingConfigs() {
+	heldElsewhere := pl.others.LiveConfigClaims()
+	for _, c := range pl.me.ReleasingConfigs() {
 		cur, read := po.TopicConfigs[c.Topic]
 		if read && po.Records.GuardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
 			release(c)
 		}
 	}
-	mine := map[string]bool{}
-	for _, c := range claims {
-		mine[c.Topic] = true
+	for _, c := range pl.me.ConfigClaims() {
 		cur, read := po.TopicConfigs[c.Topic]
 		switch {
 		case !read:
@@ -363,29 +355,36 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 			// the claim leaves the record (spec R8.5: read back restored).
 		case !po.Records.GuardSet(c, cur):
 			pp.DroppedConfigs = append(pp.DroppedConfigs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: cur, From: strPtr(c.Value)})
-		case wantNothing || suppressed(c.Topic) || !keep[c.Topic]:
+		case pl.wantNothing || pl.suppressed(c.Topic) || !w.keep[c.Topic]:
 			release(c)
 		default:
-			if v, ok := want[c.Topic]; ok && v < mustInt(c.Value) && v < mustInt(*cur) && !po.RefusedTopics[c.Topic] {
+			if v, ok := w.value[c.Topic]; ok && v < ledger.ParseIntOrMax(c.Value) && v < ledger.ParseIntOrMax(*cur) && !po.RefusedTopics[c.Topic] {
 				// Lowered further: the earlier value stays the guard's
 				// until the new one is in place.
 				c.Prev, c.Value = strPtr(c.Value), strconv.FormatInt(v, 10)
-				pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[c.Topic], Topic: c.Topic, Key: c.Key,
-					Value: strPtr(c.Value), From: cur, Bytes: wantBytes[c.Topic], Config: o.Snapshot.TopicConfig(c.Topic),
-					Replicas: po.replicasOf(c.Topic)})
+				pp.SetConfigs = append(pp.SetConfigs, pl.setConfig(w, c, cur))
 			}
 			out = append(out, c)
 		}
 	}
-	if wantNothing {
-		return out
+	return out
+}
+
+// newConfigClaims makes the claims of the topics wanted lowered that
+// this agent does not claim yet, and sets their values.
+func (pl *protectionPlanner) newConfigClaims(w lowerings) []ConfigClaim {
+	po := pl.po
+	mine := map[string]bool{}
+	for _, c := range pl.me.ConfigClaims() {
+		mine[c.Topic] = true
 	}
-	for _, t := range slices.Sorted(maps.Keys(want)) {
+	var out []ConfigClaim
+	for _, t := range slices.Sorted(maps.Keys(w.value)) {
 		cur, read := po.TopicConfigs[t]
-		if mine[t] || !read || suppressed(t) || po.OperatorTopics[t] || po.RefusedTopics[t] {
+		if mine[t] || !read || pl.suppressed(t) || po.OperatorTopics[t] || po.RefusedTopics[t] {
 			continue
 		}
-		v := want[t]
+		v := w.value[t]
 		if cur != nil {
 			if n, err := strconv.ParseInt(*cur, 10, 64); err == nil && n >= 0 && v >= n {
 				continue // already as low
@@ -400,8 +399,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 			}
 		}
 		out = append(out, c)
-		pp.SetConfigs = append(pp.SetConfigs, ConfigChange{LogDir: wantDir[t], Topic: t, Key: c.Key, Value: strPtr(c.Value), From: cur,
-			Bytes: wantBytes[t], Config: o.Snapshot.TopicConfig(t), Replicas: po.replicasOf(t)})
+		pl.pp.SetConfigs = append(pl.pp.SetConfigs, pl.setConfig(w, c, cur))
 	}
 	return out
 }
@@ -443,19 +441,3 @@ func configTopics(recs Records, extra Record, cands []string) []string {
 }
 
 func strPtr(s string) *string { return &s }
-
-func mustInt(s string) int64 {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return math.MaxInt64
-	}
-	return n
-}
-
-// show renders a config value for logs: "not set" for nil.
-func show(v *string) string {
-	if v == nil {
-		return "not set"
-	}
-	return *v
-}

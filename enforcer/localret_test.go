@@ -119,16 +119,16 @@ func equalDels(a, b []del) bool {
 func TestR7_4GentlestValue(t *testing.T) {
 	p0, p1 := tieredPart(0, 5, 4), tieredPart(1, 3, 2)
 	parts := []*agent.Partition{&p0, &p1}
-	for need := int64(1); need <= freedAt(parts, 0); need++ {
-		v := gentlest(parts, need)
-		if freedAt(parts, v) < need {
-			t.Fatalf("need %d: value %d frees %d", need, v, freedAt(parts, v))
+	for need := int64(1); need <= freedAt(parts, false, 0); need++ {
+		v := gentlest(parts, false, need)
+		if freedAt(parts, false, v) < need {
+			t.Fatalf("need %d: value %d frees %d", need, v, freedAt(parts, false, v))
 		}
-		if v > 0 && freedAt(parts, v+1) >= need && v+1 <= 500 {
+		if v > 0 && freedAt(parts, false, v+1) >= need && v+1 <= 500 {
 			// a larger value at a breakpoint would do: v must be the
 			// largest breakpoint that does.
 			for _, bp := range []int64{400, 300, 200, 100, 0} {
-				if bp > v && freedAt(parts, bp) >= need {
+				if bp > v && freedAt(parts, false, bp) >= need {
 					t.Fatalf("need %d: value %d, but %d frees enough", need, v, bp)
 				}
 			}
@@ -142,7 +142,7 @@ func TestR7_4GentlestValue(t *testing.T) {
 // the topic had none.
 func TestR7_4LowerThenRestore(t *testing.T) {
 	for _, orig := range []*string{nil, strPtr("100000")} {
-		t.Run(show(orig), func(t *testing.T) {
+		t.Run(ledger.ShowValue(orig), func(t *testing.T) {
 			f := newFakeAdmin(tieredSnap(870))
 			if orig != nil {
 				f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: *orig}}
@@ -154,7 +154,7 @@ func TestR7_4LowerThenRestore(t *testing.T) {
 				t.Fatalf("R7.4/local.retention.bytes %q, want 400", v)
 			}
 			claims := f.records.Agents[1].ConfigClaims()
-			if len(claims) != 1 || claims[0].Value != "400" || show(claims[0].Orig) != show(orig) {
+			if len(claims) != 1 || claims[0].Value != "400" || ledger.ShowValue(claims[0].Orig) != ledger.ShowValue(orig) {
 				t.Fatalf("R7.4/record %+v", claims)
 			}
 			if f.lso[TopicPartition{"tiered", 0}] != 0 {
@@ -177,7 +177,7 @@ func TestR7_4LowerThenRestore(t *testing.T) {
 			passAt(t, e, clock, tieredSnap(790))
 			v, set := localRetention(f, "tiered")
 			if (orig == nil && set) || (orig != nil && v != *orig) {
-				t.Fatalf("R7.4/restored %q (set %v), want %s", v, set, show(orig))
+				t.Fatalf("R7.4/restored %q (set %v), want %s", v, set, ledger.ShowValue(orig))
 			}
 			if len(f.records.Agents[1].ConfigClaims()) != 0 {
 				t.Fatalf("R7.4/claim kept after the restore: %+v", f.records.Agents[1])
@@ -367,9 +367,23 @@ func TestR7_4StatusListsLoweredLocalRetention(t *testing.T) {
 				t.Errorf("events %+v", c)
 			}
 		case "clicks":
-			if c.InPlace || show(c.Original) != "9000" {
+			if c.InPlace || ledger.ShowValue(c.Original) != "9000" {
 				t.Errorf("clicks: an operator's value shown as the guard's: %+v", c)
 			}
 		}
+	}
+}
+
+// R7.4: the local size planLower frees against is Kafka's
+// (agent.Partition.LocalSize, the classifier's rule): the active
+// segment's written bytes count only on a preallocated log; without
+// preallocate Kafka counts the whole file.
+func TestR7_4LocalSizePreallocate(t *testing.T) {
+	p := agent.Partition{ActiveWrittenBytes: 10, Segments: []agent.Segment{{LogBytes: 100}, {LogBytes: 100}}}
+	if got := p.LocalSize(true); got != 110 {
+		t.Errorf("preallocated: %d, want 110", got)
+	}
+	if got := p.LocalSize(false); got != 200 {
+		t.Errorf("not preallocated: %d, want 200 (enforcer counted 110 before)", got)
 	}
 }

@@ -50,8 +50,8 @@ func TestR7_4LowerFloor(t *testing.T) {
 	}
 	p0, p1 := tieredPart(0, 5, 4), tieredPart(1, 3, 2)
 	parts := []*agent.Partition{&p0, &p1}
-	if freedAt(parts, 1) != freedAt(parts, 0) {
-		t.Errorf("R7.4/1 frees %d, 0 frees %d", freedAt(parts, 1), freedAt(parts, 0))
+	if freedAt(parts, false, 1) != freedAt(parts, false, 0) {
+		t.Errorf("R7.4/1 frees %d, 0 frees %d", freedAt(parts, false, 1), freedAt(parts, false, 0))
 	}
 }
 

@@ -49,17 +49,14 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	e.observeEvidence(ctx, &o)
 	e.endRefusals(o)
 	e.learnBrokerID()
-	o.Protected = dirSet(e.mine().LogDirs)
 	r := reads{o: &o}
 
-	o.BrokerNotAlive, o.BrokerGone = e.selfAlive(now)
-	fresh := false
-	if e.recordsDue(o) {
-		fresh = r.ledger("load_records", func() error { return e.readRecords(ctx, &o) })
-		if fresh {
-			o.Protected = dirSet(e.mine().LogDirs)
-			o.BrokerNotAlive, o.BrokerGone = e.selfAlive(now)
-		}
+	// Every successful read of the records replaces e.prot.records: a
+	// new pointer says they were read this pass.
+	cached := e.prot.records
+	e.protectionInputs(&o)
+	if e.recordsDue(o) && r.ledger("load_records", func() error { return e.readRecords(ctx, &o) }) {
+		e.protectionInputs(&o)
 	}
 	if !o.BrokerUnreachable {
 		if parts := e.policy.freeingPartitions(o); len(parts) > 0 {
@@ -68,12 +65,16 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 			r.soft("list_offsets", func() error { return e.readOffsets(ctx, &o, parts) })
 		}
 	}
-	if e.prot.records != nil && !o.BrokerUnreachable && !r.ledgerLost && e.protectionRelevant(o) {
-		r.do("observe_protection", func() error { return e.readProtection(ctx, &o) })
+	if e.prot.records != nil && !o.BrokerUnreachable && !r.ledgerLost {
+		o.lowerCandidates = e.policy.lowerCandidates(o)
+		if e.protectionRelevant(o) {
+			r.do("observe_protection", func() error { return e.readProtection(ctx, &o) })
+		}
 	}
 	// A binding this agent claims is missing: an operator may have lifted
-	// it. Read the records again before putting it back.
-	if o.Protection != nil && !fresh && e.claimsMissing(o.Protection) {
+	// it. Read the records again before putting it back, unless they were
+	// read this pass already.
+	if o.Protection != nil && e.prot.records == cached && e.claimsMissing(o.Protection) {
 		if r.ledger("load_records", func() error { return e.readRecords(ctx, &o) }) {
 			o.Protection.Records = e.prot.records.Clone()
 			o.Protection.Expired = e.expired(o.Now)
@@ -82,6 +83,17 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 		}
 	}
 	return o, r.phases, errors.Join(r.errs...)
+}
+
+// protectionInputs sets what the pass knows of this agent's protection
+// from the records as last read: the log dirs it protects, whether its
+// broker is alive, and the log dirs the policy wants protected
+// (Policy.protectDirs, computed here once for the reads that depend on
+// it).
+func (e *Enforcer) protectionInputs(o *Observed) {
+	o.Protected = dirSet(e.recordForMode().LogDirs)
+	o.BrokerNotAlive, o.BrokerGone = e.selfAlive(o.Now)
+	o.wantProtected = e.policy.protectDirs(*o)
 }
 
 // selfAlive reports whether this agent's broker is missing from the
@@ -170,17 +182,16 @@ func (e *Enforcer) fractionDone(now time.Time) map[TopicPartition]bool {
 	return done
 }
 
-// learnBrokerID sets the broker id this agent's ownership record is kept
-// under: configured, else the guarded node the identity check found
-// (spec R7.1), never a log dir's guess.
+// learnBrokerID sets the broker id this agent acts for and keeps its
+// ownership record under: configured (set from the start), else the
+// guarded node the identity check found (spec R7.1; agent.GuardedNode
+// returns the configured one when set), never a log dir's guess. Once
+// known it is kept while the cluster cannot be read.
 func (e *Enforcer) learnBrokerID() {
-	if e.brokerF != nil && *e.brokerF >= 0 {
-		e.brokerID = *e.brokerF
-		return
-	}
 	if e.ev.node >= 0 {
 		e.brokerID = e.ev.node
 	}
+	e.guarded.Store(e.brokerID)
 }
 
 // readOffsets reads the broker's offsets of parts. In observe mode a

@@ -125,7 +125,9 @@ type partState struct {
 	unexpire int64
 }
 
-// planDir chooses the segments of one log dir.
+// planDir chooses the segments of one log dir: each partition's
+// candidates (queuePartition), the oldest across partitions until enough
+// is freed (choose), then one deletion per partition.
 func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 	eligibleOnly := g.Free.Action == ActionScheduled || g.Free.Action == ActionPeriodic
 	// Bytes Kafka frees from tiered topics whose local retention the pass
@@ -137,60 +139,8 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 		if p.Kind != agent.KindLive || len(p.Segments) < 2 {
 			continue
 		}
-		off, ok := o.Offsets[TopicPartition{p.Topic, p.Partition}]
-		lso, hw := p.LogStartOffset, p.HighWatermark
-		if ok {
-			lso, hw = max(lso, off.LogStart), off.HighWatermark
-		}
-		ps := &partState{p: p, lso: lso, hw: hw}
-		// Segments wholly below the log start offset are on their way out:
-		// the broker removes them at its next retention check (unless its
-		// retention does not run on the partition: p.Held).
-		for j := 0; j < len(p.Segments)-1 && p.Held == ""; j++ {
-			if p.Segments[j+1].BaseOffset <= lso {
-				already += p.Segments[j].DiskBytes
-			}
-		}
-		if !ok || hw < 0 || !deletable(o.Snapshot, p) || len(g.HeldTopics[p.Topic]) > 0 {
-			continue
-		}
-		if g.Free.Action == ActionPurgeFraction && o.FractionDone[TopicPartition{p.Topic, p.Partition}] {
-			continue // one purge_fraction pass per partition per interval
-		}
-		limit := int64(math.MaxInt64)
-		if g.Free.Action == ActionPurgeFraction {
-			limit = lso + int64(math.Floor(g.Free.Fraction*float64(hw-lso)))
-		}
-		// The clock gate (R7.5): deletions by retention time held back.
-		clockHeld := len(g.TimeBlocked) > 0 || len(g.TimeHeldTopics[p.Topic]) > 0
-		floor := len(p.Segments) - 1
-		if g.Purge.Limited {
-			floor = floorIndex(p, g.Purge)
-		}
-		for j := 0; j < len(p.Segments)-1; j++ { // never the open segment
-			s, end := p.Segments[j], p.Segments[j+1].BaseOffset
-			if end <= lso {
-				continue
-			}
-			if end > hw || end > limit {
-				break // never past the high watermark; fraction cap
-			}
-			doubt := clockHeld && timeBased(s)
-			if eligibleOnly && (s.State != agent.StateEligible || s.Reason == agent.ReasonLogStartOffset || doubt) {
-				break // Kafka deletes an unbroken run of oldest segments
-			}
-			c := candidate{part: ps, seg: s, end: end}
-			switch {
-			case doubt:
-				c.unexpired = s.DiskBytes
-			case s.State != agent.StateEligible:
-				c.unexpired = max(s.DiskBytes-s.ExpiredBytes, 0)
-			}
-			if !eligibleOnly && j >= floor && c.unexpired > 0 {
-				break // a partition's newest data is never purged (R7.3)
-			}
-			ps.queue = append(ps.queue, c)
-		}
+		ps, leaving := queuePartition(o, g, p, eligibleOnly)
+		already += leaving
 		if len(ps.queue) > 0 {
 			parts = append(parts, ps)
 		}
@@ -207,8 +157,86 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 	if g.Purge.Limited && !eligibleOnly {
 		capLeft, ownNeed = g.Purge.Unexpired, need-g.Purge.OtherExcess
 	}
-	// Oldest first across partitions: a merge of the per-partition queues
-	// by largest timestamp, so each partition loses an unbroken prefix.
+	choose(parts, need, capLeft, ownNeed)
+	var out []Deletion
+	for _, ps := range parts {
+		if len(ps.chosen) == 0 {
+			continue
+		}
+		out = append(out, ps.deletion(ld.Path, g, eligibleOnly))
+	}
+	slices.SortFunc(out, func(a, b Deletion) int {
+		return cmp.Or(a.Oldest.Compare(b.Oldest), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// queuePartition lists, oldest first, the segments of a live partition
+// the pass may delete, and returns the bytes of its segments wholly below
+// the log start offset (on their way out: the broker removes them at its
+// next retention check, unless its retention does not run on the
+// partition, p.Held).
+func queuePartition(o Observed, g DirGoal, p *agent.Partition, eligibleOnly bool) (ps *partState, leaving int64) {
+	off, ok := o.Offsets[TopicPartition{p.Topic, p.Partition}]
+	lso, hw := p.LogStartOffset, p.HighWatermark
+	if ok {
+		lso, hw = max(lso, off.LogStart), off.HighWatermark
+	}
+	ps = &partState{p: p, lso: lso, hw: hw}
+	for j := 0; j < len(p.Segments)-1 && p.Held == ""; j++ {
+		if p.Segments[j+1].BaseOffset <= lso {
+			leaving += p.Segments[j].DiskBytes
+		}
+	}
+	if !ok || hw < 0 || !deletable(o.Snapshot, p) || len(g.HeldTopics[p.Topic]) > 0 {
+		return ps, leaving
+	}
+	if g.Free.Action == ActionPurgeFraction && o.FractionDone[TopicPartition{p.Topic, p.Partition}] {
+		return ps, leaving // one purge_fraction pass per partition per interval
+	}
+	limit := int64(math.MaxInt64)
+	if g.Free.Action == ActionPurgeFraction {
+		limit = lso + int64(math.Floor(g.Free.Fraction*float64(hw-lso)))
+	}
+	// The clock gate (R7.5): deletions by retention time held back.
+	clockHeld := len(g.TimeBlocked) > 0 || len(g.TimeHeldTopics[p.Topic]) > 0
+	floor := len(p.Segments) - 1
+	if g.Purge.Limited {
+		floor = floorIndex(p, g.Purge)
+	}
+	for j := 0; j < len(p.Segments)-1; j++ { // never the open segment
+		s, end := p.Segments[j], p.Segments[j+1].BaseOffset
+		if end <= lso {
+			continue
+		}
+		if end > hw || end > limit {
+			break // never past the high watermark; fraction cap
+		}
+		doubt := clockHeld && timeBased(s)
+		if eligibleOnly && (s.State != agent.StateEligible || s.Reason == agent.ReasonLogStartOffset || doubt) {
+			break // Kafka deletes an unbroken run of oldest segments
+		}
+		c := candidate{part: ps, seg: s, end: end}
+		switch {
+		case doubt:
+			c.unexpired = s.DiskBytes
+		case s.State != agent.StateEligible:
+			c.unexpired = max(s.DiskBytes-s.ExpiredBytes, 0)
+		}
+		if !eligibleOnly && j >= floor && c.unexpired > 0 {
+			break // a partition's newest data is never purged (R7.3)
+		}
+		ps.queue = append(ps.queue, c)
+	}
+	return ps, leaving
+}
+
+// choose takes the oldest candidates across partitions until need bytes
+// are chosen: a merge of the per-partition queues by largest timestamp,
+// so each partition loses an unbroken prefix. Unexpired bytes are taken
+// while capLeft and ownNeed (the caps' room, the bytes still to free
+// beyond what other data explains) are above zero.
+func choose(parts []*partState, need, capLeft, ownNeed int64) {
 	h := &candHeap{}
 	for _, ps := range parts {
 		heap.Push(h, ps)
@@ -229,31 +257,25 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 			heap.Push(h, ps)
 		}
 	}
-	var out []Deletion
-	for _, ps := range parts {
-		if len(ps.chosen) == 0 {
-			continue
-		}
-		d := Deletion{
-			LogDir: ld.Path, Topic: ps.p.Topic, Partition: ps.p.Partition,
-			Action: g.Free.Action, Band: g.Band.Name,
-			FromOffset: ps.lso, Offset: ps.chosen[len(ps.chosen)-1].end, HighWatermark: ps.hw,
-			Segments: len(ps.chosen), UnexpiredBytes: ps.unexpire,
-			Oldest: ps.chosen[0].seg.LargestTimestamp,
-		}
-		for _, c := range ps.chosen {
-			d.Bytes += c.seg.DiskBytes
-		}
-		d.Reason = "purge"
-		if eligibleOnly {
-			d.Reason = string(ps.chosen[0].seg.Reason)
-		}
-		out = append(out, d)
+}
+
+// deletion is the DeleteRecords of the partition's chosen segments.
+func (ps *partState) deletion(logDir string, g DirGoal, eligibleOnly bool) Deletion {
+	d := Deletion{
+		LogDir: logDir, Topic: ps.p.Topic, Partition: ps.p.Partition,
+		Action: g.Free.Action, Band: g.Band.Name,
+		FromOffset: ps.lso, Offset: ps.chosen[len(ps.chosen)-1].end, HighWatermark: ps.hw,
+		Segments: len(ps.chosen), UnexpiredBytes: ps.unexpire,
+		Oldest: ps.chosen[0].seg.LargestTimestamp,
 	}
-	slices.SortFunc(out, func(a, b Deletion) int {
-		return cmp.Or(a.Oldest.Compare(b.Oldest), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
-	return out
+	for _, c := range ps.chosen {
+		d.Bytes += c.seg.DiskBytes
+	}
+	d.Reason = "purge"
+	if eligibleOnly {
+		d.Reason = string(ps.chosen[0].seg.Reason)
+	}
+	return d
 }
 
 // candHeap orders partitions by their next candidate's age.

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 	pp := plan.Protection
 	e.noteObserveLift(pp)
 	e.noteAcked(pp)
-	ap := &applying{pp: pp, me: e.real(), problems: map[ProtectionError]bool{}}
+	ap := &applying{pp: pp, me: e.clusterRecord(), problems: map[ProtectionError]bool{}}
 	if pp.Grows() {
 		e.protectMore(ctx, ap, band)
 	}
@@ -202,7 +203,7 @@ func (e *Enforcer) dropOperatorChanged(pp ProtectionPlan) {
 		e.prot.operatorTopics[c.Topic] = true
 		e.m.operatorChanged.Inc()
 		e.logger.Warn("local retention changed by an operator: the guard's claim is dropped and the value left as it is",
-			"topic", c.Topic, "key", c.Key, "value", show(c.Value), "guard_value", show(c.From))
+			"topic", c.Topic, "key", c.Key, "value", ledger.ShowValue(c.Value), "guard_value", ledger.ShowValue(c.From))
 	}
 }
 
@@ -357,20 +358,13 @@ func (e *Enforcer) unprotected(rel ledger.Released, band, reason string, quota i
 	restoreBand := e.policy.Profile.lowestPurgeBand()
 	for _, c := range rel.Configs {
 		restored := ConfigChange{Topic: c.Topic, Key: c.Key, Value: c.Value, From: c.From, Wanted: c.Wanted}
-		e.configAction(actionRestoreLocalRetention, restored, restoreBand, nil, "reason", cmpOr(reason, "usage_below_band"))
+		e.configAction(actionRestoreLocalRetention, restored, restoreBand, nil, "reason", cmp.Or(reason, "usage_below_band"))
 	}
 	for _, c := range rel.ConfigsChanged {
 		e.m.operatorChanged.Inc()
 		e.logger.Warn("local retention changed by an operator: not restored, the value is left as it is",
-			"topic", c.Topic, "key", c.Key, "value", show(c.Value), "guard_value", show(c.From))
+			"topic", c.Topic, "key", c.Key, "value", ledger.ShowValue(c.Value), "guard_value", ledger.ShowValue(c.From))
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // bandOf is the band a log dir was in at the last pass.
@@ -384,7 +378,7 @@ func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err 
 		res = ResultDryRun
 	}
 	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
-	attrs = append([]any{"action", action, "topic", c.Topic, "key", c.Key, "value", show(c.Value), "from", show(c.From),
+	attrs = append([]any{"action", action, "topic", c.Topic, "key", c.Key, "value", ledger.ShowValue(c.Value), "from", ledger.ShowValue(c.From),
 		"band", band, "dry_run", e.dryRun}, attrs...)
 	if c.LogDir != "" {
 		// bytes: this broker's log dir only; the value is the topic's, so
@@ -392,7 +386,7 @@ func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err 
 		attrs = append(attrs, c.scopeAttrs()...)
 	}
 	if c.Wanted != nil {
-		attrs = append(attrs, "operator_value", show(c.Wanted))
+		attrs = append(attrs, "operator_value", ledger.ShowValue(c.Wanted))
 	}
 	switch {
 	case errors.Is(err, ErrConfigRefused):
@@ -448,13 +442,15 @@ func (e *Enforcer) protectionAction(action Action, tp TopicProtection, band stri
 	if reason == "" {
 		reason = "disk_usage"
 	}
-	e.logChange(action, err, "strategy", StrategyACL, "topic", tp.Topic, "acls", acls, "band", band, "reason", reason, "dry_run", e.dryRun)
+	e.logChange(action, err, "strategy", StrategyACL, "topic", tp.Topic, "acls", acls, "band", band, "reason", reason, "dry_run", e.dryRun,
+		eventAttr(ProtectionChange{On: action == actionProtect, DryRun: e.dryRun, Strategy: StrategyACL, Topic: tp.Topic, ACLs: tp.ACLs, Err: err}))
 }
 
 func (e *Enforcer) quotaAction(action Action, rate int64, band string, res ActionResult, err error) {
 	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
 	e.logChange(action, err, "strategy", StrategyQuota, "entity", DefaultClientEntity,
-		"producer_byte_rate", rate, "band", band, "reason", "disk_usage", "dry_run", e.dryRun)
+		"producer_byte_rate", rate, "band", band, "reason", "disk_usage", "dry_run", e.dryRun,
+		eventAttr(ProtectionChange{On: action == actionProtect, DryRun: e.dryRun, Strategy: StrategyQuota, ProducerByteRate: rate, Err: err}))
 }
 
 // logChange logs one protection change: on at WARN, off at INFO, failed
@@ -556,9 +552,9 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 		view[id] = v
 	}
 	e.m.prot.setCluster(view)
-	e.m.lowered.Set(float64(len(e.real().ConfigClaims())))
-	if u := e.real().Updated; !u.Equal(e.prot.sizedAt) {
-		if data, err := ledger.EncodeRecord(e.real()); err == nil {
+	e.m.lowered.Set(float64(len(e.clusterRecord().ConfigClaims())))
+	if u := e.clusterRecord().Updated; !u.Equal(e.prot.sizedAt) {
+		if data, err := ledger.EncodeRecord(e.clusterRecord()); err == nil {
 			e.m.prot.recordBytes.Set(float64(len(data)))
 		}
 		e.prot.sizedAt = u

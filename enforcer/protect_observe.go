@@ -106,17 +106,19 @@ func (e *Enforcer) monotonic(now time.Time) time.Duration {
 	return now.Sub(e.prot.monoOrigin)
 }
 
-// mine is this agent's record, as last read or written (in observe mode,
-// the virtual one when virtual is set).
-func (e *Enforcer) mine() Record {
+// recordForMode is this agent's record in its mode: enforcing, the
+// cluster's (clusterRecord); in observe mode, the virtual one (what
+// enforcing would have set).
+func (e *Enforcer) recordForMode() Record {
 	if e.dryRun {
 		return e.prot.virtual
 	}
-	return e.real()
+	return e.clusterRecord()
 }
 
-// real is this agent's record on the cluster, as last read or written.
-func (e *Enforcer) real() Record {
+// clusterRecord is this agent's record on the cluster, as last read or
+// written.
+func (e *Enforcer) clusterRecord() Record {
 	if e.prot.records == nil {
 		return Record{BrokerID: e.brokerID}
 	}
@@ -135,7 +137,7 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 	if e.prot.standby {
 		return due // following the active instance's lease
 	}
-	for d := range e.policy.protectDirs(o) {
+	for d := range o.wantProtected {
 		if !o.Protected[d] {
 			return false // switching on: use the cached records
 		}
@@ -147,11 +149,11 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 // claims or wants something, set something unrecorded, or another agent's
 // record claims something (the cluster-wide view, expired leases).
 func (e *Enforcer) protectionRelevant(o Observed) bool {
-	if !e.dryRun && !ledger.SamePurges(e.real().Purged, e.purgeHistory(o.Now)) {
+	if !e.dryRun && !ledger.SamePurges(e.clusterRecord().Purged, e.purgeHistory(o.Now)) {
 		return true // the purge history goes into the record
 	}
-	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 ||
-		len(e.policy.lowerCandidates(o)) > 0 {
+	if !e.recordForMode().Empty() || !e.clusterRecord().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(o.wantProtected) > 0 ||
+		len(o.lowerCandidates) > 0 {
 		return true
 	}
 	if e.prot.records != nil {
@@ -403,7 +405,7 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 	}
 	po.OperatorTopics = e.prot.operatorTopics
 	po.RefusedTopics = e.refusedTopics(o.Snapshot)
-	cands := e.policy.lowerCandidates(*o)
+	cands := o.lowerCandidates
 	topics := configTopics(po.Records, e.prot.virtual, cands)
 	if len(topics) == 0 {
 		po.ConfigsRead = true
@@ -416,7 +418,7 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 	po.TopicConfigs, po.ConfigsRead = got, true
 	po.Replicas = e.readReplicas(ctx, cands)
 	mine := map[string]bool{}
-	for _, c := range e.real().ConfigClaims() {
+	for _, c := range e.clusterRecord().ConfigClaims() {
 		mine[c.Topic] = true
 	}
 	for _, t := range cands {
@@ -490,7 +492,7 @@ func valuesOf[K comparable, V any](m map[K]V) []V {
 // claimsMissing reports whether a binding (or the quota) this agent's
 // record claims is not in place.
 func (e *Enforcer) claimsMissing(po *ProtectionObserved) bool {
-	me := e.real()
+	me := e.clusterRecord()
 	if !me.Claims() || !po.Enforcing {
 		return false
 	}

@@ -167,154 +167,215 @@ func (pp ProtectionPlan) Grows() bool { return len(pp.Create) > 0 || pp.SetQuota
 func trusted(o Observed) bool { return !o.Stale && !o.BrokerUnreachable }
 
 // planProtection computes this agent's record, the ACL or quota changes
-// and the peer lifts. It is pure.
+// and the peer lifts. It is pure. Its steps, in order: the log dirs under
+// protection, a lift of this agent's claims answered, the topics to
+// protect, the bindings and the quota wanted, the tiered topics' local
+// retention, the releases, whether the record is written, and the other
+// agents' expired protection lifted.
 func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
+	pl := newProtectionPlanner(o)
+	dirs := pl.protectedDirs(goals)
+	pl.answerLift(len(dirs) > 0 || pl.lowering(goals))
+	topics := pl.wantedTopics(dirs)
+	pl.claimBindings(topics)
+	pl.claimQuota(topics)
+	pl.rec.Configs = pl.planConfigs(goals)
+	pl.releaseBindings()
+	pl.releaseQuotas()
+	pl.decideWrite()
+	pl.pp.Lifts = peerLifts(pl.po, pl.present)
+	return pl.pp
+}
+
+// protectionPlanner carries one protection plan through its steps.
+type protectionPlanner struct {
+	o  Observed
+	po *ProtectionObserved
+	// me: this agent's record as read; rec: the record after the pass.
+	me, rec Record
+	pp      ProtectionPlan
+	// wantNothing: this agent wants no protection in place (observe
+	// mode, or a peer's lift on untrusted inputs).
+	wantNothing bool
+	// want: the bindings wanted in place; present: those in place
+	// (normalised).
+	want, present map[ACL]bool
+	// others: the other agents' records (and every lift).
+	others Records
+	// myQuotas: the quotas this agent claims, releases or set
+	// unrecorded; claimedQuota the one it claims after the pass.
+	myQuotas     []int64
+	claimedQuota int64
+}
+
+func newProtectionPlanner(o Observed) *protectionPlanner {
 	po := o.Protection
 	me := po.Records.Agents[po.BrokerID]
-	var pp ProtectionPlan
-	rec := Record{BrokerID: po.BrokerID, Instance: po.Instance, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(), Purged: me.Purged,
+	pl := &protectionPlanner{o: o, po: po, me: me, wantNothing: !po.Enforcing, want: map[ACL]bool{},
+		present: make(map[ACL]bool, len(po.ACLs))}
+	pl.rec = Record{BrokerID: po.BrokerID, Instance: po.Instance, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(), Purged: me.Purged,
 		Since: me.Since, Renewed: me.Renewed, Ack: me.Ack, Suppressed: me.Suppressed, Updated: me.Updated}
-
 	if po.Enforcing {
-		rec.Purged = po.Purged // observe mode's purges are not real ones
+		pl.rec.Purged = po.Purged // observe mode's purges are not real ones
 	}
+	for _, a := range po.ACLs {
+		pl.present[ledger.NormACL(a)] = true
+	}
+	pl.others = Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
+	delete(pl.others.Agents, po.BrokerID)
+	pl.myQuotas = slices.DeleteFunc([]int64{me.Quota(), me.ReleasingQuota(), po.UnrecordedQuota}, func(v int64) bool { return v <= 0 })
+	return pl
+}
 
-	// The log dirs under protection, with why each entered it.
+// protectedDirs sets the log dirs under protection in the record, with
+// why each entered it, and when protection began; it returns them.
+func (pl *protectionPlanner) protectedDirs(goals []DirGoal) map[string]bool {
 	oldWhy := map[string]Why{}
-	for _, w := range me.Why {
+	for _, w := range pl.me.Why {
 		oldWhy[w.LogDir] = w
 	}
 	dirs := map[string]bool{}
 	for _, g := range goals {
-		if g.Protect && po.Enforcing {
+		if g.Protect && pl.po.Enforcing {
 			dirs[g.LogDir] = true
-			rec.LogDirs = append(rec.LogDirs, g.LogDir)
+			pl.rec.LogDirs = append(pl.rec.LogDirs, g.LogDir)
 			w, ok := oldWhy[g.LogDir]
 			if !ok {
 				w = Why{LogDir: g.LogDir, Band: g.Band.Name, Usage: g.Usage}
 			}
-			rec.Why = append(rec.Why, w)
+			pl.rec.Why = append(pl.rec.Why, w)
 		}
 	}
-	slices.Sort(rec.LogDirs)
-	slices.SortFunc(rec.Why, func(a, b Why) int { return cmp.Compare(a.LogDir, b.LogDir) })
-
-	// A lift of this agent's claims: acknowledge it. An operator's is
-	// honoured until the episode ends or it is withdrawn; a peer's
-	// (expired lease) means: protect again only on trusted inputs.
-	// The lowering episode of tiered topics' local retention (spec R7.4)
-	// lasts while a log dir is above its restore bound: an operator's lift
-	// holds for it too.
-	lowering := false
-	for _, g := range goals {
-		lowering = lowering || (po.ConfigsRead && !g.Foreign && g.Usage >= po.LowerFrom)
+	slices.Sort(pl.rec.LogDirs)
+	slices.SortFunc(pl.rec.Why, func(a, b Why) int { return cmp.Compare(a.LogDir, b.LogDir) })
+	if len(dirs) == 0 {
+		pl.rec.Since = time.Time{}
+	} else if pl.rec.Since.IsZero() {
+		pl.rec.Since = pl.o.Now
 	}
-	episode := len(dirs) > 0 || lowering
+	return dirs
+}
+
+// lowering: the lowering episode of tiered topics' local retention (spec
+// R7.4) lasts while a log dir is above its restore bound.
+func (pl *protectionPlanner) lowering(goals []DirGoal) bool {
+	for _, g := range goals {
+		if pl.po.ConfigsRead && !g.Foreign && g.Usage >= pl.po.LowerFrom {
+			return true
+		}
+	}
+	return false
+}
+
+// answerLift acknowledges a lift of this agent's claims. An operator's is
+// honoured until the episode (protection or lowering) ends or it is
+// withdrawn; a peer's (expired lease) means: protect again only on
+// trusted inputs.
+func (pl *protectionPlanner) answerLift(episode bool) {
+	po, rec := pl.po, &pl.rec
 	_, liftExists := po.Records.Lifts[po.BrokerID]
 	if rec.Suppressed != nil && (!episode || !liftExists) {
 		rec.Suppressed = nil
 	}
-	wantNothing := !po.Enforcing
-	if l, ok := po.Records.PendingLift(po.BrokerID); ok {
-		pp.Acked = &l
-		rec.Ack = l.ID
-		switch {
-		case l.Kind == LiftOperator && episode:
-			s := Suppression{LiftID: l.ID, Topics: l.Topics}
-			if rec.Suppressed != nil && len(rec.Suppressed.Topics) > 0 && len(l.Topics) > 0 {
-				s.Topics = unionStrings(rec.Suppressed.Topics, l.Topics)
-			} else if rec.Suppressed != nil {
-				s.Topics = nil
-			}
-			rec.Suppressed = &s
-		case l.Kind != LiftOperator && !trusted(o):
-			wantNothing = true
+	l, ok := po.Records.PendingLift(po.BrokerID)
+	if !ok {
+		return
+	}
+	pl.pp.Acked = &l
+	rec.Ack = l.ID
+	switch {
+	case l.Kind == LiftOperator && episode:
+		s := Suppression{LiftID: l.ID, Topics: l.Topics}
+		if rec.Suppressed != nil && len(rec.Suppressed.Topics) > 0 && len(l.Topics) > 0 {
+			s.Topics = unionStrings(rec.Suppressed.Topics, l.Topics)
+		} else if rec.Suppressed != nil {
+			s.Topics = nil
 		}
+		rec.Suppressed = &s
+	case l.Kind != LiftOperator && !trusted(pl.o):
+		pl.wantNothing = true
 	}
-	if len(dirs) == 0 {
-		rec.Since = time.Time{}
-	} else if rec.Since.IsZero() {
-		rec.Since = o.Now
-	}
+}
 
-	topics := protectedTopics(o.Snapshot, dirs, po)
-	if s := rec.Suppressed; s != nil {
-		if len(s.Topics) == 0 {
-			topics = nil
-		} else {
-			topics = slices.DeleteFunc(topics, func(t string) bool { _, found := slices.BinarySearch(s.Topics, t); return found })
-		}
+// suppressed reports whether an operator's lift covers the topic.
+func (pl *protectionPlanner) suppressed(topic string) bool {
+	s := pl.rec.Suppressed
+	if s == nil {
+		return false
 	}
-	if wantNothing {
-		topics = nil
-	}
+	_, found := slices.BinarySearch(s.Topics, topic)
+	return len(s.Topics) == 0 || found
+}
 
-	// What this agent wants in place.
-	want := map[ACL]bool{}
-	if po.Strategy == StrategyACL && len(topics) > 0 {
-		switch {
-		case po.NoAuthorizer:
-			pp.NoAuthorizer = true
-		case po.ACLsRead:
-			rec.Owned = append(rec.Owned, aclOwned(topics, po, want, &pp)...)
-		}
+// wantedTopics lists the topics to protect: those of the protected log
+// dirs, less those an operator's lift covers.
+func (pl *protectionPlanner) wantedTopics(dirs map[string]bool) []string {
+	if pl.wantNothing {
+		return nil
 	}
-	// The quota (spec R8.6): the guard claims the value its own call set,
-	// or a value in place another record names (the guard's); a value no
-	// record names is the operator's, never claimed.
-	myQuotas := slices.DeleteFunc([]int64{me.Quota(), me.ReleasingQuota(), po.UnrecordedQuota}, func(v int64) bool { return v <= 0 })
-	var claimedQuota int64
-	if po.Strategy == StrategyQuota && len(topics) > 0 && po.QuotaRead {
-		switch inPlace := po.DefaultProducerByteRate; {
-		case inPlace == 0:
-			claimedQuota, pp.SetQuota = po.ProducerByteRate, po.ProducerByteRate
-		case slices.Contains(myQuotas, inPlace) || po.Records.GuardQuota(inPlace):
-			claimedQuota = inPlace
-		case inPlace == po.ProducerByteRate:
-			// An operator's quota at the wanted rate: protection in
-			// place, never claimed, never removed (spec R8.6).
-			pp.OperatorQuotaInPlace = true
-		default:
-			pp.OperatorQuota = true
-		}
-		if claimedQuota > 0 {
-			rec.Owned = append(rec.Owned, ledger.QuotaOwned(claimedQuota))
-		}
-	}
+	return slices.DeleteFunc(protectedTopics(pl.o.Snapshot, dirs, pl.po), pl.suppressed)
+}
 
-	// Tiered topics' local retention (spec R7.4).
-	suppressed := func(t string) bool {
-		s := rec.Suppressed
-		if s == nil {
-			return false
-		}
-		_, found := slices.BinarySearch(s.Topics, t)
-		return len(s.Topics) == 0 || found
+// claimBindings decides the bindings wanted (strategy acl) and claims
+// those the guard's own calls create.
+func (pl *protectionPlanner) claimBindings(topics []string) {
+	if pl.po.Strategy != StrategyACL || len(topics) == 0 {
+		return
 	}
-	rec.Configs = planConfigs(o, goals, me, wantNothing, suppressed, &pp)
+	switch {
+	case pl.po.NoAuthorizer:
+		pl.pp.NoAuthorizer = true
+	case pl.po.ACLsRead:
+		pl.rec.Owned = append(pl.rec.Owned, aclOwned(topics, pl.po, pl.want, &pl.pp)...)
+	}
+}
 
-	// Changes to the bindings: create what is missing; release what this
-	// agent claimed (or set unrecorded) and no longer wants.
-	present := make(map[ACL]bool, len(po.ACLs))
-	for _, a := range po.ACLs {
-		present[ledger.NormACL(a)] = true
+// claimQuota decides the quota (strategy quota, spec R8.6): the guard
+// claims the value its own call set, or a value in place another record
+// names (the guard's); a value no record names is the operator's, never
+// claimed.
+func (pl *protectionPlanner) claimQuota(topics []string) {
+	po := pl.po
+	if po.Strategy != StrategyQuota || len(topics) == 0 || !po.QuotaRead {
+		return
 	}
+	switch inPlace := po.DefaultProducerByteRate; {
+	case inPlace == 0:
+		pl.claimedQuota, pl.pp.SetQuota = po.ProducerByteRate, po.ProducerByteRate
+	case slices.Contains(pl.myQuotas, inPlace) || po.Records.GuardQuota(inPlace):
+		pl.claimedQuota = inPlace
+	case inPlace == po.ProducerByteRate:
+		// An operator's quota at the wanted rate: protection in place,
+		// never claimed, never removed (spec R8.6).
+		pl.pp.OperatorQuotaInPlace = true
+	default:
+		pl.pp.OperatorQuota = true
+	}
+	if pl.claimedQuota > 0 {
+		pl.rec.Owned = append(pl.rec.Owned, ledger.QuotaOwned(pl.claimedQuota))
+	}
+}
+
+// releaseBindings plans the changes to the bindings: create what is
+// missing; release what this agent claimed (or set unrecorded) and no
+// longer wants.
+//
+// Two-phase release (spec R8.5): a binding given up stays in the record,
+// releasing, while it is read back in place. Every claim given up goes
+// through the release once (the smaller record written, then the topic
+// read to its end: of two agents dropping one binding the later deletes
+// it); a releasing claim another live record still held at that read is
+// left to that record.
+func (pl *protectionPlanner) releaseBindings() {
+	po, me := pl.po, pl.me
 	create := map[string][]ACL{}
-	for a := range want {
-		if !present[a] {
+	for a := range pl.want {
+		if !pl.present[a] {
 			create[a.Topic] = append(create[a.Topic], a)
 		}
 	}
-	pp.Create = byTopic(create)
-	// Two-phase release (spec R8.5): a binding given up stays in the
-	// record, releasing, while it is read back in place. Every claim given
-	// up goes through the release once (the smaller record written, then
-	// the topic read to its end: of two agents dropping one binding the
-	// later deletes it); a releasing claim another live record still held
-	// at that read is left to that record.
-	others := Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
-	delete(others.Agents, po.BrokerID)
-	heldElsewhere := others.LiveBindings()
+	pl.pp.Create = byTopic(create)
+	heldElsewhere := pl.others.LiveBindings()
 	wasReleasing := map[ACL]bool{}
 	Record{Owned: me.Releasing()}.Bindings(nil, func(a ACL) { wasReleasing[a] = true })
 	release := map[string][]ACL{}
@@ -322,7 +383,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	seen := map[ACL]bool{}
 	drop := func(a ACL) {
 		a = ledger.NormACL(a)
-		if !want[a] && present[a] && !seen[a] && !(wasReleasing[a] && heldElsewhere[a]) {
+		if !pl.want[a] && pl.present[a] && !seen[a] && !(wasReleasing[a] && heldElsewhere[a]) {
 			seen[a] = true
 			release[a.Topic] = append(release[a.Topic], a)
 			releasing = append(releasing, a)
@@ -335,36 +396,46 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		}
 		for _, o := range ledger.OwnedFromBindings(releasing) {
 			o.Releasing = true
-			rec.Owned = append(rec.Owned, o)
+			pl.rec.Owned = append(pl.rec.Owned, o)
 		}
 	} else if !po.NoAuthorizer {
 		// Not read this pass: the ACL claims stay as they are.
 		for _, o := range me.Owned {
 			if o.Kind == OwnedACL {
-				rec.Owned = append(rec.Owned, o)
+				pl.rec.Owned = append(pl.rec.Owned, o)
 			}
 		}
 	}
-	pp.Release = byTopic(release)
-	for _, v := range myQuotas {
+	pl.pp.Release = byTopic(release)
+}
+
+// releaseQuotas releases the quotas this agent claimed, releases or set
+// unrecorded and no longer wants (two-phase, like the bindings); without
+// the quota read this pass its claims stay as they are.
+func (pl *protectionPlanner) releaseQuotas() {
+	po, me := pl.po, pl.me
+	for _, v := range pl.myQuotas {
 		switch {
-		case v == claimedQuota || pp.ReleaseQuota == v:
+		case v == pl.claimedQuota || pl.pp.ReleaseQuota == v:
 		case !po.QuotaRead:
 			if v == me.Quota() || v == me.ReleasingQuota() {
 				o := ledger.QuotaOwned(v)
 				o.Releasing = v == me.ReleasingQuota()
-				rec.Owned = append(rec.Owned, o)
+				pl.rec.Owned = append(pl.rec.Owned, o)
 			}
-		case po.DefaultProducerByteRate == v && !(v == me.ReleasingQuota() && v != me.Quota() && others.LiveQuota(v)):
+		case po.DefaultProducerByteRate == v && !(v == me.ReleasingQuota() && v != me.Quota() && pl.others.LiveQuota(v)):
 			o := ledger.QuotaOwned(v)
 			o.Releasing = true
-			rec.Owned = append(rec.Owned, o)
-			pp.ReleaseQuota = v
+			pl.rec.Owned = append(pl.rec.Owned, o)
+			pl.pp.ReleaseQuota = v
 		}
 	}
+}
 
-	// Write the record when it changed, when the lease is due (renewed
-	// only on trusted inputs), or when the last write failed.
+// decideWrite writes the record when it changed, when the lease is due
+// (renewed only on trusted inputs), or when the last write failed.
+func (pl *protectionPlanner) decideWrite() {
+	o, po, me, rec := pl.o, pl.po, pl.me, &pl.rec
 	changed := !ledger.SameOwned(me.Owned, rec.Owned) || !ledger.SameConfigs(me.Configs, rec.Configs) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
 		(me.Instance != rec.Instance && (rec.Claims() || len(rec.LogDirs) > 0)) || (po.Enforcing && !ledger.SamePurges(me.Purged, rec.Purged)) ||
 		!sameSuppression(me.Suppressed, rec.Suppressed) || (rec.Claims() && (me.Strategy != rec.Strategy || me.LeaseMs != rec.LeaseMs))
@@ -375,15 +446,18 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	if !rec.Claims() {
 		rec.Renewed = time.Time{}
 	}
-	pp.Write = changed || renew || po.RecordDirty
-	if pp.Write {
+	pl.pp.Write = changed || renew || po.RecordDirty
+	if pl.pp.Write {
 		rec.Updated = o.Now
 	}
-	pp.Record = rec
+	pl.pp.Record = *rec
+}
 
-	// Other agents' expired protection: lifted once (a lift written), and
-	// driven again while what the lift voided is still in place (its
-	// release failed, spec R8.5).
+// peerLifts lists the other agents' expired protection: lifted once (a
+// lift written), and driven again while what the lift voided is still in
+// place (its release failed, spec R8.5). present: the bindings in place.
+func peerLifts(po *ProtectionObserved, present map[ACL]bool) []PeerLift {
+	var lifts []PeerLift
 	for _, id := range slices.Sorted(maps.Keys(po.Expired)) {
 		r, ok := po.Records.Agents[id]
 		if id == po.BrokerID || !ok || !r.Claims() {
@@ -411,9 +485,9 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		}
 		ledger.SortACLs(pl.Release)
 		pl.Release = slices.Compact(pl.Release)
-		pp.Lifts = append(pp.Lifts, pl)
+		lifts = append(lifts, pl)
 	}
-	return pp
+	return lifts
 }
 
 // aclOwned decides each topic's shape, fills want with the bindings and

@@ -256,7 +256,7 @@ func (f *fakeAdmin) AlterTopicConfig(_ context.Context, topic, key string, value
 	}
 	f.writes++
 	if f.refuse != nil && f.refuse(topic, value) {
-		return fmt.Errorf("incremental alter configs of topic %s: %w: INVALID_CONFIG: %s", topic, ErrConfigRefused, show(value))
+		return fmt.Errorf("incremental alter configs of topic %s: %w: INVALID_CONFIG: %s", topic, ErrConfigRefused, ledger.ShowValue(value))
 	}
 	if f.configs == nil {
 		f.configs = map[string]map[string]string{}

@@ -106,6 +106,15 @@ flags:
 	if fs.NArg() > 0 {
 		return c, usageError{fmt.Sprintf("demo: unexpected argument %q", fs.Arg(0))}
 	}
+	if err := c.complete(logDirs, kf, getenv); err != nil {
+		return c, err
+	}
+	return c, c.validateSimulation()
+}
+
+// complete sets the log dirs and the Kafka connection from the parsed
+// flags, checks them and sets the generated log dir's defaults.
+func (c *demoConfig) complete(logDirs string, kf kafkaFlags, getenv env) error {
 	if logDirs != "" {
 		for _, d := range strings.Split(logDirs, ",") {
 			if d = strings.TrimSpace(d); d != "" {
@@ -115,31 +124,31 @@ flags:
 	}
 	var err error
 	if c.kafka, err = kf.apply(kafkaadmin.Config{}, getenv); err != nil {
-		return c, usageError{"demo: " + flagName(err).Error()}
+		return usageError{"demo: " + flagName(err).Error()}
 	}
 	if err := c.kafka.Validate(); err != nil {
-		return c, usageError{"demo: " + flagName(err).Error()}
+		return usageError{"demo: " + flagName(err).Error()}
 	}
-	real := c.kafka.Enabled()
-	if real != (len(c.logDirs) > 0) {
-		return c, usageError{"demo: --bootstrap-server and --log-dirs go together"}
+	realBroker := c.kafka.Enabled()
+	if realBroker != (len(c.logDirs) > 0) {
+		return usageError{"demo: --bootstrap-server and --log-dirs go together"}
 	}
-	if real && c.dir != "" {
-		return c, usageError{"demo: --dir is for the generated log dir, not with --bootstrap-server"}
+	if realBroker && c.dir != "" {
+		return usageError{"demo: --dir is for the generated log dir, not with --bootstrap-server"}
 	}
 	if c.interval <= 0 {
-		return c, usageError{"demo: --interval must be positive"}
+		return usageError{"demo: --interval must be positive"}
 	}
 	if c.compactFlat < 0 {
-		return c, usageError{"demo: --reserve.compact-flat-bytes must not be negative"}
+		return usageError{"demo: --reserve.compact-flat-bytes must not be negative"}
 	}
-	if !real && c.capacity == 0 {
+	if !realBroker && c.capacity == 0 {
 		c.capacity = demoDefaultCapacity
 	}
-	if !real && c.compactFlat == 0 {
+	if !realBroker && c.compactFlat == 0 {
 		c.compactFlat = demoCompactFlatBytes
 	}
-	return c, c.validateSimulation()
+	return nil
 }
 
 // validateSimulation checks the simulated broker's flags (after the
@@ -179,41 +188,14 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 	var hooks serveHooks
 	intro := func() { printScenario(out.stdout, gc.Enforcer, nil, agent.ConfigSet{}) }
 	if !cfg.kafka.Enabled() {
-		dir := cfg.dir
-		if dir == "" {
-			tmp, err := os.MkdirTemp("", "kafka-disk-guard-demo-")
-			if err != nil {
-				return fmt.Errorf("create demo dir: %w", err)
-			}
-			defer os.RemoveAll(tmp)
-			dir = filepath.Join(tmp, "kafka-logs")
-		}
-		bcfg, sc := simbroker.Demo(simbroker.DemoOptions{Dir: dir, Now: time.Now(), Capacity: cfg.capacity, Speed: cfg.speed})
-		broker, err := simbroker.New(bcfg, logger)
-		if err != nil {
+		var cleanup func()
+		if cfg.dir, cleanup, err = demoDir(cfg.dir); err != nil {
 			return err
 		}
-		if cfg.scenario == scenarioSteady {
-			sc = nil
+		defer cleanup()
+		if intro, err = simulate(cfg, &gc, &hooks, logger, out.stdout); err != nil {
+			return err
 		}
-		cs := broker.Configs()
-		hooks.offline, hooks.admin, hooks.evidence, hooks.configs = &cs, broker.Admin(), broker.Evidence(), broker.ConfigSource()
-		// The scenario fills the disk in minutes what takes hours on a
-		// broker: the purge caps per hour and day (spec R7.3) are lifted
-		// so that every band shows.
-		gc.Enforcer.Purge = enforcer.PurgeConfig{MaxPercentPerPass: 100, MaxPercentPerHour: 100, MaxPercentPerDay: 100}
-		gc.LogDirs = []string{dir}
-		// The scenario moves fast: re-read growing partitions and
-		// reclassify more often than the defaults.
-		gc.GrowthInterval, gc.ReclassifyInterval = 200*time.Millisecond, time.Second
-		hooks.extra = append(hooks.extra, func(ctx context.Context, a *agent.Agent, _ string) error {
-			if sc != nil {
-				sc.Usage, sc.Logger = func() (float64, bool) { return firstUsage(a) }, logger
-			}
-			return broker.Run(ctx, cfg.interval, sc)
-		})
-		printSimulation(out.stdout, dir, cfg, bcfg)
-		intro = func() { printScenario(out.stdout, gc.Enforcer, sc, cs) }
 	} else {
 		gc.Kafka = cfg.kafka
 	}
@@ -239,6 +221,53 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 	err = serve(ctx, gc, logger, build{version, revision}, hooks)
 	fmt.Fprintln(out.stdout, "Stopped.")
 	return err
+}
+
+// demoDir is where the simulated broker's log dir is generated: dir, or
+// one in a temporary directory that cleanup removes.
+func demoDir(dir string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "kafka-disk-guard-demo-")
+	if err != nil {
+		return "", nil, fmt.Errorf("create demo dir: %w", err)
+	}
+	return filepath.Join(tmp, "kafka-logs"), func() { os.RemoveAll(tmp) }, nil
+}
+
+// simulate sets the guard up on a simulated broker with its log dir in
+// cfg.dir: the broker runs beside the guard (hooks), with its scenario
+// unless steady. It returns the introduction to print once the first
+// scan is in.
+func simulate(cfg demoConfig, gc *guardConfig, hooks *serveHooks, logger *slog.Logger, stdout io.Writer) (intro func(), err error) {
+	dir := cfg.dir
+	bcfg, sc := simbroker.Demo(simbroker.DemoOptions{Dir: dir, Now: time.Now(), Capacity: cfg.capacity, Speed: cfg.speed})
+	broker, err := simbroker.New(bcfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.scenario == scenarioSteady {
+		sc = nil
+	}
+	cs := broker.Configs()
+	hooks.offline, hooks.admin, hooks.evidence, hooks.configs = &cs, broker.Admin(), broker.Evidence(), broker.ConfigSource()
+	// The scenario fills the disk in minutes what takes hours on a
+	// broker: the purge caps per hour and day (spec R7.3) are lifted
+	// so that every band shows.
+	gc.Enforcer.Purge = enforcer.PurgeConfig{MaxPercentPerPass: 100, MaxPercentPerHour: 100, MaxPercentPerDay: 100}
+	gc.LogDirs = []string{dir}
+	// The scenario moves fast: re-read growing partitions and
+	// reclassify more often than the defaults.
+	gc.GrowthInterval, gc.ReclassifyInterval = 200*time.Millisecond, time.Second
+	hooks.extra = append(hooks.extra, func(ctx context.Context, a *agent.Agent, _ string) error {
+		if sc != nil {
+			sc.Usage, sc.Logger = func() (float64, bool) { return firstUsage(a) }, logger
+		}
+		return broker.Run(ctx, cfg.interval, sc)
+	})
+	printSimulation(stdout, dir, cfg, bcfg)
+	return func() { printScenario(stdout, gc.Enforcer, sc, cs) }, nil
 }
 
 func metricsURL(addr string) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -17,15 +18,16 @@ import (
 )
 
 // demoLog is the demo's slog handler: it tells a person what the guard
-// decides. The records the enforcer and the simulated broker log for each
-// band change, planned or performed deletion, protection change and
-// scenario phase become one compact line each on out (demoLines); any
-// other record at warn or above goes to errOut as the text handler writes
-// it; the rest is dropped. A healthy demo writes nothing to errOut.
+// decides. The typed events the enforcer and the simulated broker attach
+// to their records (enforcer.Event, simbroker.Event: each band change,
+// planned or performed deletion, protection change, producers refused or
+// accepted, scenario phase) become one compact line each on out; a
+// failed action, and any other record at warn or above, goes to errOut as
+// the text handler writes it; the rest is dropped. A healthy demo writes
+// nothing to errOut.
 type demoLog struct {
 	out   *lineWriter
 	warn  slog.Handler
-	attrs []slog.Attr
 	group bool // attributes are grouped: not ours to render
 }
 
@@ -66,16 +68,15 @@ func newDemoLog(out *lineWriter, errOut io.Writer) *demoLog {
 func (h *demoLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
 func (h *demoLog) Handle(ctx context.Context, r slog.Record) error {
-	if render, ok := demoLines[r.Message]; ok && !h.group {
-		a := make(map[string]slog.Value, len(h.attrs)+r.NumAttrs())
-		for _, x := range h.attrs {
-			a[x.Key] = x.Value.Resolve()
-		}
+	line := ""
+	if !h.group {
 		r.Attrs(func(x slog.Attr) bool {
-			a[x.Key] = x.Value.Resolve()
-			return true
+			line = narrate(x)
+			return line == ""
 		})
-		h.out.line(r.Time, render(demoAttrs(a)))
+	}
+	if line != "" {
+		h.out.line(r.Time, line)
 		return nil
 	}
 	if r.Level >= slog.LevelWarn {
@@ -86,7 +87,6 @@ func (h *demoLog) Handle(ctx context.Context, r slog.Record) error {
 
 func (h *demoLog) WithAttrs(attrs []slog.Attr) slog.Handler {
 	c := *h
-	c.attrs = append(append([]slog.Attr(nil), h.attrs...), attrs...)
 	c.warn = h.warn.WithAttrs(attrs)
 	return &c
 }
@@ -97,132 +97,125 @@ func (h *demoLog) WithGroup(name string) slog.Handler {
 	return &c
 }
 
-// demoAttrs are a record's attributes by key.
-type demoAttrs map[string]slog.Value
-
-func (a demoAttrs) str(k string) string { return a[k].String() }
-func (a demoAttrs) int(k string) int64 {
-	if v, ok := a[k]; ok && v.Kind() == slog.KindInt64 {
-		return v.Int64()
+// narrate renders the event a record's attribute carries; "" when it
+// carries none, or a failed action (told on errOut).
+func narrate(x slog.Attr) string {
+	switch ev := enforcer.Event(x).(type) {
+	case enforcer.BandChange:
+		return bandLine(ev)
+	case enforcer.DeletionDone:
+		if ev.Err == nil {
+			return deletionLine(ev)
+		}
+	case enforcer.ProtectionChange:
+		if ev.Err == nil {
+			return protectionLine(ev)
+		}
 	}
-	return 0
-}
-func (a demoAttrs) pct(k string) string {
-	if v, ok := a[k]; ok && v.Kind() == slog.KindFloat64 {
-		return fmt.Sprintf("%.1f%%", v.Float64())
+	switch ev := simbroker.Event(x).(type) {
+	case simbroker.PhaseChange:
+		return scenarioLine(ev)
+	case simbroker.ProducersChange:
+		if ev.Refused != "" {
+			return fmt.Sprintf("    simulated producers of %s refused: %s", ev.Topic, ev.Refused)
+		}
+		return fmt.Sprintf("    simulated producers of %s accepted again", ev.Topic)
 	}
-	return "?"
-}
-func (a demoAttrs) dryRun() bool {
-	v, ok := a["dry_run"]
-	return ok && v.Kind() == slog.KindBool && v.Bool()
+	return ""
 }
 
-// demoLines renders each record the demo tells, by message.
-var demoLines = map[string]func(demoAttrs) string{
-	"band changed":              bandLine,
-	"would delete records":      deletionLine,
-	"deleted records":           deletionLine,
-	"deleted unexpired records": deletionLine,
-	"write protection on":       protectionLine,
-	"write protection off":      protectionLine,
-	"producers refused": func(a demoAttrs) string {
-		return fmt.Sprintf("    simulated producers of %s refused: %s", a.str("topic"), a.str("error"))
-	},
-	"producers accepted": func(a demoAttrs) string {
-		return fmt.Sprintf("    simulated producers of %s accepted again", a.str("topic"))
-	},
-	"scenario phase": scenarioLine,
-}
+// pct renders a ratio as the logs do: a percentage with one decimal.
+func pct(ratio float64) string { return fmt.Sprintf("%.1f%%", math.Round(1000*ratio)/10) }
 
 // bandLine: "usage 75.4%: band periodic (was scheduled): delete eligible
 // segments until usage < 75%".
-func bandLine(a demoAttrs) string {
-	what := map[string]string{
-		string(enforcer.ActionNone):          "nothing to do",
-		string(enforcer.ActionRetention):     "Kafka's own retention frees space",
-		string(enforcer.ActionScheduled):     "eligible segments are deleted once a day (enforcer.schedule)",
-		string(enforcer.ActionPeriodic):      "delete eligible segments until usage < " + a.pct("target_percent"),
-		string(enforcer.ActionPurge):         "delete the oldest segments, expired or not, until usage < " + a.pct("target_percent"),
-		string(enforcer.ActionPurgeFraction): "purge part of each partition, oldest first, until usage < " + a.pct("target_percent"),
-		string(enforcer.ActionProtect):       "write-protect the log dir's topics, and keep freeing space",
-	}[a.str("action")]
-	was := ""
-	if from := a.str("from_band"); from != "" {
-		was = " (was " + from + ")"
+func bandLine(ev enforcer.BandChange) string {
+	target := "?"
+	if ev.Band.Target > 0 {
+		target = pct(ev.Band.Target)
 	}
-	return fmt.Sprintf("usage %s: band %s%s: %s", a.pct("usage_percent"), a.str("band"), was, what)
+	what := map[enforcer.Action]string{
+		enforcer.ActionNone:          "nothing to do",
+		enforcer.ActionRetention:     "Kafka's own retention frees space",
+		enforcer.ActionScheduled:     "eligible segments are deleted once a day (enforcer.schedule)",
+		enforcer.ActionPeriodic:      "delete eligible segments until usage < " + target,
+		enforcer.ActionPurge:         "delete the oldest segments, expired or not, until usage < " + target,
+		enforcer.ActionPurgeFraction: "purge part of each partition, oldest first, until usage < " + target,
+		enforcer.ActionProtect:       "write-protect the log dir's topics, and keep freeing space",
+	}[ev.Band.Action]
+	was := ""
+	if ev.FromBand != "" {
+		was = " (was " + ev.FromBand + ")"
+	}
+	return fmt.Sprintf("usage %s: band %s%s: %s", pct(ev.Usage), ev.Band.Name, was, what)
 }
 
 // deletionLine: "would delete orders-1 up to offset 20970: 1 segment,
 // 1.0 MiB, expired (retention_time)".
-func deletionLine(a demoAttrs) string {
+func deletionLine(ev enforcer.DeletionDone) string {
 	verb := "deleted"
-	if a.dryRun() {
+	if ev.DryRun {
 		verb = "would delete"
 	}
-	n, bytes, unexpired := a.int("segments"), a.int("bytes"), a.int("unexpired_bytes")
+	n, bytes, unexpired := ev.Segments, ev.Bytes, ev.UnexpiredBytes
 	segs := "segments"
 	if n == 1 {
 		segs = "segment"
 	}
-	expired := "expired (" + a.str("reason") + ")"
+	expired := "expired (" + ev.Reason + ")"
 	switch {
-	case unexpired == 0 && a.str("reason") == string(enforcer.ActionPurge):
+	case unexpired == 0 && ev.Reason == string(enforcer.ActionPurge):
 		expired = "expired" // purged oldest first; it had expired anyway
 	case unexpired >= bytes:
 		expired = "NOT expired"
 	case unexpired > 0:
 		expired = human.Bytes(unexpired) + " NOT expired"
 	}
-	return fmt.Sprintf("    %s %s-%d up to offset %d: %d %s, %s, %s", verb, a.str("topic"), a.int("partition"),
-		a.int("to_offset"), n, segs, human.Bytes(bytes), expired)
+	return fmt.Sprintf("    %s %s-%d up to offset %d: %d %s, %s, %s", verb, ev.Topic, ev.Partition,
+		ev.Offset, n, segs, human.Bytes(bytes), expired)
 }
 
 // protectionLine: "would write-protect orders: DENY WRITE User:*" (the
 // bindings of the topic's shape), or the quota strategy's throttle.
-func protectionLine(a demoAttrs) string {
-	on := a.str("action") == string(enforcer.ActionProtect)
+func protectionLine(ev enforcer.ProtectionChange) string {
 	var verb string
 	switch {
-	case on && a.dryRun():
+	case ev.On && ev.DryRun:
 		verb = "would write-protect"
-	case on:
+	case ev.On:
 		verb = "write-protected"
-	case a.dryRun():
+	case ev.DryRun:
 		verb = "would lift write protection from"
 	default:
 		verb = "lifted write protection from"
 	}
-	if a.str("strategy") == enforcer.StrategyQuota {
-		return fmt.Sprintf("    %s every producer (default client quota %d B/s)", verb, a.int("producer_byte_rate"))
+	if ev.Strategy == enforcer.StrategyQuota {
+		return fmt.Sprintf("    %s every producer (default client quota %d B/s)", verb, ev.ProducerByteRate)
 	}
-	var acls []string
-	if v, ok := a["acls"]; ok {
-		if list, ok := v.Any().([]string); ok {
-			acls = list
-		}
+	acls := make([]string, 0, len(ev.ACLs))
+	for _, a := range ev.ACLs {
+		acls = append(acls, a.Permission+" "+a.Operation+" "+a.Principal)
 	}
-	return fmt.Sprintf("    %s %s: %s", verb, a.str("topic"), strings.Join(acls, ", "))
+	return fmt.Sprintf("    %s %s: %s", verb, ev.Topic, strings.Join(acls, ", "))
 }
 
-func scenarioLine(a demoAttrs) string {
-	topic, usage := a.str("topic"), a.pct("usage_percent")
-	switch simbroker.Phase(a.str("phase")) {
+func scenarioLine(ev simbroker.PhaseChange) string {
+	topic, usage := ev.Topic, pct(ev.Usage)
+	switch ev.Phase {
 	case simbroker.PhaseFill:
-		return fmt.Sprintf("scenario: a replay floods %s, faster and faster, until the disk is %s full", topic, a.pct("peak_percent"))
+		return fmt.Sprintf("scenario: a replay floods %s, faster and faster, until the disk is %s full", topic, pct(ev.Peak))
 	case simbroker.PhaseEbb:
 		why := map[string]string{
 			simbroker.StopPeak:    "it reached " + usage,
 			simbroker.StopRefused: "write protection refused it, the producer gave up",
 			simbroker.StopMaxFill: "the guard held usage at " + usage,
-		}[a.str("stopped")]
+		}[ev.Stopped]
 		return fmt.Sprintf("scenario: the replay stops (%s); %s's own retention frees the space", why, topic)
 	}
-	if a.int("cycle") == 0 {
-		return fmt.Sprintf("scenario: calm; in %s a replay floods %s", a.str("next_fill_in"), topic)
+	if ev.Cycle == 0 {
+		return fmt.Sprintf("scenario: calm; in %s a replay floods %s", ev.NextFill, topic)
 	}
-	return fmt.Sprintf("scenario: usage is back under %s (%s); the next replay starts in %s", a.pct("low_percent"), usage, a.str("next_fill_in"))
+	return fmt.Sprintf("scenario: usage is back under %s (%s); the next replay starts in %s", pct(ev.Low), usage, ev.NextFill)
 }
 
 // demoAlertRatio is where the KafkaDiskGuardDiskUsageHigh alert fires

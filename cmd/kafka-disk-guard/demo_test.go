@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 )
 
 // syncBuffer is a bytes.Buffer safe for the demo's goroutines.
@@ -157,5 +160,29 @@ func TestDemoFlags(t *testing.T) {
 	if err != nil || c.capacity != demoDefaultCapacity || c.compactFlat != demoCompactFlatBytes || c.listen != ":9644" ||
 		c.scenario != scenarioFill || c.speed != 1 || c.enforce {
 		t.Errorf("defaults: %+v, %v", c, err)
+	}
+}
+
+// The demo narrates from the typed events of the records: a healthy
+// action is one line on stdout and nothing on stderr; a failed one goes
+// to stderr.
+func TestDemoNarratesTypedEvents(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	logger := slog.New(newDemoLog(&lineWriter{w: &stdout}, &stderr)).With("component", "enforcer")
+	acl := enforcer.ACL{Topic: "orders", Permission: "DENY", Operation: "WRITE", Principal: "User:*"}
+	logger.Warn("write protection on", slog.Any(enforcer.EventKey, enforcer.ProtectionChange{On: true, Strategy: enforcer.StrategyACL, Topic: "orders", ACLs: []enforcer.ACL{acl}}))
+	logger.Info("band changed", slog.Any(enforcer.EventKey, enforcer.BandChange{Band: enforcer.Band{Name: "purge", Action: enforcer.ActionPurge, Target: 0.8}, FromBand: "periodic", Usage: 0.854}))
+	if want := "write-protected orders: DENY WRITE User:*"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+	}
+	if want := "usage 85.4%: band purge (was periodic): delete the oldest segments, expired or not, until usage < 80.0%"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("healthy actions wrote to stderr:\n%s", stderr.String())
+	}
+	logger.Error("delete records failed", slog.Any(enforcer.EventKey, enforcer.DeletionDone{Err: errors.New("boom")}))
+	if !strings.Contains(stderr.String(), "delete records failed") {
+		t.Errorf("a failed action is not on stderr: %q", stderr.String())
 	}
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
-	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/forecast"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
@@ -242,7 +241,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 			return err
 		}
 	} else {
-		p.admin = offlineAdmin{kafkaadmin.NewLink(kafkaadmin.Config{}, logger, kafkaadmin.LinkOptions{}).Enforce(cfg.Enforcer.OwnershipTopic)}
+		p.admin = kafkaadmin.Offline(cfg.Enforcer.OwnershipTopic, logger)
 	}
 	addr, err := p.start(cfg, logger, reg, b, hooks)
 	if err != nil {
@@ -453,22 +452,6 @@ func followTopics(ctx context.Context, changed <-chan struct{}, r *agent.ConfigR
 type staticConfigs struct{ cs agent.ConfigSet }
 
 func (s staticConfigs) Current() agent.ConfigSet { return s.cs }
-
-// offlineAdmin is the enforcer's admin API without a cluster: there are
-// no protection records to read (the guard cannot have set any), the
-// cluster's brokers and settings are unknown, and every other call
-// answers kafkaadmin.ErrNotConnected.
-type offlineAdmin struct{ *kafkaadmin.Enforce }
-
-func (offlineAdmin) LoadRecords(context.Context) (ledger.Records, error) {
-	return ledger.NewRecords(), nil
-}
-
-func (offlineAdmin) LiveBrokers(context.Context) ([]int32, error) { return nil, nil }
-
-func (offlineAdmin) AllowEveryoneIfNoACLFound(context.Context) (ledger.AllowEveryone, error) {
-	return ledger.AllowEveryoneUnknown, nil
-}
 
 // unavailable answers 503 saying why.
 func unavailable(why string) http.Handler {

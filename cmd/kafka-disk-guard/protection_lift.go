@@ -74,10 +74,10 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	}
 	fmt.Fprintln(out.stdout, ".")
 	for _, c := range res.Released.Configs {
-		fmt.Fprintf(out.stdout, "Restored %s of topic %s to %s (the guard had set %s).\n", c.Key, c.Topic, optional(c.Value), optional(c.From))
+		fmt.Fprintf(out.stdout, "Restored %s of topic %s to %s (the guard had set %s).\n", c.Key, c.Topic, ledger.ShowValue(c.Value), ledger.ShowValue(c.From))
 	}
 	for _, c := range res.Released.ConfigsChanged {
-		fmt.Fprintf(out.stdout, "Left %s of topic %s at %s: changed by an operator since the guard set %s.\n", c.Key, c.Topic, optional(c.Value), optional(c.From))
+		fmt.Fprintf(out.stdout, "Left %s of topic %s at %s: changed by an operator since the guard set %s.\n", c.Key, c.Topic, ledger.ShowValue(c.Value), ledger.ShowValue(c.From))
 	}
 	fmt.Fprintln(out.stdout, "A running agent acknowledges the lift and does not protect that scope again until its disk calms down;")
 	fmt.Fprintln(out.stdout, "`kafka-disk-guard protection resume` lets it protect again at once.")

@@ -181,12 +181,12 @@ func writeConfigs(w io.Writer, st ledger.Status) {
 		for _, c := range b.Configs {
 			now := "not read"
 			if c.Read {
-				now = optional(c.Current)
+				now = ledger.ShowValue(c.Current)
 				if !c.InPlace {
 					now += " (changed by an operator: left alone)"
 				}
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", b.BrokerID, c.Topic, c.Key, c.Value, optional(c.Original), now, reaches(c.Replicas), !c.Live)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", b.BrokerID, c.Topic, c.Key, c.Value, ledger.ShowValue(c.Original), now, reaches(c.Replicas), !c.Live)
 		}
 	}
 	tw.Flush()
@@ -197,13 +197,6 @@ func onTopic(t string) string {
 		return ""
 	}
 	return " on topic " + t
-}
-
-func optional(v *string) string {
-	if v == nil {
-		return "not set"
-	}
-	return *v
 }
 
 func dash(s string) string {

@@ -347,7 +347,7 @@ func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]b
 			continue
 		}
 		if v, ok := cur[c.Topic]; ok && recs.GuardSet(c, v) {
-			out = append(out, fmt.Sprintf("topic config %s=%s on topic %s", c.Key, show(v), c.Topic))
+			out = append(out, fmt.Sprintf("topic config %s=%s on topic %s", c.Key, ShowValue(v), c.Topic))
 		}
 	}
 	slices.Sort(out)
@@ -363,8 +363,9 @@ func NewLiftID(kind string, now time.Time) string {
 
 func strPtr(s string) *string { return &s }
 
-// show renders a config value: "not set" for nil.
-func show(v *string) string {
+// ShowValue renders a config value for logs and reports: "not set" for
+// nil (no override on the topic).
+func ShowValue(v *string) string {
 	if v == nil {
 		return "not set"
 	}

@@ -225,7 +225,7 @@ func BuildStatus(in StatusInput) Status {
 				}
 			case OwnedQuota:
 				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: o.Entity + " " + o.Key + "=" + o.Value,
-					InPlace: in.DefaultProducerByteRate == mustInt(o.Value)})
+					InPlace: in.DefaultProducerByteRate == ParseIntOrMax(o.Value)})
 			}
 		}
 		for _, c := range r.ReleasingConfigs() {
@@ -292,7 +292,9 @@ type TopicReplicas struct {
 	Brokers  int `json:"brokers"`
 }
 
-func mustInt(s string) int64 {
+// ParseIntOrMax parses a config value as an integer; one that does not
+// parse is the largest (never lower than a value the guard sets).
+func ParseIntOrMax(s string) int64 {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return math.MaxInt64

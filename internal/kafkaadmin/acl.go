@@ -148,27 +148,55 @@ func (e *Enforce) createACLs(c *conn, acls []ledger.ACL) error {
 		req.AclCreations = append(req.AclCreations, &sarama.AclCreation{Resource: r, Acl: acl})
 	}
 	var rsp *sarama.CreateAclsResponse
-	err := c.viaController(func() error {
-		b, err := c.admin.Controller()
-		if err != nil {
-			return fmt.Errorf("controller: %w", err)
-		}
+	err := c.onController(func(b *sarama.Broker) (err error) {
 		rsp, err = b.CreateAcls(req)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("create acls: %w", err)
 	}
-	if len(rsp.AclCreationResponses) != len(acls) {
-		return fmt.Errorf("create acls: %d results for %d bindings", len(rsp.AclCreationResponses), len(acls))
+	results := make([]bindingResult, len(rsp.AclCreationResponses))
+	for i, r := range rsp.AclCreationResponses {
+		results[i] = bindingResult{r.Err, r.ErrMsg}
+	}
+	return checkBindings("create", acls, results)
+}
+
+// onController sends a request to the controller (viaController: asked
+// again when the connection fails).
+func (c *conn) onController(send func(*sarama.Broker) error) error {
+	return c.viaController(func() error {
+		b, err := c.admin.Controller()
+		if err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		return send(b)
+	})
+}
+
+// bindingResult is one binding's error code and message in a CreateAcls
+// or DeleteAcls response.
+type bindingResult struct {
+	err sarama.KError
+	msg *string
+}
+
+// checkBindings checks a CreateAcls or DeleteAcls response (op: create,
+// delete): one result per binding, in order; SECURITY_DISABLED is
+// enforcer.ErrNoAuthorizer; every other error code is returned with its
+// binding.
+func checkBindings(op string, acls []enforcer.ACL, results []bindingResult) error {
+	if len(results) != len(acls) {
+		return fmt.Errorf("%s acls: %d results for %d bindings", op, len(results), len(acls))
 	}
 	var errs []error
-	for i, r := range rsp.AclCreationResponses {
+	for i, r := range results {
+		a := acls[i]
 		switch {
-		case errors.Is(r.Err, sarama.ErrSecurityDisabled):
-			return fmt.Errorf("create acls: %w (%w)", enforcer.ErrNoAuthorizer, r.Err)
-		case !errors.Is(r.Err, sarama.ErrNoError):
-			errs = append(errs, fmt.Errorf("create acl %s %s %s on topic %s: %w%s", acls[i].Permission, acls[i].Operation, acls[i].Principal, acls[i].Topic, r.Err, msg(r.ErrMsg)))
+		case errors.Is(r.err, sarama.ErrSecurityDisabled):
+			return fmt.Errorf("%s acls: %w (%w)", op, enforcer.ErrNoAuthorizer, r.err)
+		case !errors.Is(r.err, sarama.ErrNoError):
+			errs = append(errs, fmt.Errorf("%s acl %s %s %s on topic %s: %w%s", op, a.Permission, a.Operation, a.Principal, a.Topic, r.err, msg(r.msg)))
 		}
 	}
 	return errors.Join(errs...)
@@ -206,25 +234,19 @@ func (e *Enforce) deleteACLs(c *conn, acls []ledger.ACL) error {
 		})
 	}
 	var rsp *sarama.DeleteAclsResponse
-	err := c.viaController(func() error {
-		b, err := c.admin.Controller()
-		if err != nil {
-			return fmt.Errorf("controller: %w", err)
-		}
+	err := c.onController(func(b *sarama.Broker) (err error) {
 		rsp, err = b.DeleteAcls(req)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete acls: %w", err)
 	}
-	if len(rsp.FilterResponses) != len(acls) {
-		return fmt.Errorf("delete acls: %d results for %d bindings", len(rsp.FilterResponses), len(acls))
-	}
-	var errs []error
+	results := make([]bindingResult, len(rsp.FilterResponses))
 	for i, fr := range rsp.FilterResponses {
-		if !errors.Is(fr.Err, sarama.ErrNoError) {
-			errs = append(errs, fmt.Errorf("delete acl %s %s %s on topic %s: %w%s", acls[i].Permission, acls[i].Operation, acls[i].Principal, acls[i].Topic, fr.Err, msg(fr.ErrMsg)))
-		}
+		results[i] = bindingResult{fr.Err, fr.ErrMsg}
+	}
+	errs := []error{checkBindings("delete", acls, results)}
+	for _, fr := range rsp.FilterResponses {
 		for _, m := range fr.MatchingAcls {
 			if !errors.Is(m.Err, sarama.ErrNoError) {
 				errs = append(errs, fmt.Errorf("delete acl on topic %s: %w%s", m.ResourceName, m.Err, msg(m.ErrMsg)))

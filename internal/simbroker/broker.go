@@ -277,9 +277,9 @@ func (b *Broker) admitProducers(t *topicState) {
 		return
 	}
 	if why != "" {
-		b.logger.Info("producers refused", "topic", t.Name, "error", why)
+		b.logger.Info("producers refused", "topic", t.Name, "error", why, slog.Any(EventKey, ProducersChange{Topic: t.Name, Refused: why}))
 	} else {
-		b.logger.Info("producers accepted", "topic", t.Name)
+		b.logger.Info("producers accepted", "topic", t.Name, slog.Any(EventKey, ProducersChange{Topic: t.Name}))
 	}
 	t.refused = why
 }

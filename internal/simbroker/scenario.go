@@ -99,5 +99,6 @@ func (s *Scenario) enter(p Phase, now time.Time, usage float64, calm time.Durati
 	case PhaseEbb:
 		attrs = append(attrs, "stopped", stopped)
 	}
-	s.Logger.Info("scenario phase", attrs...)
+	ev := PhaseChange{Phase: p, Cycle: s.cycle, Topic: s.Topic, Usage: usage, Peak: s.Peak, Low: s.Low, NextFill: calm, Stopped: stopped}
+	s.Logger.Info("scenario phase", append(attrs, slog.Any(EventKey, ev))...)
 }
