@@ -61,9 +61,9 @@ type verdict struct {
 func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
 	p.Tiered = (p.Kind == KindLive || p.Kind == KindFuture || p.Kind == "") && cfg.Tiered(p.Topic)
 	if p.Held == HeldCleanerDisabled {
-		p.Held = ""
+		p.Held = ReasonNone
 	}
-	if p.Held == "" && (p.Kind == KindLive || p.Kind == "") && cfg.CleanerDisabled && cfg.CleanupPolicy.Compact {
+	if p.Held == ReasonNone && (p.Kind == KindLive || p.Kind == "") && cfg.CleanerDisabled && cfg.CleanupPolicy.Compact {
 		p.Held = HeldCleanerDisabled
 	}
 	n := len(p.Segments)
@@ -116,7 +116,7 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	case KindFuture:
 		applies = !policy.Compact
 	}
-	applies = applies && p.Held == ""
+	applies = applies && p.Held == ReasonNone
 	retentionPasses := policy.Delete || (!policy.Compact && copyEnabled)
 	retentionMs, retentionBytes := cfg.localRetention(copyEnabled)
 	// upper is the offset a segment ends before.
@@ -160,7 +160,7 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 	}
 	nowMs := now.UnixMilli()
 	timeExpired := func(i int) bool {
-		return retentionMs >= 0 && nowMs-segs[i].LargestTimestamp.UnixMilli() > retentionMs
+		return retentionMs >= 0 && nowMs-segs[i].LargestTimestampMs > retentionMs
 	}
 	if applies && (!copyEnabled || p.Remote.Known()) {
 		// 1. Log start offset (for a tiered log Kafka compares with the
@@ -246,7 +246,7 @@ func classify(p *Partition, cfg TopicConfig, now time.Time) func(int) verdict {
 // timestamp is. The estimate is a lower bound: it ignores the batch at that
 // position and the records between two index points.
 func openExpired(s Segment, pts []ExpiryPoint, nowMs, retentionMs int64) int64 {
-	if nowMs-s.LargestTimestamp.UnixMilli() > retentionMs {
+	if nowMs-s.LargestTimestampMs > retentionMs {
 		return s.LogBytes
 	}
 	var exp int64

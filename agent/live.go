@@ -628,7 +628,7 @@ func timeStableUntil(p *Partition, cfg TopicConfig, nowMs int64) int64 {
 			}
 		}
 		for i := range p.Segments {
-			at(p.Segments[i].LargestTimestamp.UnixMilli())
+			at(p.Segments[i].LargestTimestampMs)
 		}
 		for _, pt := range p.OpenExpiry {
 			at(pt.TimestampMs)

@@ -527,7 +527,7 @@ func TestTimeStableUntil(t *testing.T) {
 	p := Partition{Topic: "t", Kind: KindLive, HighWatermark: 1 << 40, LogStartOffset: 0, LogEndOffset: 5000, ActiveWrittenBytes: -1}
 	for i := range 5 {
 		p.Segments = append(p.Segments, Segment{BaseOffset: int64(i) * 1000, LogBytes: 1 << 20,
-			LargestTimestamp: base.Add(time.Duration(i) * 17 * time.Minute), TimestampSource: TimestampFromTimeIndex})
+			LargestTimestampMs: base.Add(time.Duration(i) * 17 * time.Minute).UnixMilli(), TimestampSource: TimestampFromTimeIndex})
 	}
 	p.OpenExpiry = []ExpiryPoint{{TimestampMs: base.Add(65 * time.Minute).UnixMilli(), Position: 1000}}
 	verdicts := func(at int64) string {
@@ -605,18 +605,18 @@ func TestLiveCheckpointRewrite(t *testing.T) {
 // not compare would keep a stale value.
 func TestSameSegmentFactsCoversSegment(t *testing.T) {
 	// Compared: BaseOffset, LogBytes, DiskBytes, ApparentBytes,
-	// LargestTimestamp, TimestampSource. Set by Classify: State, Reason,
+	// LargestTimestampMs, TimestampSource. Set by Classify: State, Reason,
 	// ExpiredBytes, Tier.
 	if n := reflect.TypeFor[Segment]().NumField(); n != 10 {
 		t.Fatalf("Segment has %d fields, sameSegmentFacts knows 10: compare the new ones the scanner fills and update this count", n)
 	}
-	a := []Segment{{BaseOffset: 1, LogBytes: 2, LargestTimestamp: time.UnixMilli(5), TimestampSource: TimestampFromMtime}}
+	a := []Segment{{BaseOffset: 1, LogBytes: 2, LargestTimestampMs: 5, TimestampSource: TimestampFromMtime}}
 	b := []Segment{a[0]}
 	b[0].State = StateEligible
 	if !sameSegmentFacts(a, b) {
 		t.Error("a classification made the facts differ")
 	}
-	b[0].LargestTimestamp = time.UnixMilli(6)
+	b[0].LargestTimestampMs = 6
 	if sameSegmentFacts(a, b) {
 		t.Error("a new largest timestamp is the same")
 	}

@@ -146,7 +146,7 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 		// Segments wholly below the log start offset are on their way out:
 		// the broker removes them at its next retention check (unless its
 		// retention does not run on the partition: p.Held).
-		for j := 0; j < len(p.Segments)-1 && p.Held == ""; j++ {
+		for j := 0; j < len(p.Segments)-1 && p.Held == agent.ReasonNone; j++ {
 			if p.Segments[j+1].BaseOffset <= lso {
 				already += p.Segments[j].DiskBytes
 			}
@@ -239,14 +239,14 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 			Action: g.Free.Action, Band: g.Band.Name,
 			FromOffset: ps.lso, Offset: ps.chosen[len(ps.chosen)-1].end, HighWatermark: ps.hw,
 			Segments: len(ps.chosen), UnexpiredBytes: ps.unexpire,
-			Oldest: ps.chosen[0].seg.LargestTimestamp,
+			Oldest: ps.chosen[0].seg.LargestTimestamp(),
 		}
 		for _, c := range ps.chosen {
 			d.Bytes += c.seg.DiskBytes
 		}
 		d.Reason = "purge"
 		if eligibleOnly {
-			d.Reason = string(ps.chosen[0].seg.Reason)
+			d.Reason = ps.chosen[0].seg.Reason.String()
 		}
 		out = append(out, d)
 	}
@@ -262,7 +262,7 @@ type candHeap []*partState
 func (h candHeap) Len() int { return len(h) }
 func (h candHeap) Less(i, j int) bool {
 	a, b := h[i].queue[0], h[j].queue[0]
-	return cmp.Or(a.seg.LargestTimestamp.Compare(b.seg.LargestTimestamp),
+	return cmp.Or(a.seg.LargestTimestamp().Compare(b.seg.LargestTimestamp()),
 		cmp.Compare(a.part.p.Topic, b.part.p.Topic),
 		cmp.Compare(a.part.p.Partition, b.part.p.Partition)) < 0
 }
