@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Config configures the live agent. Zero durations take the defaults
@@ -226,6 +227,10 @@ type loop struct {
 	remoteAt     time.Time
 	debounceSet  bool
 	lastRateTick time.Time
+	// generation is the last published Snapshot.Generation; contentChanged
+	// says a log dir's own facts (its error, a full scan) changed since.
+	generation     uint64
+	contentChanged bool
 }
 
 // dirState is one log dir as the loop knows it.
@@ -711,6 +716,7 @@ func (l *loop) scanDir(d *dirState) {
 	d.missing = false
 	d.cp, d.cpDigest = a.scanner.ReadCheckpoints(d.path), l.checkpointDigest(d.path)
 	d.base = ld
+	l.contentChanged = true
 	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
 	seen := make(map[string]bool, len(ld.Partitions))
 	for i, p := range ld.Partitions {
@@ -746,6 +752,7 @@ func (l *loop) lost(d *dirState, err error) {
 	}
 	d.missing = true
 	d.base.Err = err
+	l.contentChanged = true
 	if d.watched && l.w != nil {
 		l.w.Remove(d.path)
 	}
@@ -960,8 +967,11 @@ func (l *loop) configsChanged() bool { return !l.a.configs.Current().Time.Equal(
 func (l *loop) publish() {
 	a := l.a
 	cs := a.configs.Current()
+	content := l.contentChanged
+	l.contentChanged = false
 	if !cs.Time.Equal(l.configsAt) || !cs.RemoteTime.Equal(l.remoteAt) {
 		// New topic configs or remote offsets: every classification may change.
+		content = true
 		l.configsAt, l.remoteAt = cs.Time, cs.RemoteTime
 		for _, d := range l.dirs {
 			l.reclassifyDir(d)
@@ -992,6 +1002,7 @@ func (l *loop) publish() {
 		if d.changed || d.published == nil {
 			// Published snapshots are never modified: a change gets a new
 			// slice; unchanged partitions share their segments with it.
+			content = true
 			d.published = make([]Partition, len(d.order))
 			for i, name := range d.order {
 				d.published[i] = d.parts[name].part
@@ -1002,6 +1013,14 @@ func (l *loop) publish() {
 		s.LogDirs = append(s.LogDirs, ld)
 	}
 	cs.Holds(s.LogDirs, s.Time)
+	for i, d := range l.dirs {
+		// A hold goes into a copy of the partitions (Holds).
+		content = content || !sameSlice(s.LogDirs[i].Partitions, d.published)
+	}
+	if content || structural {
+		l.generation++
+	}
+	s.Generation = l.generation
 	s.Health = Health{
 		LastFullScan:         l.lastFull,
 		LastFullScanDuration: l.lastFullDur,
@@ -1036,4 +1055,9 @@ func (l *loop) publish() {
 		default:
 		}
 	}
+}
+
+// sameSlice reports whether a and b are the same slice (not only equal).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }

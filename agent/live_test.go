@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -620,4 +621,45 @@ func TestSameSegmentFactsCoversSegment(t *testing.T) {
 	if sameSegmentFacts(a, b) {
 		t.Error("a new largest timestamp is the same")
 	}
+}
+
+// TestLiveGeneration: a snapshot that differs only in usage keeps the
+// generation (the enforcer skips passes on it); a changed partition moves
+// it.
+func TestLiveGeneration(t *testing.T) {
+	dir := genLogDir(t)
+	var used atomic.Uint64
+	used.Store(1 << 20)
+	a := startAgent(t, fastConfig(dir), func(a *Agent) {
+		a.usage = func(path string, capacity uint64, dirBytes int64) (Usage, error) {
+			return Usage{CapacityBytes: 1 << 30, UsedBytes: used.Load(), AvailableBytes: 1<<30 - used.Load(), Basis: CapacityFilesystem}, nil
+		}
+	})
+	first := a.Snapshot()
+	if first.Generation == 0 {
+		t.Fatal("a live agent's snapshot has generation 0")
+	}
+	used.Store(2 << 20)
+	s := waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		if s.LogDirs[0].Usage.UsedBytes != 2<<20 {
+			return fmt.Errorf("used %d", s.LogDirs[0].Usage.UsedBytes)
+		}
+		return nil
+	})
+	if s == first || s.Generation != first.Generation {
+		t.Errorf("usage alone: generation %d -> %d (same snapshot: %v), want a new snapshot of the same generation", first.Generation, s.Generation, s == first)
+	}
+	p, _ := livePartition(s, "orders-0")
+	bases := segmentBases(p)
+	roll(t, filepath.Join(dir, "orders-0"), bases[len(bases)-1]+1000)
+	waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		p, _ := livePartition(s, "orders-0")
+		if len(p.Segments) != len(bases)+1 {
+			return fmt.Errorf("segments %v", segmentBases(p))
+		}
+		if s.Generation <= first.Generation {
+			return fmt.Errorf("a roll kept generation %d", s.Generation)
+		}
+		return nil
+	})
 }

@@ -525,6 +525,15 @@ type Snapshot struct {
 	ConfigFetched map[string]time.Time
 	ConfigErrors  map[string]error
 	Health        Health
+	// Generation numbers a live Agent's snapshots by their contents other
+	// than usage: it moves when a partition, a log dir's list, error or
+	// identity, the topic configs, the remote offsets or a hold change.
+	// Two snapshots of one Agent with the same nonzero Generation hold the
+	// same log dirs, partitions and configs; they may differ in Time, in
+	// each LogDir's Usage, Filesystem, DiskBytes and PendingDeleteBytes,
+	// and in Health. 0: not from a live Agent (BuildSnapshot, the one-shot
+	// scan): nothing is known.
+	Generation uint64
 }
 
 // ErrorKind classifies scan errors (spec R6).
