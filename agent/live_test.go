@@ -12,8 +12,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
