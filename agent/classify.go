@@ -59,6 +59,13 @@ type verdict struct {
 // partition is eligible. remote.log.copy.disable=true falls back to
 // retention.* without the upload condition.
 func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
+	return classifyPartition(p, cfg, now, false)
+}
+
+// classifyPartition is Classify; with owned, the caller owns p.Segments
+// (a slice fresh from the scanner, in no snapshot) and the verdicts are
+// written into it instead of a copy.
+func classifyPartition(p Partition, cfg TopicConfig, now time.Time, owned bool) Partition {
 	p.Tiered = (p.Kind == KindLive || p.Kind == KindFuture || p.Kind == "") && cfg.Tiered(p.Topic)
 	p.Held = cleanerHold(&p, cfg)
 	if len(p.Segments) == 0 {
@@ -66,7 +73,7 @@ func Classify(p Partition, cfg TopicConfig, now time.Time) Partition {
 	}
 	c := newClassifier(&p, cfg, now)
 	c.runPasses()
-	p.Segments = c.apply()
+	p.Segments = c.apply(owned)
 	return p
 }
 
@@ -301,9 +308,12 @@ func (c *classifier) verdictOf(i int) verdict {
 
 // apply returns the segments with their verdicts: the same slice when no
 // verdict changes, else a new one (copy on write: published snapshots
-// share the old one).
-func (c *classifier) apply() []Segment {
+// share the old one) unless the caller owns it.
+func (c *classifier) apply(owned bool) []Segment {
 	var out []Segment
+	if owned {
+		out = c.segs
+	}
 	for i := range c.segs {
 		s := &c.segs[i]
 		v := c.verdictOf(i)

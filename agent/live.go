@@ -608,7 +608,11 @@ func (l *loop) set(d *dirState, ps *partState, p Partition) {
 // the passing of time cannot change the result.
 func (l *loop) classify(ps *partState, p Partition) Partition {
 	cs, now := l.a.configs.Current(), l.a.now()
-	p = cs.Classify(p, now)
+	// A segment slice other than the one ps holds is fresh from the
+	// scanner, in no snapshot yet: classified in place, not copied (at the
+	// start scan that copy was a third of the peak).
+	owned := len(p.Segments) > 0 && !sameSlice(p.Segments, ps.part.Segments)
+	p = cs.classify(p, now, owned)
 	ps.classifiedMs, ps.stableUntilMs = now.UnixMilli(), timeStableUntil(&p, cs.For(p.Topic), now.UnixMilli())
 	return p
 }
@@ -699,12 +703,17 @@ func (l *loop) scanDir(d *dirState) {
 			l.watchFailed(d.path, err)
 		}
 	}
-	// The previous partitions let the scan skip unchanged closed segments.
-	prev := LogDir{Path: d.path, Partitions: make([]Partition, 0, len(d.parts))}
-	for _, ps := range d.parts {
-		prev.Partitions = append(prev.Partitions, ps.part)
+	// The previous partitions let the scan skip unchanged closed segments:
+	// the published slice when it is current (the scanner only reads it),
+	// else a sorted copy.
+	prev := LogDir{Path: d.path, Partitions: d.published}
+	if d.changed || d.order == nil || len(d.published) != len(d.parts) {
+		prev.Partitions = make([]Partition, 0, len(d.parts))
+		for _, ps := range d.parts {
+			prev.Partitions = append(prev.Partitions, ps.part)
+		}
+		sortPartitions(prev.Partitions)
 	}
-	sortPartitions(prev.Partitions)
 	ld := a.scanner.ScanLogDir(d.path, &prev)
 	if ld.Err != nil {
 		l.lost(d, ld.Err)
