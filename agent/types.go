@@ -403,8 +403,19 @@ const (
 type Partition struct {
 	Topic     string
 	Partition int32
-	Dir       string // directory name under the log dir
-	Kind      PartitionKind
+	// Tiered is set at classification when Kafka keeps this log in remote
+	// storage (a live or -future log of a topic whose TopicConfig.Tiered
+	// holds): its segments then carry a Tier other than TierNone.
+	Tiered bool
+	// Held says why Kafka's retention does not visit this log at all (one
+	// of HeldReasons; ReasonNone when it does). Classify sets
+	// HeldCleanerDisabled from the config; HeldMoving and
+	// HeldLogDirOffline need the other log dirs and the broker's word and
+	// are set by Holds, which classifies the partition again. (Tiered and
+	// Held sit beside Partition: a Partition is 184 bytes, not 200.)
+	Held Reason
+	Dir  string // directory name under the log dir
+	Kind PartitionKind
 	// Segments sorted by base offset; the last one is the active segment.
 	Segments []Segment
 	// LogStartOffset from log-start-offset-checkpoint, -1 when unknown.
@@ -436,19 +447,9 @@ type Partition struct {
 	AppendedBytes uint64
 	// WriteRateBytesPerSecond is the recent observed append rate.
 	WriteRateBytesPerSecond float64
-	// Tiered is set at classification when Kafka keeps this log in remote
-	// storage (a live or -future log of a topic whose TopicConfig.Tiered
-	// holds): its segments then carry a Tier other than TierNone.
-	Tiered bool
 	// Remote is the remote tier's state for a tiered partition, from the
 	// cluster (set at classification; nil when not tiered or not known).
 	Remote *RemoteOffsets
-	// Held says why Kafka's retention does not visit this log at all (one
-	// of HeldReasons; empty when it does). Classify sets
-	// HeldCleanerDisabled from the config; HeldMoving and
-	// HeldLogDirOffline need the other log dirs and the broker's word and
-	// are set by Holds, which classifies the partition again.
-	Held Reason
 }
 
 // ExpiryPoint is one point of an open segment's expiry curve.

@@ -13,6 +13,9 @@ func TestSegmentSize(t *testing.T) {
 	if got := unsafe.Sizeof(Segment{}); got > 56 {
 		t.Errorf("Segment is %d bytes, want at most 56", got)
 	}
+	if got := unsafe.Sizeof(Partition{}); got > 184 {
+		t.Errorf("Partition is %d bytes, want at most 184 (the agent keeps two a partition directory)", got)
+	}
 }
 
 // TestEnumNames: the one-byte enums spell as the strings they replaced,
