@@ -269,7 +269,11 @@ type dirState struct {
 // classification changes; the scanner hands back the previous slice when
 // nothing in it changed).
 type partState struct {
-	part    Partition
+	// part points into the published Partitions slice once a snapshot
+	// holds the partition (publish), so the loop and the snapshot share
+	// one copy; store points it at a new Partition on a change. What it
+	// points to is never modified.
+	part    *Partition
 	watched bool
 
 	appended     uint64
@@ -442,7 +446,7 @@ func (l *loop) flush(growth bool) {
 			}
 			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path), digest
 			for _, ps := range d.parts {
-				p := ps.part
+				p := *ps.part
 				p.LogStartOffset, p.HighWatermark = checkpointOffsets(d.cp, p)
 				if p.LogStartOffset == ps.part.LogStartOffset && p.HighWatermark == ps.part.HighWatermark {
 					continue // Kafka rewrites the files whole: most lines did not change
@@ -511,7 +515,7 @@ func (l *loop) reread(d *dirState, name string) {
 	ps := d.parts[name]
 	var prev *Partition
 	if ps != nil {
-		prev = &ps.part
+		prev = ps.part
 	}
 	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp, prev)
 	if err != nil {
@@ -532,7 +536,7 @@ func (l *loop) reread(d *dirState, name string) {
 
 // add starts tracking a new partition directory and watches it.
 func (l *loop) add(d *dirState, name string) *partState {
-	ps := &partState{activeBase: -1}
+	ps := &partState{activeBase: -1, part: &Partition{}}
 	d.parts[name] = ps
 	d.order = nil
 	d.changed = true
@@ -557,12 +561,13 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 // store replaces a partition's state with p, keeping the log dir's sums,
 // and notes whether the published snapshot needs a new Partitions slice.
 func (l *loop) store(d *dirState, ps *partState, p Partition) {
-	if !samePartition(&ps.part, &p) {
-		d.changed = true
+	if samePartition(ps.part, &p) {
+		return // the published copy stays shared
 	}
+	d.changed = true
 	d.partDisk += p.DiskBytes - ps.part.DiskBytes
 	d.partPend += p.PendingDeleteBytes - ps.part.PendingDeleteBytes
-	ps.part = p
+	ps.part = &p
 }
 
 // samePartition reports whether a and b hold the same values; slices are
@@ -648,7 +653,7 @@ func timeStableUntil(p *Partition, cfg TopicConfig, nowMs int64) int64 {
 
 func (l *loop) reclassifyDir(d *dirState) {
 	for _, ps := range d.parts {
-		l.store(d, ps, l.classify(ps, ps.part))
+		l.store(d, ps, l.classify(ps, *ps.part))
 	}
 }
 
@@ -669,7 +674,7 @@ func (l *loop) reclassifyAll() {
 				}
 			}
 			ps.rateAppended = ps.appended
-			p := ps.part
+			p := *ps.part
 			p.WriteRateBytesPerSecond = ps.rate
 			if nowMs >= ps.classifiedMs && nowMs < ps.stableUntilMs {
 				l.store(d, ps, p) // no retention boundary passed (and the clock did not go back)
@@ -710,7 +715,7 @@ func (l *loop) scanDir(d *dirState) {
 	if d.changed || d.order == nil || len(d.published) != len(d.parts) {
 		prev.Partitions = make([]Partition, 0, len(d.parts))
 		for _, ps := range d.parts {
-			prev.Partitions = append(prev.Partitions, ps.part)
+			prev.Partitions = append(prev.Partitions, *ps.part)
 		}
 		sortPartitions(prev.Partitions)
 	}
@@ -840,7 +845,7 @@ func (l *loop) poll() {
 				continue
 			}
 			l.watchPartition(d, name, ps) // watches may have been freed
-			key := pollStat(filepath.Join(d.path, name), ps.part)
+			key := pollStat(filepath.Join(d.path, name), *ps.part)
 			if !ps.watched && key == ps.polled && key.dirMtime != 0 {
 				continue // nothing changed since the last poll
 			}
@@ -1005,7 +1010,7 @@ func (l *loop) publish() {
 				d.order = append(d.order, name)
 			}
 			slices.SortFunc(d.order, func(x, y string) int {
-				return partitionOrder(d.parts[x].part, d.parts[y].part)
+				return partitionOrder(*d.parts[x].part, *d.parts[y].part)
 			})
 		}
 		if d.changed || d.published == nil {
@@ -1014,7 +1019,9 @@ func (l *loop) publish() {
 			content = true
 			d.published = make([]Partition, len(d.order))
 			for i, name := range d.order {
-				d.published[i] = d.parts[name].part
+				ps := d.parts[name]
+				d.published[i] = *ps.part
+				ps.part = &d.published[i]
 			}
 			d.changed = false
 		}
