@@ -261,6 +261,13 @@ type dirState struct {
 	changed            bool
 	partDisk, partPend int64
 	unwatched          int
+	// moving: the partitions written to since their write rate last fell
+	// to 0 (reclassifyAll updates their rates). stableUntilMs is the
+	// earliest partition's timeStableUntil, classifiedMs the latest
+	// classification (kept as partitions are classified; the next visit
+	// of every partition makes them exact).
+	moving                      map[*partState]struct{}
+	stableUntilMs, classifiedMs int64
 }
 
 // partState is one partition directory. part is the partition as read and
@@ -451,7 +458,7 @@ func (l *loop) flush(growth bool) {
 				if p.LogStartOffset == ps.part.LogStartOffset && p.HighWatermark == ps.part.HighWatermark {
 					continue // Kafka rewrites the files whole: most lines did not change
 				}
-				l.store(d, ps, l.classify(ps, p))
+				l.store(d, ps, l.classify(d, ps, p))
 			}
 			changed = true
 		}
@@ -554,6 +561,7 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 	d.partDisk -= ps.part.DiskBytes
 	d.partPend -= ps.part.PendingDeleteBytes
 	delete(d.parts, name)
+	delete(d.moving, ps)
 	d.order = nil
 	d.changed = true
 }
@@ -601,17 +609,18 @@ func (l *loop) set(d *dirState, ps *partState, p Partition) {
 			}
 			if now > ps.activeBytes {
 				ps.appended += uint64(now - ps.activeBytes)
+				d.moving[ps] = struct{}{}
 			}
 		}
 		ps.activeBase, ps.activeBytes = active.BaseOffset, active.LogBytes
 	}
 	p.AppendedBytes, p.WriteRateBytesPerSecond = ps.appended, ps.rate
-	l.store(d, ps, l.classify(ps, p))
+	l.store(d, ps, l.classify(d, ps, p))
 }
 
 // classify classifies p, the new state of ps, and notes in ps until when
 // the passing of time cannot change the result.
-func (l *loop) classify(ps *partState, p Partition) Partition {
+func (l *loop) classify(d *dirState, ps *partState, p Partition) Partition {
 	cs, now := l.a.configs.Current(), l.a.now()
 	// A segment slice other than the one ps holds is fresh from the
 	// scanner, in no snapshot yet: classified in place, not copied (at the
@@ -619,6 +628,7 @@ func (l *loop) classify(ps *partState, p Partition) Partition {
 	owned := len(p.Segments) > 0 && !sameSlice(p.Segments, ps.part.Segments)
 	p = cs.classify(p, now, owned)
 	ps.classifiedMs, ps.stableUntilMs = now.UnixMilli(), timeStableUntil(&p, cs.For(p.Topic), now.UnixMilli())
+	d.stableUntilMs, d.classifiedMs = min(d.stableUntilMs, ps.stableUntilMs), max(d.classifiedMs, ps.classifiedMs)
 	return p
 }
 
@@ -653,37 +663,57 @@ func timeStableUntil(p *Partition, cfg TopicConfig, nowMs int64) int64 {
 
 func (l *loop) reclassifyDir(d *dirState) {
 	for _, ps := range d.parts {
-		l.store(d, ps, l.classify(ps, *ps.part))
+		l.store(d, ps, l.classify(d, ps, *ps.part))
 	}
 }
 
 // reclassifyAll reclassifies every partition whose classification the
-// passing of time may have changed, and updates write rates.
+// passing of time may have changed, and updates write rates. It visits
+// every partition of a log dir only when one's retention boundary passed
+// (or the clock went back); else only the partitions written to lately
+// (d.moving): an idle broker costs nothing proportional to its partitions.
 func (l *loop) reclassifyAll() {
 	now := l.a.now()
 	nowMs := now.UnixMilli()
 	dt := now.Sub(l.lastRateTick).Seconds()
 	for _, d := range l.dirs {
-		for _, ps := range d.parts {
-			if !l.lastRateTick.IsZero() && dt > 0 {
-				inst := float64(ps.appended-ps.rateAppended) / dt
-				if ps.rate == 0 {
-					ps.rate = inst
-				} else {
-					ps.rate = 0.5*ps.rate + 0.5*inst
-				}
+		if nowMs >= d.stableUntilMs || nowMs < d.classifiedMs {
+			d.stableUntilMs, d.classifiedMs = math.MaxInt64, math.MinInt64
+			for _, ps := range d.parts {
+				l.tick(d, ps, now, dt)
+				d.stableUntilMs, d.classifiedMs = min(d.stableUntilMs, ps.stableUntilMs), max(d.classifiedMs, ps.classifiedMs)
 			}
-			ps.rateAppended = ps.appended
-			p := *ps.part
-			p.WriteRateBytesPerSecond = ps.rate
-			if nowMs >= ps.classifiedMs && nowMs < ps.stableUntilMs {
-				l.store(d, ps, p) // no retention boundary passed (and the clock did not go back)
-				continue
-			}
-			l.store(d, ps, l.classify(ps, p))
+			continue
+		}
+		for ps := range d.moving {
+			l.tick(d, ps, now, dt)
 		}
 	}
 	l.lastRateTick = now
+}
+
+// tick updates a partition's write rate and, when a retention boundary of
+// its own passed, its classification.
+func (l *loop) tick(d *dirState, ps *partState, now time.Time, dt float64) {
+	if !l.lastRateTick.IsZero() && dt > 0 {
+		inst := float64(ps.appended-ps.rateAppended) / dt
+		if ps.rate == 0 {
+			ps.rate = inst
+		} else {
+			ps.rate = 0.5*ps.rate + 0.5*inst
+		}
+	}
+	ps.rateAppended = ps.appended
+	if ps.rate == 0 {
+		delete(d.moving, ps) // quiet: nothing to update until it is written to
+	}
+	p := *ps.part
+	p.WriteRateBytesPerSecond = ps.rate
+	if nowMs := now.UnixMilli(); nowMs >= ps.classifiedMs && nowMs < ps.stableUntilMs {
+		l.store(d, ps, p) // no retention boundary passed (and the clock did not go back)
+		return
+	}
+	l.store(d, ps, l.classify(d, ps, p))
 }
 
 // fullScan reads every log dir from scratch, watching before reading.
@@ -930,7 +960,8 @@ func (l *loop) expand() bool {
 		if have[p] {
 			continue
 		}
-		d := &dirState{path: p, pattern: want[p], parts: map[string]*partState{}, dirty: map[string]struct{}{}, grown: map[string]struct{}{}}
+		d := &dirState{path: p, pattern: want[p], parts: map[string]*partState{}, dirty: map[string]struct{}{}, grown: map[string]struct{}{},
+			moving: map[*partState]struct{}{}}
 		l.dirs = append(l.dirs, d)
 		if d.pattern != "" {
 			l.a.logger.Info("log dir found", "log_dir", p, "pattern", d.pattern)

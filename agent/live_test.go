@@ -663,3 +663,32 @@ func TestLiveGeneration(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLiveReclassifiesWhenBoundaryPasses: on the reclassify tick, a
+// partition whose retention boundary passed is classified again (the tick
+// visits partitions only then, or when written to).
+func TestLiveReclassifiesWhenBoundaryPasses(t *testing.T) {
+	dir := genLogDir(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixMilli())
+	cfg := fastConfig(dir)
+	cfg.ReclassifyInterval = 50 * time.Millisecond
+	a := startAgent(t, cfg, func(a *Agent) { a.UseClock(func() time.Time { return time.UnixMilli(clock.Load()) }) })
+	p, _ := livePartition(a.Snapshot(), "orders-0")
+	if len(p.Segments) < 2 || p.Segments[0].State != StateClosed {
+		t.Fatalf("orders-0 segments %+v: want a closed first segment", p.Segments)
+	}
+	gen := a.Snapshot().Generation
+	time.Sleep(200 * time.Millisecond) // a few ticks: nothing changes
+	if s := a.Snapshot(); s.Generation != gen {
+		t.Errorf("idle reclassify ticks moved the generation %d -> %d", gen, s.Generation)
+	}
+	clock.Store(p.Segments[0].LargestTimestampMs + DefaultTopicConfig().RetentionMs + 1)
+	waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		p, _ := livePartition(s, "orders-0")
+		if p.Segments[0].State != StateEligible || p.Segments[0].Reason != ReasonRetentionTime {
+			return fmt.Errorf("first segment %v/%v", p.Segments[0].State, p.Segments[0].Reason)
+		}
+		return nil
+	})
+}
