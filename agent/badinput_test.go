@@ -60,8 +60,8 @@ func TestScanBadInput(t *testing.T) {
 			appendBytes(t, filepath.Join(dir, "a-0", seg0+".timeindex"), []byte{1, 2, 3, 4, 5})
 		}, ErrCorruptIndex, func(t *testing.T, ld LogDir) {
 			s := findPartition(t, ld, "a-0").Segments[0]
-			if !s.LargestTimestamp.Equal(testNow.Add(-50*time.Hour)) || s.TimestampSource != TimestampFromTimeIndex {
-				t.Errorf("largest timestamp %v from %s: the whole entries still count", s.LargestTimestamp, s.TimestampSource)
+			if !s.LargestTimestamp().Equal(testNow.Add(-50*time.Hour)) || s.TimestampSource != TimestampFromTimeIndex {
+				t.Errorf("largest timestamp %v from %s: the whole entries still count", s.LargestTimestamp(), s.TimestampSource)
 			}
 		}},
 		{"R6/time index with decreasing timestamps", func(t *testing.T, dir string, _ *Scanner) {

@@ -18,7 +18,7 @@ type seg struct {
 func mkPartition(lso, hw, leo int64, segs ...seg) Partition {
 	p := Partition{Topic: "t", Kind: KindLive, LogStartOffset: lso, HighWatermark: hw, LogEndOffset: leo}
 	for _, s := range segs {
-		p.Segments = append(p.Segments, Segment{BaseOffset: s.base, LogBytes: s.bytes, LargestTimestamp: testNow.Add(-s.age), TimestampSource: TimestampFromTimeIndex})
+		p.Segments = append(p.Segments, Segment{BaseOffset: s.base, LogBytes: s.bytes, LargestTimestampMs: testNow.Add(-s.age).UnixMilli(), TimestampSource: TimestampFromTimeIndex})
 	}
 	return p
 }
@@ -43,9 +43,9 @@ const hour = int64(time.Hour / time.Millisecond)
 func render(p Partition) []string {
 	out := make([]string, len(p.Segments))
 	for i, s := range p.Segments {
-		out[i] = string(s.State)
-		if s.Reason != "" {
-			out[i] += "/" + string(s.Reason)
+		out[i] = s.State.String()
+		if s.Reason != ReasonNone {
+			out[i] += "/" + s.Reason.String()
 		}
 	}
 	return out
@@ -217,9 +217,9 @@ func ExampleClassify() {
 	now := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	p := Partition{Topic: "orders", Kind: KindLive, LogStartOffset: -1, HighWatermark: 300, LogEndOffset: 300,
 		Segments: []Segment{
-			{BaseOffset: 0, LogBytes: 1000, LargestTimestamp: now.Add(-48 * time.Hour)},
-			{BaseOffset: 100, LogBytes: 1000, LargestTimestamp: now.Add(-2 * time.Hour)},
-			{BaseOffset: 200, LogBytes: 500, LargestTimestamp: now.Add(-time.Minute)},
+			{BaseOffset: 0, LogBytes: 1000, LargestTimestampMs: now.Add(-48 * time.Hour).UnixMilli()},
+			{BaseOffset: 100, LogBytes: 1000, LargestTimestampMs: now.Add(-2 * time.Hour).UnixMilli()},
+			{BaseOffset: 200, LogBytes: 500, LargestTimestampMs: now.Add(-time.Minute).UnixMilli()},
 		}}
 	cfg := DefaultTopicConfig()
 	cfg.RetentionMs = 24 * time.Hour.Milliseconds()

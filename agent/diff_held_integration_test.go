@@ -157,7 +157,7 @@ func TestDifferentialHeldMoving(t *testing.T) {
 			t.Errorf("R1.2 %s: eligible %v while moving, want nothing", p.Dir, el)
 		}
 	}
-	if control.Held != "" || len(eligibleBases(control)) < 3 {
+	if control.Held != agent.ReasonNone || len(eligibleBases(control)) < 3 {
 		t.Fatalf("R1.2 control: held %q, eligible %v: the scenario needs deletions", control.Held, eligibleBases(control))
 	}
 	if len(live.Segments) < 3 {
@@ -235,7 +235,7 @@ func TestDifferentialHeldMoving(t *testing.T) {
 		switch {
 		case !ok:
 			return fmt.Errorf("%s not in %s", mv, to)
-		case p.Held != "":
+		case p.Held != agent.ReasonNone:
 			return fmt.Errorf("R1.2 %s: still held %q after the move", mv, p.Held)
 		}
 		// Kafka's retention runs again: every record is past retention.ms,

@@ -50,7 +50,7 @@ func (c ConfigSet) Holds(dirs []LogDir, now time.Time) {
 			case (p.Kind == KindLive || p.Kind == KindFuture) && moving[TopicPartition{p.Topic, p.Partition}] && !c.For(p.Topic).CleanerDisabled:
 				r = HeldMoving
 			}
-			if r == "" || p.Held == r {
+			if r == ReasonNone || p.Held == r {
 				continue
 			}
 			if !cloned {

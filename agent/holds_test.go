@@ -34,27 +34,27 @@ func TestHolds(t *testing.T) {
 		{
 			name: "R1.2/moving: live and -future logs held while the cleaner runs", defaults: del,
 			dirs:     [][]Partition{{old("a", KindLive), old("b", KindLive)}, {old("a", KindFuture)}},
-			want:     map[string]Reason{"0/a-0": HeldMoving, "0/b-0": "", "1/a-0.abc-future": HeldMoving},
+			want:     map[string]Reason{"0/a-0": HeldMoving, "0/b-0": ReasonNone, "1/a-0.abc-future": HeldMoving},
 			eligible: map[string]bool{"0/a-0": false, "0/b-0": true, "1/a-0.abc-future": false},
 		},
 		{
 			name: "R1.2/moving: no pause with the cleaner disabled", defaults: func() TopicConfig { c := del; c.CleanerDisabled = true; return c }(),
 			dirs:     [][]Partition{{old("a", KindLive)}, {old("a", KindFuture)}},
-			want:     map[string]Reason{"0/a-0": "", "1/a-0.abc-future": ""},
+			want:     map[string]Reason{"0/a-0": ReasonNone, "1/a-0.abc-future": ReasonNone},
 			eligible: map[string]bool{"0/a-0": true, "1/a-0.abc-future": true},
 		},
 		{
 			name: "R1.2/cleaner_disabled: compact,delete without the cleaner", defaults: func() TopicConfig { c := del; c.CleanerDisabled = true; return c }(),
 			topics:   map[string]TopicConfig{"c": func() TopicConfig { c := cd; c.CleanerDisabled = true; return c }()},
 			dirs:     [][]Partition{{old("c", KindLive), old("d", KindLive)}},
-			want:     map[string]Reason{"0/c-0": HeldCleanerDisabled, "0/d-0": ""},
+			want:     map[string]Reason{"0/c-0": HeldCleanerDisabled, "0/d-0": ReasonNone},
 			eligible: map[string]bool{"0/c-0": false, "0/d-0": true},
 		},
 		{
 			name: "R1.2/cleaner_disabled: compact,delete with the cleaner is not held", defaults: del,
 			topics:   map[string]TopicConfig{"c": cd},
 			dirs:     [][]Partition{{old("c", KindLive)}},
-			want:     map[string]Reason{"0/c-0": ""},
+			want:     map[string]Reason{"0/c-0": ReasonNone},
 			eligible: map[string]bool{"0/c-0": true},
 		},
 		{
@@ -62,7 +62,7 @@ func TestHolds(t *testing.T) {
 			offline: map[string]string{"/d1": "KAFKA_STORAGE_ERROR"},
 			dirs:    [][]Partition{{old("a", KindLive)}, {old("b", KindLive), old("a", KindFuture)}},
 			// The -future log is in the offline dir: the live one is not moving.
-			want:     map[string]Reason{"0/a-0": "", "1/b-0": HeldLogDirOffline, "1/a-0.abc-future": HeldLogDirOffline},
+			want:     map[string]Reason{"0/a-0": ReasonNone, "1/b-0": HeldLogDirOffline, "1/a-0.abc-future": HeldLogDirOffline},
 			eligible: map[string]bool{"0/a-0": true, "1/b-0": false, "1/a-0.abc-future": false},
 		},
 	}
@@ -90,7 +90,7 @@ func TestHolds(t *testing.T) {
 					if el != tc.eligible[key] {
 						t.Errorf("%s: eligible %v, want %v (%v)", key, el, tc.eligible[key], render(p))
 					}
-					if p.Held != "" && slices.ContainsFunc(p.Segments, func(s Segment) bool { return s.ExpiredBytes > 0 }) {
+					if p.Held != ReasonNone && slices.ContainsFunc(p.Segments, func(s Segment) bool { return s.ExpiredBytes > 0 }) {
 						t.Errorf("%s: held, but expired bytes %v", key, p.Segments)
 					}
 				}
@@ -99,7 +99,7 @@ func TestHolds(t *testing.T) {
 				t.Errorf("saw %d of %d partitions", seen, len(tc.want))
 			}
 			// The input is not modified.
-			if dirs[0].Partitions[0].Held != "" || dirs[0].Partitions[0].Segments[0].State != "" {
+			if dirs[0].Partitions[0].Held != ReasonNone || dirs[0].Partitions[0].Segments[0].State != 0 {
 				t.Errorf("input partition modified: %+v", dirs[0].Partitions[0])
 			}
 		})
@@ -140,13 +140,13 @@ func TestHoldsLeaveSharedSlicesAlone(t *testing.T) {
 	if during[0].Partitions[0].Held != HeldMoving {
 		t.Fatalf("moving partition not held: %q", during[0].Partitions[0].Held)
 	}
-	if &during[0].Partitions[0] == &shared[0] || shared[0].Held != "" {
+	if &during[0].Partitions[0] == &shared[0] || shared[0].Held != ReasonNone {
 		t.Fatal("the hold was written into the shared slice")
 	}
 
 	after := []LogDir{{Path: "/d0", Partitions: shared}}
 	cs.Holds(after, testNow)
-	if &after[0].Partitions[0] != &shared[0] || after[0].Partitions[0].Held != "" {
+	if &after[0].Partitions[0] != &shared[0] || after[0].Partitions[0].Held != ReasonNone {
 		t.Fatalf("after the move: held %q, shared %v", after[0].Partitions[0].Held, &after[0].Partitions[0] == &shared[0])
 	}
 	if !slices.ContainsFunc(after[0].Partitions[0].Segments, func(s Segment) bool { return s.State == StateEligible }) {

@@ -120,6 +120,17 @@ func offsetEntry(b []byte) (rel uint32, pos uint32) {
 // errCorrupt (with the best value it could find) when the file length is
 // not a multiple of 12 or the last two timestamps decrease.
 func lastTimestamp(f indexFile, size int64, buf []byte) (ts int64, n int64, err error) {
+	// A closed segment's time index is trimmed to its entries: one read
+	// of the last two finds the last entry and checks the order (one
+	// system call a segment; the general search below reads the last
+	// entry first, then these two).
+	if total := size / timeEntrySize; total > 0 {
+		first := max(total-2, 0)
+		b := buf[:(total-first)*timeEntrySize]
+		if _, rerr := f.ReadAt(b, first*timeEntrySize); rerr == nil && !isZero(b[len(b)-timeEntrySize:]) {
+			return lastTimestampOf(b, total, size)
+		}
+	}
 	n, err = validEntries(f, size, timeEntrySize, buf)
 	if err != nil || n == 0 {
 		if err == nil && size%timeEntrySize != 0 {
@@ -135,6 +146,12 @@ func lastTimestamp(f indexFile, size int64, buf []byte) (ts int64, n int64, err 
 	if _, err := f.ReadAt(b, first*timeEntrySize); err != nil {
 		return -1, n, err
 	}
+	return lastTimestampOf(b, n, size)
+}
+
+// lastTimestampOf checks and decodes the last one or two valid entries b
+// of a time index of n valid entries and the given size.
+func lastTimestampOf(b []byte, n, size int64) (ts int64, _ int64, err error) {
 	ts, _ = timeEntry(b[len(b)-timeEntrySize:])
 	if len(b) == 2*timeEntrySize {
 		if prev, _ := timeEntry(b); prev > ts {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Config configures the live agent. Zero durations take the defaults
@@ -226,6 +227,10 @@ type loop struct {
 	remoteAt     time.Time
 	debounceSet  bool
 	lastRateTick time.Time
+	// generation is the last published Snapshot.Generation; contentChanged
+	// says a log dir's own facts (its error, a full scan) changed since.
+	generation     uint64
+	contentChanged bool
 }
 
 // dirState is one log dir as the loop knows it.
@@ -256,6 +261,13 @@ type dirState struct {
 	changed            bool
 	partDisk, partPend int64
 	unwatched          int
+	// moving: the partitions written to since their write rate last fell
+	// to 0 (reclassifyAll updates their rates). stableUntilMs is the
+	// earliest partition's timeStableUntil, classifiedMs the latest
+	// classification (kept as partitions are classified; the next visit
+	// of every partition makes them exact).
+	moving                      map[*partState]struct{}
+	stableUntilMs, classifiedMs int64
 }
 
 // partState is one partition directory. part is the partition as read and
@@ -264,7 +276,11 @@ type dirState struct {
 // classification changes; the scanner hands back the previous slice when
 // nothing in it changed).
 type partState struct {
-	part    Partition
+	// part points into the published Partitions slice once a snapshot
+	// holds the partition (publish), so the loop and the snapshot share
+	// one copy; store points it at a new Partition on a change. What it
+	// points to is never modified.
+	part    *Partition
 	watched bool
 
 	appended     uint64
@@ -437,12 +453,12 @@ func (l *loop) flush(growth bool) {
 			}
 			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path), digest
 			for _, ps := range d.parts {
-				p := ps.part
+				p := *ps.part
 				p.LogStartOffset, p.HighWatermark = checkpointOffsets(d.cp, p)
 				if p.LogStartOffset == ps.part.LogStartOffset && p.HighWatermark == ps.part.HighWatermark {
 					continue // Kafka rewrites the files whole: most lines did not change
 				}
-				l.store(d, ps, l.classify(ps, p))
+				l.store(d, ps, l.classify(d, ps, p))
 			}
 			changed = true
 		}
@@ -506,7 +522,7 @@ func (l *loop) reread(d *dirState, name string) {
 	ps := d.parts[name]
 	var prev *Partition
 	if ps != nil {
-		prev = &ps.part
+		prev = ps.part
 	}
 	p, err := l.a.scanner.ReadPartition(d.path, name, d.cp, prev)
 	if err != nil {
@@ -527,7 +543,7 @@ func (l *loop) reread(d *dirState, name string) {
 
 // add starts tracking a new partition directory and watches it.
 func (l *loop) add(d *dirState, name string) *partState {
-	ps := &partState{activeBase: -1}
+	ps := &partState{activeBase: -1, part: &Partition{}}
 	d.parts[name] = ps
 	d.order = nil
 	d.changed = true
@@ -545,6 +561,7 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 	d.partDisk -= ps.part.DiskBytes
 	d.partPend -= ps.part.PendingDeleteBytes
 	delete(d.parts, name)
+	delete(d.moving, ps)
 	d.order = nil
 	d.changed = true
 }
@@ -552,12 +569,13 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 // store replaces a partition's state with p, keeping the log dir's sums,
 // and notes whether the published snapshot needs a new Partitions slice.
 func (l *loop) store(d *dirState, ps *partState, p Partition) {
-	if !samePartition(&ps.part, &p) {
-		d.changed = true
+	if samePartition(ps.part, &p) {
+		return // the published copy stays shared
 	}
+	d.changed = true
 	d.partDisk += p.DiskBytes - ps.part.DiskBytes
 	d.partPend += p.PendingDeleteBytes - ps.part.PendingDeleteBytes
-	ps.part = p
+	ps.part = &p
 }
 
 // samePartition reports whether a and b hold the same values; slices are
@@ -591,20 +609,26 @@ func (l *loop) set(d *dirState, ps *partState, p Partition) {
 			}
 			if now > ps.activeBytes {
 				ps.appended += uint64(now - ps.activeBytes)
+				d.moving[ps] = struct{}{}
 			}
 		}
 		ps.activeBase, ps.activeBytes = active.BaseOffset, active.LogBytes
 	}
 	p.AppendedBytes, p.WriteRateBytesPerSecond = ps.appended, ps.rate
-	l.store(d, ps, l.classify(ps, p))
+	l.store(d, ps, l.classify(d, ps, p))
 }
 
 // classify classifies p, the new state of ps, and notes in ps until when
 // the passing of time cannot change the result.
-func (l *loop) classify(ps *partState, p Partition) Partition {
+func (l *loop) classify(d *dirState, ps *partState, p Partition) Partition {
 	cs, now := l.a.configs.Current(), l.a.now()
-	p = cs.Classify(p, now)
+	// A segment slice other than the one ps holds is fresh from the
+	// scanner, in no snapshot yet: classified in place, not copied (at the
+	// start scan that copy was a third of the peak).
+	owned := len(p.Segments) > 0 && !sameSlice(p.Segments, ps.part.Segments)
+	p = cs.classify(p, now, owned)
 	ps.classifiedMs, ps.stableUntilMs = now.UnixMilli(), timeStableUntil(&p, cs.For(p.Topic), now.UnixMilli())
+	d.stableUntilMs, d.classifiedMs = min(d.stableUntilMs, ps.stableUntilMs), max(d.classifiedMs, ps.classifiedMs)
 	return p
 }
 
@@ -628,7 +652,7 @@ func timeStableUntil(p *Partition, cfg TopicConfig, nowMs int64) int64 {
 			}
 		}
 		for i := range p.Segments {
-			at(p.Segments[i].LargestTimestamp.UnixMilli())
+			at(p.Segments[i].LargestTimestampMs)
 		}
 		for _, pt := range p.OpenExpiry {
 			at(pt.TimestampMs)
@@ -639,37 +663,57 @@ func timeStableUntil(p *Partition, cfg TopicConfig, nowMs int64) int64 {
 
 func (l *loop) reclassifyDir(d *dirState) {
 	for _, ps := range d.parts {
-		l.store(d, ps, l.classify(ps, ps.part))
+		l.store(d, ps, l.classify(d, ps, *ps.part))
 	}
 }
 
 // reclassifyAll reclassifies every partition whose classification the
-// passing of time may have changed, and updates write rates.
+// passing of time may have changed, and updates write rates. It visits
+// every partition of a log dir only when one's retention boundary passed
+// (or the clock went back); else only the partitions written to lately
+// (d.moving): an idle broker costs nothing proportional to its partitions.
 func (l *loop) reclassifyAll() {
 	now := l.a.now()
 	nowMs := now.UnixMilli()
 	dt := now.Sub(l.lastRateTick).Seconds()
 	for _, d := range l.dirs {
-		for _, ps := range d.parts {
-			if !l.lastRateTick.IsZero() && dt > 0 {
-				inst := float64(ps.appended-ps.rateAppended) / dt
-				if ps.rate == 0 {
-					ps.rate = inst
-				} else {
-					ps.rate = 0.5*ps.rate + 0.5*inst
-				}
+		if nowMs >= d.stableUntilMs || nowMs < d.classifiedMs {
+			d.stableUntilMs, d.classifiedMs = math.MaxInt64, math.MinInt64
+			for _, ps := range d.parts {
+				l.tick(d, ps, now, dt)
+				d.stableUntilMs, d.classifiedMs = min(d.stableUntilMs, ps.stableUntilMs), max(d.classifiedMs, ps.classifiedMs)
 			}
-			ps.rateAppended = ps.appended
-			p := ps.part
-			p.WriteRateBytesPerSecond = ps.rate
-			if nowMs >= ps.classifiedMs && nowMs < ps.stableUntilMs {
-				l.store(d, ps, p) // no retention boundary passed (and the clock did not go back)
-				continue
-			}
-			l.store(d, ps, l.classify(ps, p))
+			continue
+		}
+		for ps := range d.moving {
+			l.tick(d, ps, now, dt)
 		}
 	}
 	l.lastRateTick = now
+}
+
+// tick updates a partition's write rate and, when a retention boundary of
+// its own passed, its classification.
+func (l *loop) tick(d *dirState, ps *partState, now time.Time, dt float64) {
+	if !l.lastRateTick.IsZero() && dt > 0 {
+		inst := float64(ps.appended-ps.rateAppended) / dt
+		if ps.rate == 0 {
+			ps.rate = inst
+		} else {
+			ps.rate = 0.5*ps.rate + 0.5*inst
+		}
+	}
+	ps.rateAppended = ps.appended
+	if ps.rate == 0 {
+		delete(d.moving, ps) // quiet: nothing to update until it is written to
+	}
+	p := *ps.part
+	p.WriteRateBytesPerSecond = ps.rate
+	if nowMs := now.UnixMilli(); nowMs >= ps.classifiedMs && nowMs < ps.stableUntilMs {
+		l.store(d, ps, p) // no retention boundary passed (and the clock did not go back)
+		return
+	}
+	l.store(d, ps, l.classify(d, ps, p))
 }
 
 // fullScan reads every log dir from scratch, watching before reading.
@@ -694,12 +738,17 @@ func (l *loop) scanDir(d *dirState) {
 			l.watchFailed(d.path, err)
 		}
 	}
-	// The previous partitions let the scan skip unchanged closed segments.
-	prev := LogDir{Path: d.path, Partitions: make([]Partition, 0, len(d.parts))}
-	for _, ps := range d.parts {
-		prev.Partitions = append(prev.Partitions, ps.part)
+	// The previous partitions let the scan skip unchanged closed segments:
+	// the published slice when it is current (the scanner only reads it),
+	// else a sorted copy.
+	prev := LogDir{Path: d.path, Partitions: d.published}
+	if d.changed || d.order == nil || len(d.published) != len(d.parts) {
+		prev.Partitions = make([]Partition, 0, len(d.parts))
+		for _, ps := range d.parts {
+			prev.Partitions = append(prev.Partitions, *ps.part)
+		}
+		sortPartitions(prev.Partitions)
 	}
-	sortPartitions(prev.Partitions)
 	ld := a.scanner.ScanLogDir(d.path, &prev)
 	if ld.Err != nil {
 		l.lost(d, ld.Err)
@@ -711,6 +760,7 @@ func (l *loop) scanDir(d *dirState) {
 	d.missing = false
 	d.cp, d.cpDigest = a.scanner.ReadCheckpoints(d.path), l.checkpointDigest(d.path)
 	d.base = ld
+	l.contentChanged = true
 	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
 	seen := make(map[string]bool, len(ld.Partitions))
 	for i, p := range ld.Partitions {
@@ -746,6 +796,7 @@ func (l *loop) lost(d *dirState, err error) {
 	}
 	d.missing = true
 	d.base.Err = err
+	l.contentChanged = true
 	if d.watched && l.w != nil {
 		l.w.Remove(d.path)
 	}
@@ -824,7 +875,7 @@ func (l *loop) poll() {
 				continue
 			}
 			l.watchPartition(d, name, ps) // watches may have been freed
-			key := pollStat(filepath.Join(d.path, name), ps.part)
+			key := pollStat(filepath.Join(d.path, name), *ps.part)
 			if !ps.watched && key == ps.polled && key.dirMtime != 0 {
 				continue // nothing changed since the last poll
 			}
@@ -909,7 +960,8 @@ func (l *loop) expand() bool {
 		if have[p] {
 			continue
 		}
-		d := &dirState{path: p, pattern: want[p], parts: map[string]*partState{}, dirty: map[string]struct{}{}, grown: map[string]struct{}{}}
+		d := &dirState{path: p, pattern: want[p], parts: map[string]*partState{}, dirty: map[string]struct{}{}, grown: map[string]struct{}{},
+			moving: map[*partState]struct{}{}}
 		l.dirs = append(l.dirs, d)
 		if d.pattern != "" {
 			l.a.logger.Info("log dir found", "log_dir", p, "pattern", d.pattern)
@@ -960,8 +1012,11 @@ func (l *loop) configsChanged() bool { return !l.a.configs.Current().Time.Equal(
 func (l *loop) publish() {
 	a := l.a
 	cs := a.configs.Current()
+	content := l.contentChanged
+	l.contentChanged = false
 	if !cs.Time.Equal(l.configsAt) || !cs.RemoteTime.Equal(l.remoteAt) {
 		// New topic configs or remote offsets: every classification may change.
+		content = true
 		l.configsAt, l.remoteAt = cs.Time, cs.RemoteTime
 		for _, d := range l.dirs {
 			l.reclassifyDir(d)
@@ -986,15 +1041,18 @@ func (l *loop) publish() {
 				d.order = append(d.order, name)
 			}
 			slices.SortFunc(d.order, func(x, y string) int {
-				return partitionOrder(d.parts[x].part, d.parts[y].part)
+				return partitionOrder(*d.parts[x].part, *d.parts[y].part)
 			})
 		}
 		if d.changed || d.published == nil {
 			// Published snapshots are never modified: a change gets a new
 			// slice; unchanged partitions share their segments with it.
+			content = true
 			d.published = make([]Partition, len(d.order))
 			for i, name := range d.order {
-				d.published[i] = d.parts[name].part
+				ps := d.parts[name]
+				d.published[i] = *ps.part
+				ps.part = &d.published[i]
 			}
 			d.changed = false
 		}
@@ -1002,6 +1060,14 @@ func (l *loop) publish() {
 		s.LogDirs = append(s.LogDirs, ld)
 	}
 	cs.Holds(s.LogDirs, s.Time)
+	for i, d := range l.dirs {
+		// A hold goes into a copy of the partitions (Holds).
+		content = content || !sameSlice(s.LogDirs[i].Partitions, d.published)
+	}
+	if content || structural {
+		l.generation++
+	}
+	s.Generation = l.generation
 	s.Health = Health{
 		LastFullScan:         l.lastFull,
 		LastFullScanDuration: l.lastFullDur,
@@ -1036,4 +1102,9 @@ func (l *loop) publish() {
 		default:
 		}
 	}
+}
+
+// sameSlice reports whether a and b are the same slice (not only equal).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }

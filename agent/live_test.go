@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -527,7 +528,7 @@ func TestTimeStableUntil(t *testing.T) {
 	p := Partition{Topic: "t", Kind: KindLive, HighWatermark: 1 << 40, LogStartOffset: 0, LogEndOffset: 5000, ActiveWrittenBytes: -1}
 	for i := range 5 {
 		p.Segments = append(p.Segments, Segment{BaseOffset: int64(i) * 1000, LogBytes: 1 << 20,
-			LargestTimestamp: base.Add(time.Duration(i) * 17 * time.Minute), TimestampSource: TimestampFromTimeIndex})
+			LargestTimestampMs: base.Add(time.Duration(i) * 17 * time.Minute).UnixMilli(), TimestampSource: TimestampFromTimeIndex})
 	}
 	p.OpenExpiry = []ExpiryPoint{{TimestampMs: base.Add(65 * time.Minute).UnixMilli(), Position: 1000}}
 	verdicts := func(at int64) string {
@@ -605,19 +606,89 @@ func TestLiveCheckpointRewrite(t *testing.T) {
 // not compare would keep a stale value.
 func TestSameSegmentFactsCoversSegment(t *testing.T) {
 	// Compared: BaseOffset, LogBytes, DiskBytes, ApparentBytes,
-	// LargestTimestamp, TimestampSource. Set by Classify: State, Reason,
+	// LargestTimestampMs, TimestampSource. Set by Classify: State, Reason,
 	// ExpiredBytes, Tier.
 	if n := reflect.TypeFor[Segment]().NumField(); n != 10 {
 		t.Fatalf("Segment has %d fields, sameSegmentFacts knows 10: compare the new ones the scanner fills and update this count", n)
 	}
-	a := []Segment{{BaseOffset: 1, LogBytes: 2, LargestTimestamp: time.UnixMilli(5), TimestampSource: TimestampFromMtime}}
+	a := []Segment{{BaseOffset: 1, LogBytes: 2, LargestTimestampMs: 5, TimestampSource: TimestampFromMtime}}
 	b := []Segment{a[0]}
 	b[0].State = StateEligible
 	if !sameSegmentFacts(a, b) {
 		t.Error("a classification made the facts differ")
 	}
-	b[0].LargestTimestamp = time.UnixMilli(6)
+	b[0].LargestTimestampMs = 6
 	if sameSegmentFacts(a, b) {
 		t.Error("a new largest timestamp is the same")
 	}
+}
+
+// TestLiveGeneration: a snapshot that differs only in usage keeps the
+// generation (the enforcer skips passes on it); a changed partition moves
+// it.
+func TestLiveGeneration(t *testing.T) {
+	dir := genLogDir(t)
+	var used atomic.Uint64
+	used.Store(1 << 20)
+	a := startAgent(t, fastConfig(dir), func(a *Agent) {
+		a.usage = func(path string, capacity uint64, dirBytes int64) (Usage, error) {
+			return Usage{CapacityBytes: 1 << 30, UsedBytes: used.Load(), AvailableBytes: 1<<30 - used.Load(), Basis: CapacityFilesystem}, nil
+		}
+	})
+	first := a.Snapshot()
+	if first.Generation == 0 {
+		t.Fatal("a live agent's snapshot has generation 0")
+	}
+	used.Store(2 << 20)
+	s := waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		if s.LogDirs[0].Usage.UsedBytes != 2<<20 {
+			return fmt.Errorf("used %d", s.LogDirs[0].Usage.UsedBytes)
+		}
+		return nil
+	})
+	if s == first || s.Generation != first.Generation {
+		t.Errorf("usage alone: generation %d -> %d (same snapshot: %v), want a new snapshot of the same generation", first.Generation, s.Generation, s == first)
+	}
+	p, _ := livePartition(s, "orders-0")
+	bases := segmentBases(p)
+	roll(t, filepath.Join(dir, "orders-0"), bases[len(bases)-1]+1000)
+	waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		p, _ := livePartition(s, "orders-0")
+		if len(p.Segments) != len(bases)+1 {
+			return fmt.Errorf("segments %v", segmentBases(p))
+		}
+		if s.Generation <= first.Generation {
+			return fmt.Errorf("a roll kept generation %d", s.Generation)
+		}
+		return nil
+	})
+}
+
+// TestLiveReclassifiesWhenBoundaryPasses: on the reclassify tick, a
+// partition whose retention boundary passed is classified again (the tick
+// visits partitions only then, or when written to).
+func TestLiveReclassifiesWhenBoundaryPasses(t *testing.T) {
+	dir := genLogDir(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixMilli())
+	cfg := fastConfig(dir)
+	cfg.ReclassifyInterval = 50 * time.Millisecond
+	a := startAgent(t, cfg, func(a *Agent) { a.UseClock(func() time.Time { return time.UnixMilli(clock.Load()) }) })
+	p, _ := livePartition(a.Snapshot(), "orders-0")
+	if len(p.Segments) < 2 || p.Segments[0].State != StateClosed {
+		t.Fatalf("orders-0 segments %+v: want a closed first segment", p.Segments)
+	}
+	gen := a.Snapshot().Generation
+	time.Sleep(200 * time.Millisecond) // a few ticks: nothing changes
+	if s := a.Snapshot(); s.Generation != gen {
+		t.Errorf("idle reclassify ticks moved the generation %d -> %d", gen, s.Generation)
+	}
+	clock.Store(p.Segments[0].LargestTimestampMs + DefaultTopicConfig().RetentionMs + 1)
+	waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		p, _ := livePartition(s, "orders-0")
+		if p.Segments[0].State != StateEligible || p.Segments[0].Reason != ReasonRetentionTime {
+			return fmt.Errorf("first segment %v/%v", p.Segments[0].State, p.Segments[0].Reason)
+		}
+		return nil
+	})
 }

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 )
 
 // ScannerConfig configures a Scanner.
@@ -654,7 +653,7 @@ func sameSegmentFacts(a, b []Segment) bool {
 	for i := range a {
 		x, y := &a[i], &b[i]
 		if x.BaseOffset != y.BaseOffset || x.LogBytes != y.LogBytes || x.DiskBytes != y.DiskBytes ||
-			x.ApparentBytes != y.ApparentBytes || !x.LargestTimestamp.Equal(y.LargestTimestamp) ||
+			x.ApparentBytes != y.ApparentBytes || x.LargestTimestampMs != y.LargestTimestampMs ||
 			x.TimestampSource != y.TimestampSource {
 			return false
 		}
@@ -708,11 +707,11 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 	ts := int64(-1)
 	var nTime int64
 	var ti segReader
-	if prev != nil && prev.LogBytes == seg.LogBytes && prev.ApparentBytes == seg.ApparentBytes && prev.DiskBytes == seg.DiskBytes && prev.TimestampSource != "" {
+	if prev != nil && prev.LogBytes == seg.LogBytes && prev.ApparentBytes == seg.ApparentBytes && prev.DiskBytes == seg.DiskBytes && prev.TimestampSource != 0 {
 		// Unchanged segment: a closed segment's time index is as it was;
 		// an active segment that did not grow got no record and no index
 		// entry (Kafka appends both together).
-		seg.LargestTimestamp, seg.TimestampSource = prev.LargestTimestamp, prev.TimestampSource
+		seg.LargestTimestampMs, seg.TimestampSource = prev.LargestTimestampMs, prev.TimestampSource
 		if active {
 			p.LogEndOffset, p.OpenExpiry, p.ActiveWrittenBytes = prevPart.LogEndOffset, prevPart.OpenExpiry, prevPart.ActiveWrittenBytes
 		}
@@ -742,9 +741,9 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 			indexSize: indexSize, logBytes: seg.LogBytes, timeIndex: ti, timeEntries: nTime, timestamp: ts}, p, buf)
 	}
 	if ts >= 0 {
-		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(ts), TimestampFromTimeIndex
+		seg.LargestTimestampMs, seg.TimestampSource = ts, TimestampFromTimeIndex
 	} else {
-		seg.LargestTimestamp, seg.TimestampSource = time.UnixMilli(logMtime), TimestampFromMtime
+		seg.LargestTimestampMs, seg.TimestampSource = logMtime, TimestampFromMtime
 	}
 	return seg, true
 }

@@ -101,7 +101,7 @@ func TestScanActiveIndexTrimmedDuringScan(t *testing.T) {
 		t.Errorf("log end offset %d, want %d", p.LogEndOffset, want.LogEndOffset)
 	}
 	last := want.Segments[len(want.Segments)-1]
-	if got := p.Segments[len(p.Segments)-1].LargestTimestamp; !got.Equal(last.LargestTimestamp) {
+	if got := p.Segments[len(p.Segments)-1].LargestTimestamp(); !got.Equal(last.LargestTimestamp) {
 		t.Errorf("largest timestamp %v, want %v", got, last.LargestTimestamp)
 	}
 }

@@ -82,8 +82,8 @@ func TestScanLogDirMatchesGenerator(t *testing.T) {
 					if gs.BaseOffset != ws.BaseOffset || gs.LogBytes != ws.LogBytes {
 						t.Errorf("%s seg %d: base %d bytes %d, want %d %d", want.Dir, i, gs.BaseOffset, gs.LogBytes, ws.BaseOffset, ws.LogBytes)
 					}
-					if !gs.LargestTimestamp.Equal(ws.LargestTimestamp) {
-						t.Errorf("R1.3: %s seg %d largest timestamp %v (%s), want %v", want.Dir, i, gs.LargestTimestamp, gs.TimestampSource, ws.LargestTimestamp)
+					if !gs.LargestTimestamp().Equal(ws.LargestTimestamp) {
+						t.Errorf("R1.3: %s seg %d largest timestamp %v (%s), want %v", want.Dir, i, gs.LargestTimestamp(), gs.TimestampSource, ws.LargestTimestamp)
 					}
 				}
 				if want.Topic == "orders.v1-eu_west" {
@@ -173,22 +173,22 @@ func TestRescanReusesClosedSegments(t *testing.T) {
 	}
 	reused := s.ScanLogDir(dir, &first)
 	fresh := s.ScanLogDir(dir, nil)
-	if got := findPartition(t, reused, "t-0").Segments[0].LargestTimestamp; !got.Equal(testNow.Add(-50 * time.Hour)) {
+	if got := findPartition(t, reused, "t-0").Segments[0].LargestTimestamp(); !got.Equal(testNow.Add(-50 * time.Hour)) {
 		t.Errorf("with prev: %v, want the earlier value", got)
 	}
-	if got := findPartition(t, fresh, "t-0").Segments[0].LargestTimestamp; !got.Equal(testNow.Add(-45 * time.Hour)) {
+	if got := findPartition(t, fresh, "t-0").Segments[0].LargestTimestamp(); !got.Equal(testNow.Add(-45 * time.Hour)) {
 		t.Errorf("without prev: %v, want the file's value", got)
 	}
 	// An active segment that did not grow is taken from prev; one that
 	// grew is read again.
 	p := findPartition(t, first, "t-1")
-	p.Segments[2].LargestTimestamp = time.Unix(0, 0)
+	p.Segments[2].LargestTimestampMs = 1
 	re, err := s.ReadPartition(dir, "t-1", s.ReadCheckpoints(dir), &p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !re.Segments[2].LargestTimestamp.Equal(time.Unix(0, 0)) || re.LogEndOffset != p.LogEndOffset {
-		t.Errorf("unchanged active segment: timestamp %v, log end %d: want prev's", re.Segments[2].LargestTimestamp, re.LogEndOffset)
+	if !re.Segments[2].LargestTimestamp().Equal(time.UnixMilli(1)) || re.LogEndOffset != p.LogEndOffset {
+		t.Errorf("unchanged active segment: timestamp %v, log end %d: want prev's", re.Segments[2].LargestTimestamp(), re.LogEndOffset)
 	}
 	act := filepath.Join(dir, "t-1", logdirgen.FileName(p.Segments[2].BaseOffset, ".log"))
 	if err := os.Truncate(act, p.Segments[2].LogBytes+4096); err != nil {
@@ -198,7 +198,7 @@ func TestRescanReusesClosedSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !re.Segments[2].LargestTimestamp.Equal(testNow.Add(-time.Hour)) {
-		t.Errorf("grown active segment timestamp %v came from prev", re.Segments[2].LargestTimestamp)
+	if !re.Segments[2].LargestTimestamp().Equal(testNow.Add(-time.Hour)) {
+		t.Errorf("grown active segment timestamp %v came from prev", re.Segments[2].LargestTimestamp())
 	}
 }

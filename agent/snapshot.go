@@ -59,6 +59,11 @@ func (c ConfigSet) For(topic string) TopicConfig {
 // Classify classifies p with its topic's config and, for a live tiered
 // partition, its remote offsets (Partition.Remote is set from c.Remote).
 func (c ConfigSet) Classify(p Partition, now time.Time) Partition {
+	return c.classify(p, now, false)
+}
+
+// classify is Classify; owned as for classifyPartition.
+func (c ConfigSet) classify(p Partition, now time.Time, owned bool) Partition {
 	cfg := c.For(p.Topic)
 	p.Remote = nil
 	if p.Kind == KindLive && cfg.Tiered(p.Topic) {
@@ -66,7 +71,7 @@ func (c ConfigSet) Classify(p Partition, now time.Time) Partition {
 			p.Remote = &r
 		}
 	}
-	return Classify(p, cfg, now)
+	return classifyPartition(p, cfg, now, owned)
 }
 
 // BuildSnapshot classifies every partition of dirs with configs at now and

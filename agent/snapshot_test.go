@@ -49,7 +49,7 @@ func TestBuildSnapshot(t *testing.T) {
 	if got := render(snap.LogDirs[0].Partitions[1]); got[1] != "eligible/retention_time" {
 		t.Errorf("topic b (its own config): %v", got)
 	}
-	if dirs[0].Partitions[0].Segments[0].State != "" {
+	if dirs[0].Partitions[0].Segments[0].State != 0 {
 		t.Error("BuildSnapshot modified its input")
 	}
 	configs.Topics["b"] = a1

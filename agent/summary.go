@@ -256,8 +256,8 @@ func (p *Partition) addTo(s *Summary) {
 			s.Segments.Eligible++
 			s.Bytes.Eligible += seg.DiskBytes
 			s.Expired.AwaitingDeletion += seg.DiskBytes
-			if s.OldestEligible.IsZero() || seg.LargestTimestamp.Before(s.OldestEligible) {
-				s.OldestEligible = seg.LargestTimestamp
+			if s.OldestEligible.IsZero() || seg.LargestTimestamp().Before(s.OldestEligible) {
+				s.OldestEligible = seg.LargestTimestamp()
 			}
 		}
 	}

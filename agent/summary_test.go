@@ -9,7 +9,7 @@ import (
 
 // sumSeg is a classified segment with distinct .log and disk sizes.
 func sumSeg(st State, logBytes, diskBytes, expired int64, age time.Duration) Segment {
-	return Segment{State: st, LogBytes: logBytes, DiskBytes: diskBytes, ExpiredBytes: expired, LargestTimestamp: testNow.Add(-age)}
+	return Segment{State: st, LogBytes: logBytes, DiskBytes: diskBytes, ExpiredBytes: expired, LargestTimestampMs: testNow.Add(-age).UnixMilli()}
 }
 
 func TestPartitionSummary(t *testing.T) {
@@ -25,7 +25,7 @@ func TestPartitionSummary(t *testing.T) {
 		Segments:       ByState{Open: 1, Closed: 1, Eligible: 2},
 		Bytes:          ByState{Open: 4160, Closed: 104, Eligible: 218},
 		Expired:        ByReason{OpenSegment: 20, AwaitingDeletion: 218, PendingDelete: 7},
-		OldestEligible: testNow.Add(-50 * h),
+		OldestEligible: testNow.Add(-50 * h).Local(), // as time.UnixMilli gives it
 		AppendedBytes:  11,
 	}
 	if got := p.Summary(); !reflect.DeepEqual(got, want) {
@@ -69,15 +69,15 @@ func TestTopicSummaries(t *testing.T) {
 	wantTopics := []TopicSummary{
 		{Topic: "a", Partition: AllPartitions, Summary: Summary{Partitions: 2,
 			Segments: ByState{Open: 2, Eligible: 2}, Bytes: ByState{Open: 50, Eligible: 212},
-			Expired: ByReason{OpenSegment: 5, AwaitingDeletion: 212, PendingDelete: 4}, OldestEligible: testNow.Add(-10 * h)}},
+			Expired: ByReason{OpenSegment: 5, AwaitingDeletion: 212, PendingDelete: 4}, OldestEligible: testNow.Add(-10 * h).Local()}},
 		{Topic: "b", Partition: AllPartitions, Summary: Summary{Partitions: 1, Segments: ByState{Open: 1}, Bytes: ByState{Open: 40}}},
 		{Topic: "gone", Partition: AllPartitions, Summary: Summary{Expired: ByReason{PendingDelete: 4096}}},
 	}
 	wantParts := []TopicSummary{
 		{Topic: "a", Partition: 0, Summary: Summary{Partitions: 1, Segments: ByState{Open: 1, Eligible: 1}, Bytes: ByState{Open: 20, Eligible: 104},
-			Expired: ByReason{AwaitingDeletion: 104, PendingDelete: 3}, OldestEligible: testNow.Add(-9 * h)}},
+			Expired: ByReason{AwaitingDeletion: 104, PendingDelete: 3}, OldestEligible: testNow.Add(-9 * h).Local()}},
 		{Topic: "a", Partition: 1, Summary: Summary{Partitions: 1, Segments: ByState{Open: 1, Eligible: 1}, Bytes: ByState{Open: 30, Eligible: 108},
-			Expired: ByReason{OpenSegment: 5, AwaitingDeletion: 108, PendingDelete: 1}, OldestEligible: testNow.Add(-10 * h)}},
+			Expired: ByReason{OpenSegment: 5, AwaitingDeletion: 108, PendingDelete: 1}, OldestEligible: testNow.Add(-10 * h).Local()}},
 		{Topic: "b", Partition: 0, Summary: Summary{Partitions: 1, Segments: ByState{Open: 1}, Bytes: ByState{Open: 40}}},
 		{Topic: "gone", Partition: 2, Summary: Summary{Expired: ByReason{PendingDelete: 4096}}},
 	}
@@ -178,13 +178,13 @@ func TestTieredSummary(t *testing.T) {
 	known := Partition{Topic: "t", Partition: 0, Kind: KindLive, Tiered: true, Remote: &RemoteOffsets{HighestUploaded: 199}, Segments: []Segment{
 		tier(sumSeg(StateEligible, 100, 108, 100, 50*h), TierUploaded, ReasonLocalRetentionTime),
 		tier(sumSeg(StateEligible, 100, 110, 100, 40*h), TierUploaded, ReasonLogStartOffset),
-		tier(sumSeg(StateClosed, 100, 104, 0, 30*h), TierUploaded, ""),
-		tier(sumSeg(StateClosed, 100, 120, 0, 20*h), TierLocalOnly, ""),
-		tier(sumSeg(StateOpen, 60, 4160, 0, h), TierLocalOnly, ""),
+		tier(sumSeg(StateClosed, 100, 104, 0, 30*h), TierUploaded, ReasonNone),
+		tier(sumSeg(StateClosed, 100, 120, 0, 20*h), TierLocalOnly, ReasonNone),
+		tier(sumSeg(StateOpen, 60, 4160, 0, h), TierLocalOnly, ReasonNone),
 	}}
 	unknown := Partition{Topic: "t", Partition: 1, Kind: KindLive, Tiered: true, Remote: &RemoteOffsets{Err: "NOT_LEADER_OR_FOLLOWER"}, Segments: []Segment{
-		tier(sumSeg(StateClosed, 100, 100, 0, 30*h), TierUnknown, ""),
-		tier(sumSeg(StateOpen, 10, 20, 0, h), TierUnknown, ""),
+		tier(sumSeg(StateClosed, 100, 100, 0, 30*h), TierUnknown, ReasonNone),
+		tier(sumSeg(StateOpen, 10, 20, 0, h), TierUnknown, ReasonNone),
 	}}
 	fetching := Partition{Topic: "t", Partition: 2, Kind: KindLive, Tiered: true} // not fetched yet, no segment
 	local := Partition{Topic: "u", Kind: KindLive, Segments: []Segment{sumSeg(StateEligible, 100, 104, 100, 50*h), sumSeg(StateOpen, 1, 8, 0, h)}}

@@ -27,65 +27,122 @@
 package agent
 
 import (
+	"fmt"
+	"strconv"
 	"time"
 )
 
-// State is a segment's retention state (spec R1.2).
-type State string
+// State is a segment's retention state (spec R1.2). It is one byte in a
+// Segment; String, MarshalText and the metrics' labels spell it as
+// Kafka's docs do ("open", "closed", "eligible"). The zero State is unset
+// (a segment not yet classified) and spells "".
+type State uint8
 
 // Segment states.
 const (
-	StateOpen     State = "open"     // the active segment: still accepts writes
-	StateClosed   State = "closed"   // older segment, not yet deletable
-	StateEligible State = "eligible" // retention allows deleting it now
+	StateOpen     State = iota + 1 // "open": the active segment, still accepts writes
+	StateClosed                    // "closed": older segment, not yet deletable
+	StateEligible                  // "eligible": retention allows deleting it now
 )
 
-// Reason says why a segment is eligible, or why expired bytes are retained.
-type Reason string
+var stateNames = [...]string{"", "open", "closed", "eligible"}
 
-// Eligibility reasons (spec R1.2, R1.3). The empty Reason means none.
+// String returns the state's name; "" for the zero State.
+func (s State) String() string { return enumName(stateNames[:], s) }
+
+// MarshalText returns the state's name, so JSON and text encodings read
+// as before the State was a byte.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses a state's name.
+func (s *State) UnmarshalText(b []byte) error { return enumParse(stateNames[:], "state", b, s) }
+
+// Reason says why a segment is eligible, why expired bytes are retained,
+// or why Kafka's retention does not visit a log (Partition.Held). Like
+// State it is one byte spelled by String and MarshalText; the zero Reason,
+// ReasonNone, means none and spells "".
+type Reason uint8
+
+// The zero Reason.
+const ReasonNone Reason = 0
+
+// Eligibility reasons (spec R1.2, R1.3).
 const (
-	ReasonRetentionTime    Reason = "retention_time"     // largest timestamp older than now - retention.ms
-	ReasonRetentionSize    Reason = "retention_size"     // partition over retention.bytes without it
-	ReasonLogStartOffset   Reason = "log_start_offset"   // wholly below the log start offset (DeleteRecords)
-	ReasonAllExpiredActive Reason = "all_expired_active" // active segment, every segment past time retention: Kafka rolls and deletes it
+	ReasonRetentionTime    Reason = iota + 1 // "retention_time": largest timestamp older than now - retention.ms
+	ReasonRetentionSize                      // "retention_size": partition over retention.bytes without it
+	ReasonLogStartOffset                     // "log_start_offset": wholly below the log start offset (DeleteRecords)
+	ReasonAllExpiredActive                   // "all_expired_active": active segment, every segment past time retention: Kafka rolls and deletes it
 	// Tiered topics (spec R1.7): past local.retention.ms / local.retention.bytes
 	// and already copied to remote storage. Kafka deletes the local copy;
 	// the records stay readable from the remote tier.
-	ReasonLocalRetentionTime Reason = "local_retention_time"
-	ReasonLocalRetentionSize Reason = "local_retention_size"
-)
+	ReasonLocalRetentionTime // "local_retention_time"
+	ReasonLocalRetentionSize // "local_retention_size"
 
-// Expired-but-retained reasons (spec R1.6).
-const (
-	RetainedOpenSegment     Reason = "open_segment"      // expired records inside the still-open segment
-	RetainedAwaitingDelete  Reason = "awaiting_deletion" // eligible, not yet removed by the broker
-	RetainedPendingDeletion Reason = "pending_delete"    // already renamed *.deleted, waiting for file.delete.delay.ms
-)
+	// Expired-but-retained reasons (spec R1.6).
 
-// Held reasons: why Kafka's retention does not visit a log at all, so
-// nothing in it is eligible and a DeleteRecords on it frees no disk until
-// the hold ends (spec R1.2; Partition.Held). Values are metric label
-// values.
-const (
-	// HeldMoving: the partition has a -future replica in another log dir
-	// of the broker (kafka-reassign-partitions with log dirs,
-	// AlterReplicaLogDirs) and the log cleaner runs. Kafka pauses cleaning
-	// of the partition (ReplicaManager.alterReplicaLogDirs and
+	RetainedOpenSegment     // "open_segment": expired records inside the still-open segment
+	RetainedAwaitingDelete  // "awaiting_deletion": eligible, not yet removed by the broker
+	RetainedPendingDeletion // "pending_delete": already renamed *.deleted, waiting for file.delete.delay.ms
+
+	// Held reasons: why Kafka's retention does not visit a log at all,
+	// so nothing in it is eligible and a DeleteRecords on it frees no disk
+	// until the hold ends (spec R1.2; Partition.Held). Their names are
+	// metric label values.
+
+	// HeldMoving ("moving"): the partition has a -future replica in
+	// another log dir of the broker (kafka-reassign-partitions with log
+	// dirs, AlterReplicaLogDirs) and the log cleaner runs. Kafka pauses
+	// cleaning of the partition (ReplicaManager.alterReplicaLogDirs and
 	// maybeAddLogDirFetchers: LogManager.abortAndPauseCleaning) until the
 	// future replica replaces the live one (replaceCurrentWithFutureLog
 	// resumes it); LogManager.cleanupLogs skips paused partitions, for
 	// the live log and the -future one.
-	HeldMoving Reason = "moving"
-	// HeldCleanerDisabled: the topic's cleanup.policy includes compact and
-	// log.cleaner.enable=false. LogManager.cleanupLogs then visits only
-	// logs whose policy does not include compact.
-	HeldCleanerDisabled Reason = "cleaner_disabled"
-	// HeldLogDirOffline: the broker took the log dir offline
-	// (LogManager.handleLogDirFailure drops its logs): DescribeLogDirs
-	// answers KAFKA_STORAGE_ERROR for it.
-	HeldLogDirOffline Reason = "log_dir_offline"
+	HeldMoving
+	// HeldCleanerDisabled ("cleaner_disabled"): the topic's
+	// cleanup.policy includes compact and log.cleaner.enable=false.
+	// LogManager.cleanupLogs then visits only logs whose policy does not
+	// include compact.
+	HeldCleanerDisabled
+	// HeldLogDirOffline ("log_dir_offline"): the broker took the log dir
+	// offline (LogManager.handleLogDirFailure drops its logs):
+	// DescribeLogDirs answers KAFKA_STORAGE_ERROR for it.
+	HeldLogDirOffline
 )
+
+var reasonNames = [...]string{"",
+	"retention_time", "retention_size", "log_start_offset", "all_expired_active",
+	"local_retention_time", "local_retention_size",
+	"open_segment", "awaiting_deletion", "pending_delete",
+	"moving", "cleaner_disabled", "log_dir_offline"}
+
+// String returns the reason's name (a metric label value); "" for
+// ReasonNone.
+func (r Reason) String() string { return enumName(reasonNames[:], r) }
+
+// MarshalText returns the reason's name.
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText parses a reason's name.
+func (r *Reason) UnmarshalText(b []byte) error { return enumParse(reasonNames[:], "reason", b, r) }
+
+// enumName returns names[v], or v in decimal when out of range.
+func enumName[T ~uint8](names []string, v T) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return strconv.Itoa(int(v))
+}
+
+// enumParse sets *v to the value whose name is b.
+func enumParse[T ~uint8](names []string, what string, b []byte, v *T) error {
+	for i, n := range names {
+		if n == string(b) {
+			*v = T(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown %s %q", what, b)
+}
 
 // HeldReasons lists every held reason, for metrics that emit each at zero.
 func HeldReasons() []Reason {
@@ -210,16 +267,35 @@ func DefaultTopicConfig() TopicConfig {
 	}
 }
 
-// TimestampSource says where a segment's largest timestamp came from.
-type TimestampSource string
+// TimestampSource says where a segment's largest timestamp came from. It
+// is one byte spelled by String and MarshalText; the zero value is
+// unknown and spells "".
+type TimestampSource uint8
 
 // Timestamp sources (spec R1.3).
 const (
-	TimestampFromTimeIndex TimestampSource = "time_index"
-	TimestampFromMtime     TimestampSource = "mtime"
+	TimestampFromTimeIndex TimestampSource = iota + 1 // "time_index"
+	TimestampFromMtime                                // "mtime"
 )
 
+var timestampSourceNames = [...]string{"", "time_index", "mtime"}
+
+// String returns the source's name; "" when unknown.
+func (t TimestampSource) String() string { return enumName(timestampSourceNames[:], t) }
+
+// MarshalText returns the source's name.
+func (t TimestampSource) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText parses a source's name.
+func (t *TimestampSource) UnmarshalText(b []byte) error {
+	return enumParse(timestampSourceNames[:], "timestamp source", b, t)
+}
+
 // Segment is the set of files sharing one base offset.
+//
+// A broker holds millions of them and the agent keeps one copy of each
+// (the snapshots share it), so it is kept small: 56 bytes, six int64 and
+// four one-byte enums (TestSegmentSize checks it).
 type Segment struct {
 	BaseOffset int64
 	// LogBytes is the apparent size of the .log file: what Kafka counts
@@ -231,19 +307,30 @@ type Segment struct {
 	DiskBytes int64
 	// ApparentBytes is the sum of the files' apparent sizes.
 	ApparentBytes int64
-	// LargestTimestamp is Kafka's LogSegment.largestTimestamp: the last
-	// time index entry, or the .log file's modification time.
-	LargestTimestamp time.Time
-	TimestampSource  TimestampSource
-	State            State
-	Reason           Reason // why eligible; empty otherwise
+	// LargestTimestampMs is Kafka's LogSegment.largestTimestamp in Unix
+	// milliseconds: the last time index entry, or the .log file's
+	// modification time. 0 is unknown (LargestTimestamp gives the zero
+	// Time).
+	LargestTimestampMs int64
 	// ExpiredBytes estimates the bytes of records past retention.ms inside
 	// this segment (for the open segment, from its indexes; for an eligible
 	// segment, all of LogBytes).
-	ExpiredBytes int64
+	ExpiredBytes    int64
+	TimestampSource TimestampSource
+	State           State
+	Reason          Reason // why eligible; ReasonNone otherwise
 	// Tier says, for a segment of a tiered partition, whether it is
 	// already in remote storage (spec R1.7). TierNone otherwise.
 	Tier Tier
+}
+
+// LargestTimestamp returns LargestTimestampMs as a time; the zero Time
+// when it is 0 (unknown).
+func (s Segment) LargestTimestamp() time.Time {
+	if s.LargestTimestampMs == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(s.LargestTimestampMs)
 }
 
 // Tier is a tiered partition's segment's place relative to remote storage.
@@ -316,8 +403,19 @@ const (
 type Partition struct {
 	Topic     string
 	Partition int32
-	Dir       string // directory name under the log dir
-	Kind      PartitionKind
+	// Tiered is set at classification when Kafka keeps this log in remote
+	// storage (a live or -future log of a topic whose TopicConfig.Tiered
+	// holds): its segments then carry a Tier other than TierNone.
+	Tiered bool
+	// Held says why Kafka's retention does not visit this log at all (one
+	// of HeldReasons; ReasonNone when it does). Classify sets
+	// HeldCleanerDisabled from the config; HeldMoving and
+	// HeldLogDirOffline need the other log dirs and the broker's word and
+	// are set by Holds, which classifies the partition again. (Tiered and
+	// Held sit beside Partition: a Partition is 184 bytes, not 200.)
+	Held Reason
+	Dir  string // directory name under the log dir
+	Kind PartitionKind
 	// Segments sorted by base offset; the last one is the active segment.
 	Segments []Segment
 	// LogStartOffset from log-start-offset-checkpoint, -1 when unknown.
@@ -349,19 +447,9 @@ type Partition struct {
 	AppendedBytes uint64
 	// WriteRateBytesPerSecond is the recent observed append rate.
 	WriteRateBytesPerSecond float64
-	// Tiered is set at classification when Kafka keeps this log in remote
-	// storage (a live or -future log of a topic whose TopicConfig.Tiered
-	// holds): its segments then carry a Tier other than TierNone.
-	Tiered bool
 	// Remote is the remote tier's state for a tiered partition, from the
 	// cluster (set at classification; nil when not tiered or not known).
 	Remote *RemoteOffsets
-	// Held says why Kafka's retention does not visit this log at all (one
-	// of HeldReasons; empty when it does). Classify sets
-	// HeldCleanerDisabled from the config; HeldMoving and
-	// HeldLogDirOffline need the other log dirs and the broker's word and
-	// are set by Holds, which classifies the partition again.
-	Held Reason
 }
 
 // ExpiryPoint is one point of an open segment's expiry curve.
@@ -438,6 +526,15 @@ type Snapshot struct {
 	ConfigFetched map[string]time.Time
 	ConfigErrors  map[string]error
 	Health        Health
+	// Generation numbers a live Agent's snapshots by their contents other
+	// than usage: it moves when a partition, a log dir's list, error or
+	// identity, the topic configs, the remote offsets or a hold change.
+	// Two snapshots of one Agent with the same nonzero Generation hold the
+	// same log dirs, partitions and configs; they may differ in Time, in
+	// each LogDir's Usage, Filesystem, DiskBytes and PendingDeleteBytes,
+	// and in Health. 0: not from a live Agent (BuildSnapshot, the one-shot
+	// scan): nothing is known.
+	Generation uint64
 }
 
 // ErrorKind classifies scan errors (spec R6).

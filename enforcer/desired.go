@@ -316,7 +316,7 @@ func (p Policy) freeingPartitions(o Observed) []TopicPartition {
 // it.
 func deletable(s *agent.Snapshot, pt *agent.Partition) bool {
 	c := s.TopicConfig(pt.Topic)
-	return !agent.HasInternalPrefix(pt.Topic) && c.CleanupPolicy.Delete && !c.RemoteStorage && pt.Held == "" &&
+	return !agent.HasInternalPrefix(pt.Topic) && c.CleanupPolicy.Delete && !c.RemoteStorage && pt.Held == agent.ReasonNone &&
 		!(c.CleanerDisabled && c.CleanupPolicy.Compact)
 }
 

@@ -170,6 +170,8 @@ type Enforcer struct {
 	eligibleSince map[SegmentKey]time.Time
 	// bands: each log dir's band at the last pass, to log changes.
 	bands map[string]string
+	// gate: whether a pass a new snapshot triggers can be skipped.
+	gate passGate
 
 	// Evidence for destructive actions (spec R7; evidence.go).
 	evidence Evidence
@@ -285,11 +287,15 @@ func (e *Enforcer) Run(ctx context.Context) error {
 		if err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			e.logError(err)
 		}
+	wait:
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
 		case <-e.src.Updated():
+			if e.gate.skip(e.policy, e.src.Snapshot(), len(e.ev.checks) > 0) {
+				goto wait // only usage moved, within its band (passgate.go)
+			}
 		}
 	}
 }
@@ -329,6 +335,7 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	}()
 
 	o, phases, readErr := e.observe(ctx)
+	e.gate.record(e.policy, nil, false) // until this pass is known settled
 	if o.Snapshot == nil {
 		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil, nil)
 		result = ReconcileBlocked
@@ -352,7 +359,9 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	if scheduledRan(goals, o) {
 		e.lastScheduled = o.Now
 	}
-	return errors.Join(readErr, applyErr)
+	err = errors.Join(readErr, applyErr)
+	e.gate.record(e.policy, o.Snapshot, err == nil && plan.Empty())
+	return err
 }
 
 // scheduledRan: the schedule was due and no log dir that would run it was

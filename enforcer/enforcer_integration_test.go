@@ -32,7 +32,7 @@ func closedSegments(s *agent.Snapshot) []segInfo {
 	for _, p := range s.LogDirs[0].Partitions {
 		for i := 0; i < len(p.Segments)-1; i++ {
 			sg := p.Segments[i]
-			out = append(out, segInfo{p.Partition, sg.BaseOffset, p.Segments[i+1].BaseOffset, sg.DiskBytes, sg.LargestTimestamp})
+			out = append(out, segInfo{p.Partition, sg.BaseOffset, p.Segments[i+1].BaseOffset, sg.DiskBytes, sg.LargestTimestamp()})
 		}
 	}
 	return out

@@ -220,7 +220,7 @@ func (p Policy) futureHolds(o Observed, ld *agent.LogDir) map[string][]BlockReas
 			continue
 		}
 		for _, s := range pt.Segments {
-			if s.LargestTimestamp.After(limit) {
+			if s.LargestTimestamp().After(limit) {
 				if held == nil {
 					held = map[string][]BlockReason{}
 				}

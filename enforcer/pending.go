@@ -66,7 +66,7 @@ func tieredPending(o Observed, ld *agent.LogDir) int64 {
 	var n int64
 	for j := range ld.Partitions {
 		p := &ld.Partitions[j]
-		if p.Kind != agent.KindLive || !p.Tiered || p.Held != "" {
+		if p.Kind != agent.KindLive || !p.Tiered || p.Held != agent.ReasonNone {
 			continue
 		}
 		check := defaultRetentionCheck

@@ -183,7 +183,7 @@ func queuePartition(o Observed, g DirGoal, p *agent.Partition, eligibleOnly bool
 		lso, hw = max(lso, off.LogStart), off.HighWatermark
 	}
 	ps = &partState{p: p, lso: lso, hw: hw}
-	for j := 0; j < len(p.Segments)-1 && p.Held == ""; j++ {
+	for j := 0; j < len(p.Segments)-1 && p.Held == agent.ReasonNone; j++ {
 		if p.Segments[j+1].BaseOffset <= lso {
 			leaving += p.Segments[j].DiskBytes
 		}
@@ -266,14 +266,14 @@ func (ps *partState) deletion(logDir string, g DirGoal, eligibleOnly bool) Delet
 		Action: g.Free.Action, Band: g.Band.Name,
 		FromOffset: ps.lso, Offset: ps.chosen[len(ps.chosen)-1].end, HighWatermark: ps.hw,
 		Segments: len(ps.chosen), UnexpiredBytes: ps.unexpire,
-		Oldest: ps.chosen[0].seg.LargestTimestamp,
+		Oldest: ps.chosen[0].seg.LargestTimestamp(),
 	}
 	for _, c := range ps.chosen {
 		d.Bytes += c.seg.DiskBytes
 	}
 	d.Reason = "purge"
 	if eligibleOnly {
-		d.Reason = string(ps.chosen[0].seg.Reason)
+		d.Reason = ps.chosen[0].seg.Reason.String()
 	}
 	return d
 }
@@ -284,7 +284,7 @@ type candHeap []*partState
 func (h candHeap) Len() int { return len(h) }
 func (h candHeap) Less(i, j int) bool {
 	a, b := h[i].queue[0], h[j].queue[0]
-	return cmp.Or(a.seg.LargestTimestamp.Compare(b.seg.LargestTimestamp),
+	return cmp.Or(a.seg.LargestTimestamp().Compare(b.seg.LargestTimestamp()),
 		cmp.Compare(a.part.p.Topic, b.part.p.Topic),
 		cmp.Compare(a.part.p.Partition, b.part.p.Partition)) < 0
 }

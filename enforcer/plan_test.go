@@ -18,7 +18,7 @@ const dir = "/data/kafka"
 // seg is a segment of 100 bytes (on disk and .log) whose largest timestamp
 // is t0 + ts minutes.
 func seg(base int64, ts int, state agent.State) agent.Segment {
-	s := agent.Segment{BaseOffset: base, LogBytes: 100, DiskBytes: 100, LargestTimestamp: t0.Add(time.Duration(ts) * time.Minute), State: state}
+	s := agent.Segment{BaseOffset: base, LogBytes: 100, DiskBytes: 100, LargestTimestampMs: t0.Add(time.Duration(ts) * time.Minute).UnixMilli(), State: state}
 	if state == agent.StateEligible {
 		s.Reason = agent.ReasonRetentionTime
 		s.ExpiredBytes = 100
@@ -183,7 +183,7 @@ func TestPlanDeletions(t *testing.T) {
 					return p
 				}
 				s := snap(1050, 1200, held("m", agent.HeldMoving), held("both", agent.HeldCleanerDisabled),
-					held("o", agent.HeldLogDirOffline), held("x", ""))
+					held("o", agent.HeldLogDirOffline), held("x", agent.ReasonNone))
 				return Observed{Snapshot: s}
 			}(),
 			want: []del{{"x", 0, 10, 1, 100, 100}},

@@ -40,7 +40,7 @@ func syntheticSnapshot(topics, partitions, segments int) *agent.Snapshot {
 				}
 				segs[s] = agent.Segment{
 					BaseOffset: int64(s) * 1000, LogBytes: 1 << 30, DiskBytes: 1<<30 + 4096,
-					LargestTimestamp: now.Add(-time.Duration(segments-s) * time.Hour), State: state,
+					LargestTimestampMs: now.Add(-time.Duration(segments-s) * time.Hour).UnixMilli(), State: state,
 				}
 			}
 			ld.Partitions = append(ld.Partitions, agent.Partition{

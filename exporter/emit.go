@@ -53,8 +53,8 @@ func (c *collector) collectUsage(ch chan<- prometheus.Metric, v *view) {
 // alerts and dashboards never see a series appear out of nothing. Each
 // family is emitted whole, in the registry's sort order (emitFamily).
 func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time.Time) {
-	states := byString(agent.States(), func(s agent.State) string { return string(s) })
-	reasons := byString(agent.RetainedReasons(), func(r agent.Reason) string { return string(r) })
+	states := byString(agent.States(), func(s agent.State) string { return s.String() })
+	reasons := byString(agent.RetainedReasons(), func(r agent.Reason) string { return r.String() })
 	tiers := byString(agent.Tiers(), agent.Tier.String)
 	none := []labelled[struct{}]{{}} // the extra label of a family without one
 	rows := newTopicRows(v, c.cfg.PerPartition)

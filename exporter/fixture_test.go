@@ -23,13 +23,13 @@ func (s staticSource) Snapshot() *agent.Snapshot { return s.snap }
 
 func seg(base, logBytes int64, state agent.State, age time.Duration) agent.Segment {
 	s := agent.Segment{
-		BaseOffset:       base,
-		LogBytes:         logBytes,
-		DiskBytes:        logBytes + 12*1024,
-		ApparentBytes:    logBytes + 20*mib,
-		LargestTimestamp: fixtureNow().Add(-age),
-		TimestampSource:  agent.TimestampFromTimeIndex,
-		State:            state,
+		BaseOffset:         base,
+		LogBytes:           logBytes,
+		DiskBytes:          logBytes + 12*1024,
+		ApparentBytes:      logBytes + 20*mib,
+		LargestTimestampMs: fixtureNow().Add(-age).UnixMilli(),
+		TimestampSource:    agent.TimestampFromTimeIndex,
+		State:              state,
 	}
 	if state == agent.StateEligible {
 		s.Reason, s.ExpiredBytes = agent.ReasonRetentionTime, logBytes

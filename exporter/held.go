@@ -15,12 +15,12 @@ func (c *collector) collectHeld(ch chan<- prometheus.Metric, snap *agent.Snapsho
 		ld := &snap.LogDirs[i]
 		bytes := make(map[agent.Reason]int64, len(reasons))
 		for j := range ld.Partitions {
-			if p := &ld.Partitions[j]; p.Held != "" {
+			if p := &ld.Partitions[j]; p.Held != agent.ReasonNone {
 				bytes[p.Held] += p.DiskBytes
 			}
 		}
 		for _, r := range reasons {
-			gauge(ch, c.d.retentionHeld, float64(bytes[r]), ld.Path, string(r))
+			gauge(ch, c.d.retentionHeld, float64(bytes[r]), ld.Path, r.String())
 		}
 	}
 }

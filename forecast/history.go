@@ -28,7 +28,7 @@ func HistoryRates(snap *agent.Snapshot) map[Key]float64 {
 			}
 			first, last := -1, -1
 			for k, s := range p.Segments {
-				if s.LargestTimestamp.IsZero() {
+				if s.LargestTimestampMs == 0 {
 					continue
 				}
 				if first < 0 {
@@ -39,7 +39,7 @@ func HistoryRates(snap *agent.Snapshot) map[Key]float64 {
 			if first < 0 || last <= first {
 				continue
 			}
-			span := p.Segments[last].LargestTimestamp.Sub(p.Segments[first].LargestTimestamp).Seconds()
+			span := p.Segments[last].LargestTimestamp().Sub(p.Segments[first].LargestTimestamp()).Seconds()
 			if span < MinHistorySpan {
 				continue
 			}

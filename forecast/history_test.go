@@ -12,7 +12,7 @@ func TestHistoryRatesR38(t *testing.T) {
 	seg := func(bytes int64, at time.Duration) agent.Segment {
 		s := agent.Segment{LogBytes: bytes}
 		if at >= 0 {
-			s.LargestTimestamp = t0.Add(at)
+			s.LargestTimestampMs = t0.Add(at).UnixMilli()
 		}
 		return s
 	}

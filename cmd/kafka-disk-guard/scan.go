@@ -374,7 +374,7 @@ func buildReport(snap agent.Snapshot, bands []forecast.Band) scanReport {
 		for _, p := range d.Partitions {
 			pr := partitionReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Dir: p.Dir, Kind: string(p.Kind),
 				LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark, LogEndOffset: p.LogEndOffset,
-				RetentionHeld: string(p.Held), summary: newSummary(p.Summary(), snap.Time)}
+				RetentionHeld: p.Held.String(), summary: newSummary(p.Summary(), snap.Time)}
 			if p.Remote != nil {
 				pr.Remote = &remoteReport{HighestUploadedOffset: p.Remote.HighestUploaded, LocalLogStartOffset: p.Remote.LocalLogStart,
 					LogStartOffset: p.Remote.LogStart, Error: p.Remote.Err}
@@ -382,8 +382,8 @@ func buildReport(snap agent.Snapshot, bands []forecast.Band) scanReport {
 			r.Partitions = append(r.Partitions, pr)
 			for _, s := range p.Segments {
 				r.Segments = append(r.Segments, segmentReport{LogDir: d.Path, Topic: p.Topic, Partition: p.Partition, Kind: string(p.Kind),
-					BaseOffset: s.BaseOffset, State: string(s.State), Reason: string(s.Reason), SizeBytes: s.LogBytes, DiskBytes: s.DiskBytes,
-					LargestTimestamp: s.LargestTimestamp.UTC(), TimestampSource: string(s.TimestampSource), ExpiredBytes: s.ExpiredBytes,
+					BaseOffset: s.BaseOffset, State: s.State.String(), Reason: s.Reason.String(), SizeBytes: s.LogBytes, DiskBytes: s.DiskBytes,
+					LargestTimestamp: time.UnixMilli(s.LargestTimestampMs).UTC(), TimestampSource: s.TimestampSource.String(), ExpiredBytes: s.ExpiredBytes,
 					Tier: s.Tier.String()})
 			}
 		}

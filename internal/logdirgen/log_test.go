@@ -118,8 +118,8 @@ func TestLogReadByAgent(t *testing.T) {
 	}
 	for i, s := range segs {
 		as := p.Segments[i]
-		if as.BaseOffset != s.BaseOffset || as.LogBytes != s.LogBytes || !as.LargestTimestamp.Equal(s.LargestTimestamp) {
-			t.Errorf("segment %d: agent %d/%d/%v, log %d/%d/%v", i, as.BaseOffset, as.LogBytes, as.LargestTimestamp,
+		if as.BaseOffset != s.BaseOffset || as.LogBytes != s.LogBytes || !as.LargestTimestamp().Equal(s.LargestTimestamp) {
+			t.Errorf("segment %d: agent %d/%d/%v, log %d/%d/%v", i, as.BaseOffset, as.LogBytes, as.LargestTimestamp(),
 				s.BaseOffset, s.LogBytes, s.LargestTimestamp)
 		}
 	}

@@ -298,7 +298,7 @@ func (p *partState) model() agent.Partition {
 	ap := agent.Partition{Topic: p.topic.Name, Partition: l.Partition(), Kind: agent.KindLive,
 		LogStartOffset: l.LogStartOffset(), HighWatermark: l.LogEndOffset(), LogEndOffset: l.LogEndOffset()}
 	for _, s := range l.Segments() {
-		ap.Segments = append(ap.Segments, agent.Segment{BaseOffset: s.BaseOffset, LogBytes: s.LogBytes, LargestTimestamp: s.LargestTimestamp})
+		ap.Segments = append(ap.Segments, agent.Segment{BaseOffset: s.BaseOffset, LogBytes: s.LogBytes, LargestTimestampMs: s.LargestTimestamp.UnixMilli()})
 	}
 	return ap
 }

@@ -220,7 +220,7 @@ func (p *simPart) model() agent.Partition {
 	ap := agent.Partition{Topic: p.topic.Name, Partition: p.id, Dir: fmt.Sprintf("%s-%d", p.topic.Name, p.id), Kind: agent.KindLive,
 		LogStartOffset: p.lso, HighWatermark: p.leo, LogEndOffset: p.leo, ActiveWrittenBytes: -1}
 	for _, s := range p.segs {
-		ap.Segments = append(ap.Segments, agent.Segment{BaseOffset: s.base, LogBytes: s.bytes, DiskBytes: s.bytes, ApparentBytes: s.bytes, LargestTimestamp: s.maxTS})
+		ap.Segments = append(ap.Segments, agent.Segment{BaseOffset: s.base, LogBytes: s.bytes, DiskBytes: s.bytes, ApparentBytes: s.bytes, LargestTimestampMs: s.maxTS.UnixMilli()})
 		ap.DiskBytes += s.bytes
 	}
 	return ap
