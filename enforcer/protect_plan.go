@@ -304,7 +304,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 			create[a.Topic] = append(create[a.Topic], a)
 		}
 	}
-	pp.Create = byTopic(create)
+	pp.Create = fastestFirst(byTopic(create), o.Snapshot, dirs)
 	// Two-phase release (spec R8.5): a binding given up stays in the
 	// record, releasing, while it is read back in place. Every claim given
 	// up goes through the release once (the smaller record written, then
