@@ -175,6 +175,7 @@ func trusted(o Observed) bool { return !o.Stale && !o.BrokerUnreachable }
 func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	pl := newProtectionPlanner(o)
 	dirs := pl.protectedDirs(goals)
+	pl.dirs = dirs
 	pl.answerLift(len(dirs) > 0 || pl.lowering(goals))
 	topics := pl.wantedTopics(dirs)
 	pl.claimBindings(topics)
@@ -206,6 +207,9 @@ type protectionPlanner struct {
 	// unrecorded; claimedQuota the one it claims after the pass.
 	myQuotas     []int64
 	claimedQuota int64
+	// dirs: the log dirs under protection (the order of creation follows
+	// their topics' growth).
+	dirs map[string]bool
 }
 
 func newProtectionPlanner(o Observed) *protectionPlanner {
@@ -374,7 +378,7 @@ func (pl *protectionPlanner) releaseBindings() {
 			create[a.Topic] = append(create[a.Topic], a)
 		}
 	}
-	pl.pp.Create = byTopic(create)
+	pl.pp.Create = fastestFirst(byTopic(create), pl.o.Snapshot, pl.dirs)
 	heldElsewhere := pl.others.LiveBindings()
 	wasReleasing := map[ACL]bool{}
 	Record{Owned: me.Releasing()}.Bindings(nil, func(a ACL) { wasReleasing[a] = true })

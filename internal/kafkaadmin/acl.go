@@ -113,19 +113,19 @@ func (e *Enforce) CreateACLs(ctx context.Context, acls []ledger.ACL) error {
 	return e.inBatches(ctx, acls, e.createACLs)
 }
 
-// inBatches sends the bindings aclBatch at a time; without an authorizer
-// it stops at the first batch.
+// inBatches sends the bindings at most aclBatch at a time (aclBatches);
+// without an authorizer it stops at the first batch.
 func (e *Enforce) inBatches(ctx context.Context, acls []ledger.ACL, send func(*conn, []ledger.ACL) error) error {
 	c, err := e.src.conn()
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for start := 0; start < len(acls); start += aclBatch {
+	for _, batch := range aclBatches(acls, aclBatch) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := send(c, acls[start:min(start+aclBatch, len(acls))]); err != nil {
+		if err := send(c, batch); err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, enforcer.ErrNoAuthorizer) {
 				break
@@ -133,6 +133,33 @@ func (e *Enforce) inBatches(ctx context.Context, acls []ledger.ACL, send func(*c
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// aclBatches splits the bindings, in their order, into requests of at
+// most limit bindings, cut only where the topic changes: the bindings of
+// one topic (the guard's shape, listed together) go in one request, so no
+// topic is left for a round trip with part of its shape created or
+// deleted. A topic with more than limit bindings in a row is cut at limit.
+func aclBatches(acls []ledger.ACL, limit int) [][]ledger.ACL {
+	var out [][]ledger.ACL
+	start, cut := 0, 0 // cut: where the last run of one topic began
+	for i := range acls {
+		if i > 0 && acls[i].Topic != acls[i-1].Topic {
+			cut = i
+		}
+		if i-start < limit {
+			continue
+		}
+		if cut <= start { // one topic fills the request
+			cut = i
+		}
+		out = append(out, acls[start:cut])
+		start = cut
+	}
+	if start < len(acls) {
+		out = append(out, acls[start:])
+	}
+	return out
 }
 
 func (e *Enforce) createACLs(c *conn, acls []ledger.ACL) error {
