@@ -148,6 +148,7 @@ type Enforcer struct {
 	lastScheduled time.Time
 	// prot: protection records, leases and what was set unrecorded.
 	prot          protectionState
+	cordon        cordonState
 	brokerID      int32
 	windowStart   time.Time
 	windowActions int

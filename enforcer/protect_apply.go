@@ -174,6 +174,9 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 			errs = append(errs, err)
 		}
 	}
+	if err := e.applyCordons(ctx, pp); err != nil {
+		errs = append(errs, err)
+	}
 	for _, pl := range pp.Lifts {
 		if err := e.liftPeer(ctx, pl, band); err != nil {
 			problems[ErrorLiftFailed] = true
@@ -262,6 +265,7 @@ func (e *Enforcer) liftPeer(ctx context.Context, pl PeerLift, band string) error
 		}
 	}
 	rel, err := e.release(ctx, pl.Release, pl.ReleaseQuota, pl.ReleaseConfigs)
+	err = errors.Join(err, e.liftPeerCordons(ctx, pl, l.ID))
 	e.logger.Warn("write protection of another agent lifted", "broker_id", pl.BrokerID, "reason", pl.Kind, "topics", pl.Topics,
 		"acls_deleted", len(rel.ACLs), "acls_kept", rel.Kept, "quota_removed", rel.QuotaRemoved,
 		"configs_restored", len(rel.Configs), "configs_kept", rel.ConfigsKept, "lift_id", l.ID, "dry_run", false)
@@ -371,6 +375,7 @@ func (e *Enforcer) reportWouldProtect(pp ProtectionPlan, band string) {
 		e.configAction(actionRestoreLocalRetention, ConfigChange{Topic: c.Topic, Key: c.Key, Value: c.Orig, From: strPtr(c.Value)},
 			e.policy.Profile.lowestPurgeBand(), nil)
 	}
+	e.reportWouldCordon(pp)
 	if pp.Write {
 		e.prot.virtual = pp.Record
 	}

@@ -65,6 +65,10 @@ type ProtectionObserved struct {
 	// (nil: not read; localret_scope.go).
 	Replicas map[string]TopicReplicas
 
+	// Cordons: this broker's cordoned log dirs (nil: cordoning off or
+	// not possible; cordon.go).
+	Cordons *CordonObserved
+
 	// Instance: this agent's instance (written into its record).
 	Instance string
 	// Purged: this agent's purge history of the last day (written into
@@ -98,6 +102,8 @@ type PeerLift struct {
 	// ReleaseConfigs: the topic configs it claims, restored where no live
 	// record claims them once the lift is written.
 	ReleaseConfigs []Owned
+	// ReleaseCordons: the log dirs of its broker it cordoned.
+	ReleaseCordons []Owned
 	Topics         int
 	// Retry: the lift is written already (a pending lift): only the
 	// release is driven again.
@@ -129,6 +135,13 @@ type ProtectionPlan struct {
 	SetConfigs     []ConfigChange
 	ReleaseConfigs []Owned
 	DroppedConfigs []ConfigChange
+	// Cordon: log dirs to cordon (APPEND, once the record claiming them
+	// is written); Uncordon: claims given up (SUBTRACT); CordonDropped:
+	// claims dropped because an operator uncordoned the log dir;
+	// OperatorCordons: wanted, already cordoned by someone else (never
+	// claimed); CordonHeld: wanted, not cordoned, with why (cordon.go).
+	Cordon, Uncordon, CordonDropped, OperatorCordons []CordonChange
+	CordonHeld                                       []CordonHeld
 	// Lifts: expired protection of other agents.
 	Lifts []PeerLift
 	// Acked: a lift of this agent's claims it acknowledges in Record.
@@ -148,7 +161,7 @@ type ProtectionPlan struct {
 // Empty reports whether the protection plan changes nothing.
 func (pp ProtectionPlan) Empty() bool {
 	return !pp.Write && len(pp.Create) == 0 && pp.SetQuota == 0 && len(pp.Release) == 0 && pp.ReleaseQuota == 0 && len(pp.Lifts) == 0 &&
-		len(pp.SetConfigs) == 0 && len(pp.ReleaseConfigs) == 0
+		len(pp.SetConfigs) == 0 && len(pp.ReleaseConfigs) == 0 && len(pp.Cordon) == 0 && len(pp.Uncordon) == 0
 }
 
 // releases reports whether the plan gives claims up.
@@ -209,7 +222,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	for _, g := range goals {
 		lowering = lowering || (po.ConfigsRead && !g.Foreign && g.Usage >= po.LowerFrom)
 	}
-	episode := len(dirs) > 0 || lowering
+	episode := len(dirs) > 0 || lowering || cordonEpisode(po.Cordons, goals)
 	_, liftExists := po.Records.Lifts[po.BrokerID]
 	if rec.Suppressed != nil && (!episode || !liftExists) {
 		rec.Suppressed = nil
@@ -292,6 +305,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		return len(s.Topics) == 0 || found
 	}
 	rec.Owned = append(rec.Owned, planConfigs(o, goals, me, wantNothing, suppressed, &pp)...)
+	rec.Owned = append(rec.Owned, planCordons(o, goals, me, wantNothing, rec.Suppressed != nil && len(rec.Suppressed.Topics) == 0, &pp)...)
 
 	// Changes to the bindings: create what is missing; release what this
 	// agent claimed (or set unrecorded) and no longer wants.
@@ -401,12 +415,15 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 				pl.ReleaseConfigs = append(pl.ReleaseConfigs, c)
 			}
 		}
+		if pl.Kind != LiftBrokerGone { // a gone broker's config cannot be changed
+			pl.ReleaseCordons = r.AllCordonClaims()
+		}
 		r.Bindings(nil, func(a ACL) {
 			if present[ledger.NormACL(a)] {
 				pl.Release = append(pl.Release, ledger.NormACL(a))
 			}
 		})
-		if pending && len(pl.Release) == 0 && pl.ReleaseQuota == 0 && len(pl.ReleaseConfigs) == 0 {
+		if pending && len(pl.Release) == 0 && pl.ReleaseQuota == 0 && len(pl.ReleaseConfigs) == 0 && len(pl.ReleaseCordons) == 0 {
 			continue
 		}
 		ledger.SortACLs(pl.Release)
