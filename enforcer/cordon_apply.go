@@ -68,6 +68,18 @@ func newCordonMetrics(reg prometheus.Registerer) (*cordonMetrics, error) {
 	return m, nil
 }
 
+// cordonRelevant: a log dir is at or above the uncordon bound, so the
+// pass observes protection (cordon claims count through the record).
+func (e *Enforcer) cordonRelevant(o Observed) bool {
+	under := e.policy.cordonFrom(e.cfg.Relief.Cordon) - e.policy.HysteresisPoints/100
+	for i := range o.Snapshot.LogDirs {
+		if o.Snapshot.LogDirs[i].Usage.Ratio() >= under {
+			return true
+		}
+	}
+	return false
+}
+
 // readCordons reads the broker's cordons when they matter this pass: a
 // log dir at or above the uncordon bound, or a cordon claim of this
 // agent (real or observe mode's). A failed read leaves the claims as they

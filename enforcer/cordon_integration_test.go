@@ -10,12 +10,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 )
@@ -189,3 +192,141 @@ func TestR3_8KafkaCordonSemantics(t *testing.T) {
 
 // stopJBOD stops the JBOD broker when a test started it.
 var stopJBOD = func() {}
+
+// R3.8 end to end on a real broker with three log dirs: the guard, which
+// watches data, cordons it when its usage reaches the cordon bound (75%
+// on the cloud profile): its record claims it, the broker's dynamic
+// cordoned.log.dirs holds it beside the operator's own entry (data-3), and
+// a new topic gets no partition in it (placement read on disk). Under the
+// bound minus the hysteresis (70%) it is uncordoned, the claim leaves the
+// record, and the operator's entry stays. Cordoned again, an operator's
+// protection lift uncordons it and reads it back; the guard does not
+// cordon it again while the episode lasts.
+func TestR3_8GuardCordonsAFillingLogDir(t *testing.T) {
+	b := jbodBroker(t)
+	dirs := append([]string{b.LogDir}, b.ExtraLogDirs...)
+	// The usage the test sets: the log dir's capacity follows its used
+	// bytes (the ownership topic and new partitions land in it too).
+	ratio := &fixedCapacity{v: 50}
+	src := &scantest.Source{LogDir: b.LogDir, Capacity: func() uint64 { return uint64(float64(du(b.LogDir)) * 100 / float64(ratio.get())) }}
+	admin := b.Admin(t)
+	op := dirs[2]
+	if err := admin.IncrementalAlterConfig(sarama.BrokerResource, "1", map[string]sarama.IncrementalAlterConfigsEntry{
+		kafkaadmin.CordonedLogDirs: {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &op}}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin.IncrementalAlterConfig(sarama.BrokerResource, "1", map[string]sarama.IncrementalAlterConfigsEntry{
+			kafkaadmin.CordonedLogDirs: {Operation: sarama.IncrementalAlterConfigsOperationDelete}}, false)
+	})
+	const full, calm = 80, 50
+	const own = "__kdg_test_cordon"
+	cfg := enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}
+	g := startGuard(t, b, guardSpec{cfg: cfg, src: src, ownTopic: own})
+	t.Cleanup(func() {
+		if t.Failed() {
+			g.logs.mu.Lock()
+			for _, l := range strings.Split(g.logs.buf.String(), "\n") {
+				if strings.Contains(l, "cordon") || strings.Contains(l, "error") {
+					t.Log(l)
+				}
+			}
+			g.logs.mu.Unlock()
+		}
+	})
+	g.waitReconciles(t, 3)
+	if st := dynamicCordons(t, g.admin, op); len(st.Dynamic) != 1 {
+		t.Fatalf("cordoned while calm: %q", st.Dynamic)
+	}
+	claims := func() []string {
+		recs, err := g.admin.LoadRecords(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range recs.Agents[1].AllCordonClaims() {
+			out = append(out, c.Value)
+		}
+		return out
+	}
+	cordoned := func(owner string) float64 {
+		return metric(g.reg, "kafka_disk_guard_log_dir_cordoned", map[string]string{"log_dir": b.LogDir, "owner": owner})
+	}
+
+	start := time.Now()
+	ratio.set(full)
+	dynamicCordons(t, g.admin, op, dirs[0])
+	t.Logf("cordoned %s after the band was crossed", time.Since(start).Round(10*time.Millisecond))
+	if got := claims(); !slices.Equal(got, []string{dirs[0]}) {
+		t.Errorf("record claims %q, want [%s]", got, dirs[0])
+	}
+	kafkatest.Eventually(t, 10*time.Second, func() error {
+		if cordoned("guard") != 1 || cordoned("operator") != 0 {
+			return fmt.Errorf("log_dir_cordoned guard %v operator %v", cordoned("guard"), cordoned("operator"))
+		}
+		return nil
+	})
+	b.CreateTopic(t, "cordon.guarded", 12, nil)
+	for p, d := range placement(t, dirs, "cordon.guarded", 12) {
+		if d != dirs[1] {
+			t.Errorf("partition %d of a new topic placed in %s while the guard cordons %s and the operator %s", p, d, dirs[0], op)
+		}
+	}
+	// In the hysteresis: stays.
+	ratio.set(72)
+	g.waitReconciles(t, 3)
+	dynamicCordons(t, g.admin, op, dirs[0])
+
+	start = time.Now()
+	ratio.set(calm)
+	dynamicCordons(t, g.admin, op)
+	t.Logf("uncordoned %s after calm", time.Since(start).Round(10*time.Millisecond))
+	kafkatest.Eventually(t, 10*time.Second, func() error {
+		if got := claims(); len(got) != 0 {
+			return fmt.Errorf("record still claims %q", got)
+		}
+		if cordoned("guard") != 0 {
+			return errors.New("log_dir_cordoned{owner=guard} still 1")
+		}
+		return nil
+	})
+
+	// protection lift --broker 1 uncordons it and reads it back.
+	ratio.set(full)
+	dynamicCordons(t, g.admin, op, dirs[0])
+	kafkatest.Eventually(t, 10*time.Second, func() error {
+		if got := claims(); len(got) != 1 {
+			return fmt.Errorf("record claims %q", got)
+		}
+		return nil
+	})
+	res, err := ledger.LiftProtection(t.Context(), g.admin, ledger.LiftRequest{Broker: 1, By: "operator@test", Reason: "test", Now: time.Now()})
+	if err != nil || len(res.Remaining) != 0 || len(res.Uncordoned) != 1 {
+		t.Fatalf("lift: %+v, %v", res, err)
+	}
+	dynamicCordons(t, g.admin, op)
+	g.waitReconciles(t, 10)
+	dynamicCordons(t, g.admin, op)
+	if v := metric(g.reg, "kafka_disk_guard_log_dir_cordon_held", map[string]string{"log_dir": b.LogDir, "reason": enforcer.CordonHeldLifted}); v != 1 {
+		t.Errorf("log_dir_cordon_held{reason=lifted} = %v after an operator's lift", v)
+	}
+	ratio.set(calm)
+	g.waitReconciles(t, 3)
+}
+
+// du is the bytes the files under dir take on disk.
+func du(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
+}

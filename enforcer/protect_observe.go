@@ -151,7 +151,7 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 		return true // the purge history goes into the record
 	}
 	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 ||
-		len(e.policy.lowerCandidates(o)) > 0 {
+		len(e.policy.lowerCandidates(o)) > 0 || e.cordonRelevant(o) {
 		return true
 	}
 	if e.prot.records != nil {
