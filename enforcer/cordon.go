@@ -43,6 +43,10 @@ type (
 // OwnedCordon is the kind of a cordon claim.
 const OwnedCordon = ledger.OwnedCordon
 
+// CordonMinMetadataVersion: the metadata.version feature level cordons
+// need (4.3-IV0).
+const CordonMinMetadataVersion = ledger.CordonMinMetadataVersion
+
 // ErrCordonUnsupported: the cluster's metadata.version cannot cordon.
 var ErrCordonUnsupported = ledger.ErrCordonUnsupported
 

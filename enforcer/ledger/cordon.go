@@ -187,3 +187,14 @@ func liftCordons(ctx context.Context, a LiftAdmin, cordons map[int32][]Owned, re
 	}
 	return rem, errors.Join(errs...)
 }
+
+// CordonBrokers lists the brokers whose record claims a cordon.
+func (rs Records) CordonBrokers() []int32 {
+	var out []int32
+	for _, id := range slices.Sorted(maps.Keys(rs.Agents)) {
+		if len(rs.Agents[id].AllCordonClaims()) > 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
