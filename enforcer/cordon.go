@@ -125,6 +125,10 @@ type CordonObserved struct {
 	// memory): a claimed entry missing after that was uncordoned by an
 	// operator. Declined: those entries, not cordoned again this episode.
 	Seen, Declined map[string]bool
+	// Lifted: an operator lifted this agent's claims (all of them) in
+	// this cordon episode (in memory): nothing is cordoned again until
+	// every log dir is under the uncordon bound.
+	Lifted bool
 }
 
 // CordonChange is one log dir to cordon or uncordon.
@@ -141,20 +145,6 @@ type CordonHeld struct {
 	LogDir, Dir, Reason string
 }
 
-// cordonEpisode reports whether a log dir is at or above the uncordon
-// bound: an operator's lift holds for as long.
-func cordonEpisode(co *CordonObserved, goals []DirGoal) bool {
-	if co == nil || math.IsInf(co.From, 1) {
-		return false
-	}
-	for _, g := range goals {
-		if !g.Foreign && g.Usage >= co.Under {
-			return true
-		}
-	}
-	return false
-}
-
 // planCordons decides this agent's cordon claims: kept, made (to APPEND
 // once the record is written), given up (releasing: SUBTRACT, dropped once
 // read back gone), dropped (an operator uncordoned it). Without the
@@ -166,6 +156,7 @@ func planCordons(o Observed, goals []DirGoal, me Record, wantNothing, suppressed
 		return me.AllCordonClaims()
 	}
 	st := co.State
+	suppressedAll = suppressedAll || co.Lifted
 	goalOf := map[string]DirGoal{}
 	for _, g := range goals {
 		if e, ok := co.Entries[g.LogDir]; ok && !g.Foreign {

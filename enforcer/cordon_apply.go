@@ -33,6 +33,9 @@ type cordonState struct {
 	// seen: claimed entries read back in place; declined: entries an
 	// operator uncordoned under the guard's claim in this episode.
 	seen, declined map[string]bool
+	// lifted: an operator's lift of every claim was acknowledged in this
+	// cordon episode.
+	lifted bool
 	// liftsDone: peer lifts whose cordons were read back gone.
 	liftsDone map[string]bool
 	// held: the last held reason logged per log dir.
@@ -77,6 +80,9 @@ func (e *Enforcer) cordonRelevant(o Observed) bool {
 			return true
 		}
 	}
+	// The cordon episode is over: what an operator declined or lifted in
+	// it no longer holds.
+	e.cordon.declined, e.cordon.lifted = nil, false
 	return false
 }
 
@@ -93,12 +99,12 @@ func (e *Enforcer) readCordons(ctx context.Context, o *Observed, po *ProtectionO
 		episode = episode || o.Snapshot.LogDirs[i].Usage.Ratio() >= under
 	}
 	if !episode {
-		e.cordon.declined = nil
+		e.cordon.declined, e.cordon.lifted = nil, false
 	}
 	if !relevant && !episode || math.IsInf(from, 1) && !relevant {
 		return
 	}
-	co := &CordonObserved{From: from, Under: under, Seen: e.cordon.seen, Declined: e.cordon.declined}
+	co := &CordonObserved{From: from, Under: under, Seen: e.cordon.seen, Declined: e.cordon.declined, Lifted: e.cordon.lifted}
 	po.Cordons = co
 	ca, ok := e.admin.(CordonAdmin)
 	if !ok {
@@ -139,6 +145,9 @@ func (e *Enforcer) readCordons(ctx context.Context, o *Observed, po *ProtectionO
 // claims it, an uncordon (SUBTRACT) only once it no longer holds it. In
 // observe mode it still uncordons what the agent cordoned earlier (R4.4).
 func (e *Enforcer) applyCordons(ctx context.Context, pp ProtectionPlan) error {
+	if a := pp.Acked; a != nil && a.Kind == LiftOperator && a.All() {
+		e.cordon.lifted = true
+	}
 	for _, c := range pp.CordonDropped {
 		if e.cordon.declined == nil {
 			e.cordon.declined = map[string]bool{}

@@ -1,9 +1,12 @@
 package enforcer
 
 import (
+	"context"
+	"errors"
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
@@ -263,5 +266,100 @@ func TestCordonBound(t *testing.T) {
 	bad := 0.0
 	if err := (CordonConfig{AtPercent: &bad}).validate(); err == nil {
 		t.Error("atPercent 0 accepted")
+	}
+}
+
+// cordonAdmin is the fake admin with a broker's dynamic cordoned.log.dirs.
+type cordonAdmin struct {
+	*fakeAdmin
+	cordons map[int32][]string
+	failing int // the next n UncordonLogDir calls fail
+}
+
+func (f *cordonAdmin) LogDirCordons(_ context.Context, node int32) (BrokerCordons, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return BrokerCordons{MetadataVersion: 31, LogDirs: []string{"/d1", "/d2"}, Dynamic: slices.Clone(f.cordons[node])}, nil
+}
+
+func (f *cordonAdmin) CordonLogDir(_ context.Context, node int32, dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Contains(f.cordons[node], dir) {
+		f.cordons[node] = append(f.cordons[node], dir)
+	}
+	return nil
+}
+
+func (f *cordonAdmin) UncordonLogDir(_ context.Context, node int32, dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failing > 0 {
+		f.failing--
+		return errors.New("REQUEST_TIMED_OUT")
+	}
+	f.cordons[node] = slices.DeleteFunc(f.cordons[node], func(d string) bool { return d == dir })
+	return nil
+}
+
+// R8.1/R8.5 for cordons: an agent that died with a log dir of its broker
+// cordoned is lifted by a peer after the lease: the peer subtracts the
+// claimed entry (and only it: the operator's stays), retrying a failed
+// SUBTRACT on later passes; protection lift does the same and reads it
+// back.
+func TestR3_8PeerUncordonsAfterTheLease(t *testing.T) {
+	_, calm := protectSnaps()
+	f := &cordonAdmin{fakeAdmin: newFakeAdmin(calm()), cordons: map[int32][]string{2: {"/op", "/d1"}}, failing: 1}
+	f.records.Agents[2] = Record{Version: ledger.RecordVersion, BrokerID: 2, Instance: "agent-2", Renewed: t0, LeaseMs: 10000,
+		Owned: []Owned{ledger.CordonClaim("/d1")}}
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	for range 30 {
+		clock.t = clock.t.Add(time.Second)
+		s := calm()
+		s.Time = clock.t
+		peer.src.(*staticSource).snap = s
+		_ = peer.Reconcile(t.Context())
+	}
+	if _, ok := f.records.PendingLift(2); !ok {
+		t.Fatal("no lift written")
+	}
+	if got := f.cordons[2]; !slices.Equal(got, []string{"/op"}) {
+		t.Fatalf("cordoned.log.dirs of broker 2 after the peer's lift: %v, want only the operator's [/op]", got)
+	}
+
+	// protection lift, on an entry left in place: subtracted and read back.
+	f.cordons[2] = []string{"/op", "/d1"}
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 2, By: "alice", Now: clock.t})
+	if err != nil || len(res.Remaining) != 0 || !slices.Equal(f.cordons[2], []string{"/op"}) {
+		t.Fatalf("lift: %+v, %v; cordons %v", res, err, f.cordons[2])
+	}
+	// A failed SUBTRACT: the lift says what is still in place.
+	f.cordons[2], f.failing = []string{"/op", "/d1"}, 1
+	res, err = ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 2, By: "alice", Now: clock.t})
+	if err == nil || !slices.Equal(res.Remaining, []string{"cordon of log dir /d1 on broker 2"}) {
+		t.Fatalf("failed lift: %+v, %v", res, err)
+	}
+}
+
+// protection status lists the guard's cordons (in place, lifted) and the
+// operator's beside them; a releasing cordon still in place shows as such.
+func TestR3_8StatusShowsCordons(t *testing.T) {
+	releasing := ledger.CordonClaim("/d2")
+	releasing.Releasing = true
+	recs := ledger.NewRecords()
+	recs.Agents[2] = Record{BrokerID: 2, Renewed: t0, LeaseMs: 60000, Owned: []Owned{ledger.CordonClaim("/d1"), releasing}}
+	st := ledger.BuildStatus(ledger.StatusInput{Records: recs, Now: t0.Add(time.Second),
+		Cordons: map[int32]BrokerCordons{2: {LogDirs: []string{"/d1", "/d2", "/d3"}, Dynamic: []string{"/d3", "/d1", "/d2"}}}})
+	b := st.Brokers[0]
+	if len(b.Cordons) != 1 || b.Cordons[0] != (ledger.CordonStatus{Dir: "/d1", InPlace: true, Read: true, Live: true}) {
+		t.Errorf("cordons %+v", b.Cordons)
+	}
+	if !slices.Equal(b.OperatorCordons, []string{"/d3"}) {
+		t.Errorf("operator's cordons %v, want [/d3]", b.OperatorCordons)
+	}
+	if len(b.Releasing) != 1 || !b.Releasing[0].InPlace || b.State != ledger.StateActive {
+		t.Errorf("releasing %+v, state %s", b.Releasing, b.State)
 	}
 }

@@ -222,7 +222,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	for _, g := range goals {
 		lowering = lowering || (po.ConfigsRead && !g.Foreign && g.Usage >= po.LowerFrom)
 	}
-	episode := len(dirs) > 0 || lowering || cordonEpisode(po.Cordons, goals)
+	episode := len(dirs) > 0 || lowering
 	_, liftExists := po.Records.Lifts[po.BrokerID]
 	if rec.Suppressed != nil && (!episode || !liftExists) {
 		rec.Suppressed = nil
@@ -305,7 +305,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		return len(s.Topics) == 0 || found
 	}
 	rec.Owned = append(rec.Owned, planConfigs(o, goals, me, wantNothing, suppressed, &pp)...)
-	rec.Owned = append(rec.Owned, planCordons(o, goals, me, wantNothing, rec.Suppressed != nil && len(rec.Suppressed.Topics) == 0, &pp)...)
+	rec.Owned = append(rec.Owned, planCordons(o, goals, me, wantNothing, suppressed(""), &pp)...)
 
 	// Changes to the bindings: create what is missing; release what this
 	// agent claimed (or set unrecorded) and no longer wants.
