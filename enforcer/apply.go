@@ -29,6 +29,7 @@ func (e *Enforcer) apply(ctx context.Context, plan Plan, goals []DirGoal, o Obse
 		}
 		e.windowActions += len(pp.Create) + len(pp.Release)
 		e.reportProtection(o, goals, pp, problems)
+		e.reportCordons(o, goals, plan)
 	} else if e.prot.records != nil && !o.BrokerUnreachable {
 		e.reportNoProtection(goals)
 	}

@@ -61,6 +61,8 @@ type Config struct {
 	Evidence EvidenceConfig `yaml:"evidence"`
 	// Purge bounds purges of unexpired data (spec R7.3).
 	Purge PurgeConfig `yaml:"purge"`
+	// Relief: the lossless rungs before any purge (spec R3.8; cordon.go).
+	Relief ReliefConfig `yaml:"relief"`
 }
 
 // EvidenceConfig is the `enforcer.evidence` section (spec R7.1, R7.2,
@@ -375,6 +377,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := parseClock(c.Schedule.Time); err != nil {
 		return fmt.Errorf("enforcer.schedule.time: %w", err)
+	}
+	if err := c.Relief.Cordon.validate(); err != nil {
+		return err
 	}
 	if _, err := time.LoadLocation(c.Schedule.Timezone); err != nil {
 		return fmt.Errorf("enforcer.schedule.timezone: %w", err)

@@ -58,7 +58,7 @@ var (
 // type, for those with a series from the start), and every metric listed
 // there is registered.
 func TestMetricsDocumented(t *testing.T) {
-	docs := docMetrics(t, "Enforcer (spec R3, R4)", "Evidence (spec R7)", "Write protection (spec R8)")
+	docs := docMetrics(t, "Enforcer (spec R3, R4)", "Evidence (spec R7)", "Write protection (spec R8)", "Cordon (spec R3.8)")
 	reg := prometheus.NewRegistry()
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -70,7 +70,8 @@ func TestMetricsDocumented(t *testing.T) {
 		for _, c := range []prometheus.Collector{m.enabled, m.band, m.actions, m.actionBytes, m.unexpiredBytes,
 			m.reconciles, m.duration, m.blocked, m.lowered, m.operatorChanged, m.ev.identity, m.ev.missingRights, m.ev.clockJump, m.ev.clockJumps,
 			m.ev.purgedWindow, m.ev.purgeChecks, m.ev.heldTopics, m.prot.active, m.prot.wanted, m.prot.errors,
-			m.prot.cluster, m.prot.topics, m.prot.leaseAge, m.prot.lease, m.prot.recordBytes, m.prot.ledgerLost, m.prot.undecodable, m.prot.standby} {
+			m.prot.cluster, m.prot.topics, m.prot.leaseAge, m.prot.lease, m.prot.recordBytes, m.prot.ledgerLost, m.prot.undecodable, m.prot.standby,
+			m.cordon.cordoned, m.cordon.held, m.cordon.supported} {
 			c.Describe(ch)
 		}
 		close(ch)

@@ -151,6 +151,7 @@ type Enforcer struct {
 	lastScheduled time.Time
 	// prot: protection records, leases and what was set unrecorded.
 	prot protectionState
+	cordon cordonState
 	// brokerID: the broker this agent acts for and keeps its record
 	// under (learnBrokerID; -1 until known); BrokerID() reads its copy
 	// in guarded.

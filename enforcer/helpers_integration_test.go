@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 		Props: []string{"log.segment.delete.delay.ms=1000"}}, &shared)
 	stopCluster()
 	stopTiered()
+	stopJBOD()
 	os.Exit(code)
 }
 

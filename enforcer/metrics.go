@@ -77,6 +77,8 @@ type metrics struct {
 	// protection's (protect_metrics.go).
 	ev   *evidenceMetrics
 	prot *protectionMetrics
+	// cordon: the log dir cordons' (cordon_apply.go).
+	cordon *cordonMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -122,6 +124,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.prot, err = newProtectionMetrics(reg); err != nil {
 		return nil, err
 	}
+	if m.cordon, err = newCordonMetrics(reg); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -156,6 +161,12 @@ func (m *metrics) initActionSeries(p Profile) {
 		if b.Name == p.lowestPurgeBand() {
 			for _, r := range results {
 				m.actions.WithLabelValues(string(actionRestoreLocalRetention), string(r), b.Name)
+			}
+		}
+		if i == 1 { // the default cordon bound's band (cordon.go)
+			for _, r := range results {
+				m.actions.WithLabelValues(string(actionCordon), string(r), b.Name)
+				m.actions.WithLabelValues(string(actionUncordon), string(r), b.Name)
 			}
 		}
 		if i == pi {

@@ -58,6 +58,9 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 	case pp.Write && !ap.wrote:
 		ap.store(e.storeRecord(ctx, pp.Record))
 	}
+	if err := e.applyCordons(ctx, pp); err != nil {
+		ap.errs = append(ap.errs, err)
+	}
 	e.liftPeers(ctx, ap, band)
 	return ap.problems, errors.Join(ap.errs...)
 }
@@ -318,6 +321,7 @@ func (e *Enforcer) liftPeer(ctx context.Context, pl PeerLift, band string) error
 		}
 	}
 	rel, err := e.release(ctx, pl.Release, pl.ReleaseQuota, pl.ReleaseConfigs)
+	err = errors.Join(err, e.liftPeerCordons(ctx, pl, l.ID))
 	e.logger.Warn("write protection of another agent lifted", "broker_id", pl.BrokerID, "reason", pl.Kind, "topics", pl.Topics,
 		"acls_deleted", len(rel.ACLs), "acls_kept", rel.Kept, "quota_removed", rel.QuotaRemoved,
 		"configs_restored", len(rel.Configs), "configs_kept", rel.ConfigsKept, "lift_id", l.ID, "dry_run", false)
@@ -420,6 +424,7 @@ func (e *Enforcer) reportWouldProtect(pp ProtectionPlan, band string) {
 		e.configAction(actionRestoreLocalRetention, ConfigChange{Topic: c.Topic, Key: c.Key, Value: c.Orig, From: strPtr(c.Value)},
 			e.policy.Profile.lowestPurgeBand(), nil)
 	}
+	e.reportWouldCordon(pp)
 	if pp.Write {
 		e.prot.virtual = pp.Record
 	}

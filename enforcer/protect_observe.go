@@ -153,7 +153,7 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 		return true // the purge history goes into the record
 	}
 	if !e.recordForMode().Empty() || !e.clusterRecord().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(o.wantProtected) > 0 ||
-		len(o.lowerCandidates) > 0 {
+		len(o.lowerCandidates) > 0 || e.cordonRelevant(o) {
 		return true
 	}
 	if e.prot.records != nil {
@@ -381,6 +381,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 		po.ConfigsRead, po.TopicConfigs = false, nil
 		e.logError(fmt.Errorf("tiered topics' local retention left as it is this pass: %w", err))
 	}
+	e.readCordons(ctx, o, po)
 	o.Protection = po
 	if e.dryRun {
 		o.WouldProtect = e.wouldProtect(po)
@@ -448,6 +449,17 @@ func (e *Enforcer) wouldProtect(po *ProtectionObserved) *ProtectionObserved {
 	e.prot.virtual.HeldBindings(nil, func(a ACL) { v.ACLs = append(v.ACLs, a) })
 	if q := e.prot.virtual.Quota(); q > 0 && po.DefaultProducerByteRate == 0 {
 		v.DefaultProducerByteRate = q
+	}
+	if co := po.Cordons; co != nil && co.Read {
+		// Observe mode's cordons count as in place, its own state apart.
+		vc := *co
+		for _, c := range e.prot.virtual.CordonClaims() {
+			if !slices.Contains(vc.State.Dynamic, c.Value) {
+				vc.State.Dynamic = append(slices.Clone(vc.State.Dynamic), c.Value)
+			}
+		}
+		vc.Seen, vc.Declined = nil, nil
+		v.Cordons = &vc
 	}
 	if vc := e.prot.virtual.ConfigClaims(); len(vc) > 0 && po.ConfigsRead {
 		v.TopicConfigs = maps.Clone(po.TopicConfigs)

@@ -65,6 +65,10 @@ type ProtectionObserved struct {
 	// (nil: not read; localret_scope.go).
 	Replicas map[string]TopicReplicas
 
+	// Cordons: this broker's cordoned log dirs (nil: cordoning off or
+	// not possible; cordon.go).
+	Cordons *CordonObserved
+
 	// Instance: this agent's instance (written into its record).
 	Instance string
 	// Purged: this agent's purge history of the last day (written into
@@ -98,6 +102,8 @@ type PeerLift struct {
 	// ReleaseConfigs: the topic configs it claims, restored where no live
 	// record claims them once the lift is written.
 	ReleaseConfigs []ConfigClaim
+	// ReleaseCordons: the log dirs of its broker it cordoned.
+	ReleaseCordons []Owned
 	Topics         int
 	// Retry: the lift is written already (a pending lift): only the
 	// release is driven again.
@@ -129,6 +135,13 @@ type ProtectionPlan struct {
 	SetConfigs     []ConfigChange
 	ReleaseConfigs []ConfigClaim
 	DroppedConfigs []ConfigChange
+	// Cordon: log dirs to cordon (APPEND, once the record claiming them
+	// is written); Uncordon: claims given up (SUBTRACT); CordonDropped:
+	// claims dropped because an operator uncordoned the log dir;
+	// OperatorCordons: wanted, already cordoned by someone else (never
+	// claimed); CordonHeld: wanted, not cordoned, with why (cordon.go).
+	Cordon, Uncordon, CordonDropped, OperatorCordons []CordonChange
+	CordonHeld                                       []CordonHeld
 	// Lifts: expired protection of other agents.
 	Lifts []PeerLift
 	// Acked: a lift of this agent's claims it acknowledges in Record.
@@ -148,7 +161,7 @@ type ProtectionPlan struct {
 // Empty reports whether the protection plan changes nothing.
 func (pp ProtectionPlan) Empty() bool {
 	return !pp.Write && len(pp.Create) == 0 && pp.SetQuota == 0 && len(pp.Release) == 0 && pp.ReleaseQuota == 0 && len(pp.Lifts) == 0 &&
-		len(pp.SetConfigs) == 0 && len(pp.ReleaseConfigs) == 0
+		len(pp.SetConfigs) == 0 && len(pp.ReleaseConfigs) == 0 && len(pp.Cordon) == 0 && len(pp.Uncordon) == 0
 }
 
 // releases reports whether the plan gives claims up.
@@ -181,6 +194,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	pl.claimBindings(topics)
 	pl.claimQuota(topics)
 	pl.rec.Configs = pl.planConfigs(goals)
+	pl.rec.Owned = append(pl.rec.Owned, planCordons(pl.o, goals, pl.me, pl.wantNothing, pl.suppressed(""), &pl.pp)...)
 	pl.releaseBindings()
 	pl.releaseQuotas()
 	pl.decideWrite()
@@ -479,12 +493,15 @@ func peerLifts(po *ProtectionObserved, present map[ACL]bool) []PeerLift {
 				pl.ReleaseConfigs = append(pl.ReleaseConfigs, c)
 			}
 		}
+		if pl.Kind != LiftBrokerGone { // a gone broker's config cannot be changed
+			pl.ReleaseCordons = r.AllCordonClaims()
+		}
 		r.Bindings(nil, func(a ACL) {
 			if present[ledger.NormACL(a)] {
 				pl.Release = append(pl.Release, ledger.NormACL(a))
 			}
 		})
-		if pending && len(pl.Release) == 0 && pl.ReleaseQuota == 0 && len(pl.ReleaseConfigs) == 0 {
+		if pending && len(pl.Release) == 0 && pl.ReleaseQuota == 0 && len(pl.ReleaseConfigs) == 0 && len(pl.ReleaseCordons) == 0 {
 			continue
 		}
 		ledger.SortACLs(pl.Release)

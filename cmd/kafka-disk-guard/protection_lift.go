@@ -36,7 +36,8 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	}
 	attrs := []any{"by", req.By, "reason", req.Reason, "broker_ids", ids, "topic", req.Topic, "all", req.All,
 		"lift_ids", liftIDs, "acls_deleted", len(res.Released.ACLs), "acls_kept", res.Released.Kept, "quota_removed", res.Released.QuotaRemoved,
-		"configs_restored", len(res.Released.Configs), "configs_kept", res.Released.ConfigsKept, "configs_changed_by_operator", len(res.Released.ConfigsChanged)}
+		"configs_restored", len(res.Released.Configs), "configs_kept", res.Released.ConfigsKept, "configs_changed_by_operator", len(res.Released.ConfigsChanged),
+		"uncordoned", res.Uncordoned}
 	for _, id := range res.Untouchable {
 		fmt.Fprintf(out.stdout, "Left alone: broker %d's latest record does not decode (garbage, or a newer guard); its claims are lifted once it writes a readable one.\n", id)
 	}
@@ -57,7 +58,7 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 		logger.Error("protection lift by an operator failed", append(attrs, "remaining", res.Remaining, "err", err)...)
 		return err
 	}
-	released := len(res.Released.ACLs) > 0 || res.Released.QuotaRemoved || len(res.Released.Configs) > 0
+	released := len(res.Released.ACLs) > 0 || res.Released.QuotaRemoved || len(res.Released.Configs) > 0 || len(res.Uncordoned) > 0
 	if len(res.Lifts) == 0 && released {
 		fmt.Fprintf(out.stdout, "Released what earlier lifts or releases left in place: %d binding(s) deleted.\n", len(res.Released.ACLs))
 		return nil
@@ -75,6 +76,9 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	fmt.Fprintln(out.stdout, ".")
 	for _, c := range res.Released.Configs {
 		fmt.Fprintf(out.stdout, "Restored %s of topic %s to %s (the guard had set %s).\n", c.Key, c.Topic, ledger.ShowValue(c.Value), ledger.ShowValue(c.From))
+	}
+	for _, u := range res.Uncordoned {
+		fmt.Fprintf(out.stdout, "Uncordoned log dir of %s (the operator's cordoned.log.dirs entries stay).\n", u)
 	}
 	for _, c := range res.Released.ConfigsChanged {
 		fmt.Fprintf(out.stdout, "Left %s of topic %s at %s: changed by an operator since the guard set %s.\n", c.Key, c.Topic, ledger.ShowValue(c.Value), ledger.ShowValue(c.From))

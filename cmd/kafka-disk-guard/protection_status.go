@@ -69,6 +69,17 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 			fmt.Fprintf(out.stderr, "protection status: the topics' replicas not read: %v\n", err)
 		}
 	}
+	for _, id := range in.Records.CordonBrokers() {
+		c, err := admin.LogDirCordons(ctx, id)
+		if err != nil {
+			fmt.Fprintf(out.stderr, "protection status: cordoned.log.dirs of broker %d not read: %v\n", id, err)
+			continue
+		}
+		if in.Cordons == nil {
+			in.Cordons = map[int32]ledger.BrokerCordons{}
+		}
+		in.Cordons[id] = c
+	}
 	st := ledger.BuildStatus(in)
 	if *format == "json" {
 		enc := json.NewEncoder(out.stdout)
@@ -137,6 +148,7 @@ func writeStatus(w io.Writer, st ledger.Status, topics bool, now time.Time) {
 		}
 	}
 	writeConfigs(w, st)
+	writeCordons(w, st)
 	if topics {
 		for _, b := range st.Brokers {
 			if len(b.Topics) == 0 {
@@ -249,4 +261,32 @@ func reaches(r *ledger.TopicReplicas) string {
 		return "every replica (not read)"
 	}
 	return fmt.Sprintf("%d replicas on %d brokers", r.Replicas, r.Brokers)
+}
+
+// writeCordons lists the log dirs the guard cordoned (KIP-1066), and the
+// operator's cordons beside them.
+func writeCordons(w io.Writer, st ledger.Status) {
+	found := false
+	for _, b := range st.Brokers {
+		found = found || len(b.Cordons) > 0 || len(b.OperatorCordons) > 0
+	}
+	if !found {
+		return
+	}
+	fmt.Fprintln(w, "\nCordoned log dirs (no new partition is placed in them; uncordoned when the disk calms down, by a peer after the lease, or by `protection lift`):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BROKER\tLOG DIR\tBY\tIN PLACE\tLIFTED")
+	for _, b := range st.Brokers {
+		for _, c := range b.Cordons {
+			in := "not read"
+			if c.Read {
+				in = fmt.Sprint(c.InPlace)
+			}
+			fmt.Fprintf(tw, "%d\t%s\tguard\t%s\t%v\n", b.BrokerID, c.Dir, in, !c.Live)
+		}
+		for _, d := range b.OperatorCordons {
+			fmt.Fprintf(tw, "%d\t%s\toperator (never removed by the guard)\ttrue\t-\n", b.BrokerID, d)
+		}
+	}
+	tw.Flush()
 }

@@ -98,6 +98,10 @@ func TestRunGuardsRealBrokerOverSASL(t *testing.T) {
 	if err != nil || !strings.Contains(out.String(), "cluster ok: 1 broker(s)") {
 		t.Fatalf("check-config --online: %v\n%s", err, out.String())
 	}
+	// Kafka 4.4 takes cordoned.log.dirs (KIP-1066): said, not failed.
+	if !strings.Contains(out.String(), "cordon: broker 1: ok (metadata.version feature level") {
+		t.Errorf("check-config --online does not report the cordon:\n%s", out.String())
+	}
 
 	// A wrong password: the guard keeps watching and serving, and says why.
 	cfg2, err := parseRunConfig(args, mapEnv(map[string]string{"KDG_SASL_PASSWORD": "wrong"}), io.Discard)

@@ -194,6 +194,8 @@ type LiftResult struct {
 	// Non-empty: the lift is not done (spec R8.5; the command exits
 	// non-zero and can be run again).
 	Remaining []string
+	// Uncordoned: log dirs uncordoned (SUBTRACT), as "broker N: dir".
+	Uncordoned []string
 	// Untouchable: brokers in scope whose latest record does not decode:
 	// left alone until a decodable record replaces it.
 	Untouchable []int32
@@ -222,6 +224,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 	var cands []ACL
 	quotas := map[int64]bool{}
 	var configs []ConfigClaim
+	cordons := map[int32][]Owned{}
 	for _, id := range slices.Sorted(maps.Keys(recs.Agents)) {
 		r := recs.Agents[id]
 		if !req.All && req.Topic == "" && id != req.Broker {
@@ -260,6 +263,10 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 				live = live || (!c.Releasing && recs.Live(id, c.Topic))
 			}
 		}
+		if cs := r.AllCordonClaims(); req.Topic == "" && len(cs) > 0 {
+			cordons[id] = cs
+			live = live || (len(r.CordonClaims()) > 0 && recs.Live(id, ""))
+		}
 		if !live {
 			continue
 		}
@@ -277,10 +284,13 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 		}
 	}
 	slices.Sort(res.Untouchable)
-	if len(cands) == 0 && len(quotas) == 0 && len(configs) == 0 {
+	if len(cands) == 0 && len(quotas) == 0 && len(configs) == 0 && len(cordons) == 0 {
 		return res, nil
 	}
 	var errs []error
+	rem, err := liftCordons(ctx, a, cordons, &res)
+	res.Remaining = rem
+	errs = append(errs, err)
 	qs := slices.Sorted(maps.Keys(quotas))
 	first := int64(0)
 	if len(qs) > 0 {
@@ -293,8 +303,9 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 		res.Released.QuotaRemoved = res.Released.QuotaRemoved || rel.QuotaRemoved
 		errs = append(errs, err)
 	}
-	rem, err := remaining(ctx, a, cands, quotas, configs)
-	res.Remaining = rem
+	rem, err = remaining(ctx, a, cands, quotas, configs)
+	res.Remaining = append(res.Remaining, rem...)
+	slices.Sort(res.Remaining)
 	errs = append(errs, err)
 	return res, errors.Join(errs...)
 }

@@ -26,6 +26,9 @@ type StatusInput struct {
 	// known), every one of which a lowered value reaches.
 	Replicas map[string]TopicReplicas
 	Now      time.Time
+	// Cordons: the cordon state of each broker a record claims a cordon
+	// on (missing: not read).
+	Cordons map[int32]BrokerCordons
 	// LedgerLost: why the records could not be read (ErrLedgerLost), ""
 	// when they were.
 	LedgerLost string
@@ -100,6 +103,11 @@ type BrokerStatus struct {
 	// Configs: topic configs the agent changed (tiered topics' local
 	// retention, spec R7.4).
 	Configs []ConfigStatus `json:"topic_configs,omitempty"`
+	// Cordons: the broker's log dirs the agent cordoned (KIP-1066), and
+	// OperatorCordons the broker's cordoned log dirs no record claims
+	// (the operator's: the guard never removes them).
+	Cordons         []CordonStatus `json:"cordons,omitempty"`
+	OperatorCordons []string       `json:"operator_cordons,omitempty"`
 	// Releasing: claims being given up, kept until read back gone.
 	Releasing []ReleasingStatus `json:"releasing,omitempty"`
 	// Undecodable: values of the broker's keys skipped since its last
@@ -125,6 +133,16 @@ type ConfigStatus struct {
 	// Replicas: the topic's replicas on every broker, which all drop
 	// their uploaded local copies while the value stays (nil: not read).
 	Replicas *TopicReplicas `json:"replicas,omitempty"`
+}
+
+// CordonStatus is one log dir a record claims a cordon on.
+type CordonStatus struct {
+	Dir string `json:"log_dir"`
+	// InPlace: in the broker's dynamic cordoned.log.dirs; Read: it was
+	// read; Live: not voided by a lift.
+	InPlace bool `json:"in_place"`
+	Read    bool `json:"read"`
+	Live    bool `json:"live"`
 }
 
 // TopicStatus is one protected topic.
@@ -206,6 +224,27 @@ func BuildStatus(in StatusInput) Status {
 			}
 			b.Configs = append(b.Configs, cs)
 		}
+		cst, cread := in.Cordons[id]
+		claimedDirs := map[string]bool{}
+		for _, c := range r.AllCordonClaims() {
+			claimedDirs[c.Value] = true
+		}
+		for _, c := range r.CordonClaims() {
+			cs := CordonStatus{Dir: c.Value, Read: cread, InPlace: cread && slices.Contains(cst.Dynamic, c.Value), Live: in.Records.Live(id, "")}
+			if cs.Live {
+				liveClaims++
+			} else {
+				voided++
+			}
+			b.Cordons = append(b.Cordons, cs)
+		}
+		if cread {
+			for _, d := range cst.Dynamic {
+				if !claimedDirs[d] {
+					b.OperatorCordons = append(b.OperatorCordons, d)
+				}
+			}
+		}
 		if b.Quota > 0 {
 			b.QuotaSet = in.DefaultProducerByteRate == b.Quota
 			if in.Records.Live(id, "") {
@@ -226,6 +265,9 @@ func BuildStatus(in StatusInput) Status {
 			case OwnedQuota:
 				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: o.Entity + " " + o.Key + "=" + o.Value,
 					InPlace: in.DefaultProducerByteRate == ParseIntOrMax(o.Value)})
+			case OwnedCordon:
+				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: "log dir " + o.Value,
+					InPlace: !cread || slices.Contains(cst.Dynamic, o.Value)})
 			}
 		}
 		for _, c := range r.ReleasingConfigs() {

@@ -42,6 +42,8 @@ type Cluster struct {
 	overrides  map[string]map[string]string
 	own        ownershipTopic
 	folded     *ledger.Records // partition 0 as last read (nil: written since)
+	// cordons: each broker's dynamic cordoned.log.dirs (cordon.go).
+	cordons map[int32][]string
 	// Deletions: every DeleteRecords that moved a log start offset.
 	Deletions []Deletion
 }

@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
@@ -59,6 +60,16 @@ func (s *sim) check() *Failure {
 	}
 	if s.op.quota > 0 && !s.op.busy["quota"] && c.Quota() != s.op.quota {
 		return s.fail("I2", "the operator's producer quota %d is now %d", s.op.quota, c.Quota())
+	}
+	if spare := c.SpareLogDir(1); !slices.Contains(c.Cordoned(1), spare) {
+		return s.fail("I2", "the operator's cordon of %s was removed (cordoned.log.dirs %v)", spare, c.Cordoned(1))
+	}
+	for _, id := range []int32{1, 2, 3} {
+		// The broker's last uncordoned log dir is never cordoned by
+		// the guard.
+		if len(c.Cordoned(id)) >= len(c.LogDirs(id)) {
+			return s.fail("I2", "every log dir of broker %d is cordoned: %v", id, c.Cordoned(id))
+		}
 	}
 	// I3.
 	base := map[ledger.ACL]bool{}
@@ -199,6 +210,15 @@ func (s *sim) checkEnd() *Failure {
 	}
 	if v, ok := s.c.Override("events", enforcer.LocalRetentionBytesKey); f == nil && (ok != (s.op.localRet != nil) || ok && v != *s.op.localRet) {
 		f = s.fail("I1", "local.retention.bytes of events is %q (set %v), the operator's: %s", v, ok, deref(s.op.localRet))
+	}
+	for _, id := range []int32{1, 2, 3} {
+		// A guard's cordon outlives its need: the log dir is under the
+		// uncordon bound (75% - 5 points).
+		for _, d := range s.c.Cordoned(id) {
+			if f == nil && d != s.c.SpareLogDir(1) && s.c.Usage(id) < 0.70 {
+				f = s.fail("I1", "log dir %s of broker %d still cordoned at %.1f%% after the faults stopped", d, id, 100*s.c.Usage(id))
+			}
+		}
 	}
 	if f != nil {
 		f.Seed, f.Step, f.Trace = s.opts.Seed, s.step, s.trace

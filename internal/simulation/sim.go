@@ -327,6 +327,12 @@ func (s *sim) build() {
 			s.op.acls[a], s.op.ever[a] = true, true
 		}
 	}
+	// The operator has cordoned broker 1's spare log dir (KIP-1066): its
+	// watched log dir is then its last uncordoned one, never cordoned by
+	// the guard; brokers 2 and 3 can be (I1, I2).
+	if err := s.c.Admin(1, "operator").CordonLogDir(context.Background(), 1, s.c.SpareLogDir(1)); err != nil {
+		panic(err)
+	}
 	for t := start.Add(-6 * time.Hour); t.Before(start); {
 		t = t.Add(10 * time.Minute)
 		s.c.Step(t, producer)

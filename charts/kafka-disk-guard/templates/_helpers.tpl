@@ -147,6 +147,7 @@ app.kubernetes.io/part-of: kafka-disk-guard
 {{- with .Values.enforcer.protection.leaseDuration }}{{ $_ := set $prot "leaseDuration" . }}{{ end -}}
 {{- $enforcer := dict "enabled" .Values.enforcer.enabled "profile" .Values.enforcer.profile "protection" $prot -}}
 {{- with .Values.enforcer.purge }}{{ $_ := set $enforcer "purge" . }}{{ end -}}
+{{- with .Values.enforcer.relief }}{{ $_ := set $enforcer "relief" . }}{{ end -}}
 {{- with .Values.enforcer.ownershipTopic }}{{ $_ := set $enforcer "ownershipTopic" . }}{{ end -}}
 {{- $_ := set $cfg "enforcer" $enforcer -}}
 {{- $web := dict "listenAddress" (printf ":%d" (int .Values.web.port)) -}}

@@ -1,0 +1,286 @@
+package enforcer
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
+
+// Cordoning a log dir (KIP-1066, spec R3.8): a log dir listed in its
+// broker's cordoned.log.dirs gets no new partition. The broker's
+// LogManager places a new local replica only in an uncordoned log dir,
+// and the controller leaves a broker whose every log dir is cordoned out
+// of the placement of new partitions (like a fenced one). Existing
+// partitions keep writing: a cordon slows a fill that new partitions
+// cause, and loses nothing.
+//
+// The guard cordons a log dir of its own broker once its usage reaches
+// enforcer.relief.cordon.atPercent (default: the lower bound of the
+// profile's second band, the first one that acts on usage), and
+// uncordons it under that bound minus hysteresisPoints. The cordon is a
+// claim in the agent's record (ledger.OwnedCordon), written before the
+// APPEND; given up, it stays releasing until the SUBTRACT is read back.
+//
+// The last uncordoned log dir of a broker is never cordoned: with every
+// log dir cordoned the broker takes no new partition at all, and
+// CreateTopics and CreatePartitions whose replication factor needs it (on
+// a cluster of RF brokers, every topic of that RF) fail with
+// INVALID_REPLICATION_FACTOR. One full broker must not refuse every new
+// partition of a healthy cluster; the guard says so instead
+// (kafka_disk_guard_log_dir_cordon_held{reason="last_log_dir"}, a log
+// line) and the other rungs of the ladder go on.
+
+// The cordon types live with the ledger, which releases cordon claims.
+type (
+	CordonAdmin   = ledger.CordonAdmin
+	BrokerCordons = ledger.BrokerCordons
+)
+
+// OwnedCordon is the kind of a cordon claim.
+const OwnedCordon = ledger.OwnedCordon
+
+// CordonMinMetadataVersion: the metadata.version feature level cordons
+// need (4.3-IV0).
+const CordonMinMetadataVersion = ledger.CordonMinMetadataVersion
+
+// ErrCordonUnsupported: the cluster's metadata.version cannot cordon.
+var ErrCordonUnsupported = ledger.ErrCordonUnsupported
+
+// CordonConfig is the `enforcer.relief.cordon` section.
+type CordonConfig struct {
+	// Enabled: cordon log dirs at AtPercent (default true). In observe
+	// mode the guard only says what it would cordon.
+	Enabled *bool `yaml:"enabled"`
+	// AtPercent: usage (percent) at which a log dir is cordoned (default:
+	// the lower bound of the profile's second band; none with a single
+	// band). Uncordoned under it minus hysteresisPoints.
+	AtPercent *float64 `yaml:"atPercent"`
+}
+
+// ReliefConfig is the `enforcer.relief` section: the lossless rungs of
+// the ladder (spec R3.8).
+type ReliefConfig struct {
+	Cordon CordonConfig `yaml:"cordon"`
+}
+
+// cordonEnabled reports whether cordoning is switched on.
+func (c CordonConfig) cordonEnabled() bool { return c.Enabled == nil || *c.Enabled }
+
+// validate checks the section.
+func (c CordonConfig) validate() error {
+	if c.AtPercent != nil && (*c.AtPercent <= 0 || *c.AtPercent > 100 || math.IsNaN(*c.AtPercent)) {
+		return fmt.Errorf("enforcer.relief.cordon.atPercent: %v is not in (0, 100]", *c.AtPercent)
+	}
+	return nil
+}
+
+// cordonFrom is the usage (ratio) at which a log dir is cordoned: +Inf
+// when cordoning is off or the profile has one band only.
+func (p Policy) cordonFrom(c CordonConfig) float64 {
+	switch {
+	case !c.cordonEnabled():
+		return math.Inf(1)
+	case c.AtPercent != nil:
+		return *c.AtPercent / 100
+	case len(p.Profile.Bands) > 1:
+		return p.Profile.Bands[1].From
+	}
+	return math.Inf(1)
+}
+
+// Reasons a wanted cordon is held (kafka_disk_guard_log_dir_cordon_held).
+const (
+	CordonHeldLastLogDir  = "last_log_dir"    // the broker's last uncordoned log dir
+	CordonHeldUnsupported = "unsupported"     // metadata.version under 4.3-IV0, or no cordon calls
+	CordonHeldInherited   = "inherited"       // cordoned.log.dirs set in server.properties or as the cluster default
+	CordonHeldUnmatched   = "not_in_log_dirs" // no log.dirs entry names the log dir
+	CordonHeldDeclined    = "operator_uncordoned"
+	CordonHeldLifted      = "lifted" // an operator's lift holds for the episode
+	CordonHeldReadFailed  = "read_failed"
+)
+
+// CordonHeldReasons lists the reasons, for the metric's series.
+func CordonHeldReasons() []string {
+	return []string{CordonHeldLastLogDir, CordonHeldUnsupported, CordonHeldInherited, CordonHeldUnmatched,
+		CordonHeldDeclined, CordonHeldLifted, CordonHeldReadFailed}
+}
+
+// CordonObserved is what a pass read of its broker's cordons.
+type CordonObserved struct {
+	// Read: State was read this pass; Err why not.
+	Read  bool
+	Err   error
+	State BrokerCordons
+	// Entries: the log.dirs entry of each of the guard's log dirs (by the
+	// agent's path), when one matches the broker's own path for it.
+	Entries map[string]string
+	// From: usage (ratio) at which a log dir is cordoned; Under: usage
+	// under which it is uncordoned.
+	From, Under float64
+	// Seen: entries this agent read back cordoned under its claim (in
+	// memory): a claimed entry missing after that was uncordoned by an
+	// operator. Declined: those entries, not cordoned again this episode.
+	Seen, Declined map[string]bool
+	// Lifted: an operator lifted this agent's claims (all of them) in
+	// this cordon episode (in memory): nothing is cordoned again until
+	// every log dir is under the uncordon bound.
+	Lifted bool
+}
+
+// CordonChange is one log dir to cordon or uncordon.
+type CordonChange struct {
+	LogDir string // the guard's path ("" when no log dir of the snapshot is it)
+	Dir    string // the broker's log.dirs entry
+	Band   string
+	Usage  float64
+}
+
+// CordonHeld is a log dir the policy wants cordoned and the guard does
+// not cordon, with why.
+type CordonHeld struct {
+	LogDir, Dir, Reason string
+}
+
+// planCordons decides this agent's cordon claims: kept, made (to APPEND
+// once the record is written), given up (releasing: SUBTRACT, dropped once
+// read back gone), dropped (an operator uncordoned it). Without the
+// broker's cordons read this pass the claims stay as they are. It is pure.
+func planCordons(o Observed, goals []DirGoal, me Record, wantNothing, suppressedAll bool, pp *ProtectionPlan) []Owned {
+	po := o.Protection
+	co := po.Cordons
+	if co == nil || !co.Read {
+		return me.AllCordonClaims()
+	}
+	st := co.State
+	suppressedAll = suppressedAll || co.Lifted
+	goalOf := map[string]DirGoal{}
+	for _, g := range goals {
+		if e, ok := co.Entries[g.LogDir]; ok && !g.Foreign {
+			goalOf[e] = g
+		}
+	}
+	change := func(dir string) CordonChange {
+		g := goalOf[dir]
+		return CordonChange{LogDir: g.LogDir, Dir: dir, Band: g.Band.Name, Usage: g.Usage}
+	}
+	in := func(dir string) bool { return slices.Contains(st.Dynamic, dir) }
+	keep := func(dir string) bool {
+		g, ok := goalOf[dir]
+		return ok && (g.Usage >= co.Under || o.Stale)
+	}
+	var out []Owned
+	release := func(c Owned) {
+		c.Releasing = true
+		out = append(out, c)
+		pp.Uncordon = append(pp.Uncordon, change(c.Value))
+	}
+	for _, c := range me.AllCordonClaims() {
+		if c.Releasing {
+			if in(c.Value) {
+				release(c) // retried until read back gone (R8.5)
+			}
+			continue
+		}
+	}
+	claimed := map[string]bool{}
+	for _, c := range me.CordonClaims() {
+		claimed[c.Value] = true
+		switch {
+		case !po.Records.Live(po.BrokerID, ""):
+			// Lifted by a peer or an operator: released by them, and by
+			// this agent while the entry is still there.
+			if in(c.Value) {
+				release(c)
+			}
+		case !in(c.Value) && co.Seen[c.Value]:
+			// Read back in place earlier, gone now: an operator
+			// uncordoned it. Left so, not cordoned again this episode.
+			pp.CordonDropped = append(pp.CordonDropped, change(c.Value))
+		case wantNothing || suppressedAll || !keep(c.Value):
+			if in(c.Value) {
+				release(c)
+			}
+		case !in(c.Value):
+			// Claimed, not (yet) read back: the APPEND failed or has not
+			// reached this broker's view; appending again is idempotent.
+			out = append(out, c)
+			pp.Cordon = append(pp.Cordon, change(c.Value))
+		default:
+			out = append(out, c)
+		}
+	}
+	// New cordons, fullest log dir first.
+	var wanted []DirGoal
+	for dir, g := range goalOf {
+		if g.Usage >= co.From && !claimed[dir] && !o.Stale {
+			wanted = append(wanted, g)
+		}
+	}
+	slices.SortFunc(wanted, func(a, b DirGoal) int { return cmp.Or(cmp.Compare(b.Usage, a.Usage), cmp.Compare(a.LogDir, b.LogDir)) })
+	left := len(st.Uncordoned())
+	for _, c := range pp.Cordon {
+		if !st.Cordoned(c.Dir) {
+			left--
+		}
+	}
+	for _, g := range wanted {
+		dir := co.Entries[g.LogDir]
+		held := func(reason string) {
+			pp.CordonHeld = append(pp.CordonHeld, CordonHeld{LogDir: g.LogDir, Dir: dir, Reason: reason})
+		}
+		switch {
+		case st.Cordoned(dir):
+			pp.OperatorCordons = append(pp.OperatorCordons, change(dir)) // never claimed (R8.6)
+		case wantNothing:
+			// Observe mode's own plan (its view of what enforcing would
+			// do is the plan of the virtual record, WouldProtect), or a
+			// peer's lift not yet trusted: nothing new.
+		case suppressedAll:
+			held(CordonHeldLifted)
+		case co.Declined[dir]:
+			held(CordonHeldDeclined)
+		case !st.Supported():
+			held(CordonHeldUnsupported)
+		case len(st.Dynamic) == 0 && len(st.Inherited) > 0:
+			// A dynamic per-broker value would override the inherited
+			// one: the operator's entries would stop applying.
+			held(CordonHeldInherited)
+		case left <= 1:
+			held(CordonHeldLastLogDir)
+		default:
+			out = append(out, ledger.CordonClaim(dir))
+			pp.Cordon = append(pp.Cordon, change(dir))
+			left--
+		}
+	}
+	// Log dirs wanted but no log.dirs entry matched.
+	for _, g := range goals {
+		if _, ok := co.Entries[g.LogDir]; !ok && !g.Foreign && g.Usage >= co.From {
+			pp.CordonHeld = append(pp.CordonHeld, CordonHeld{LogDir: g.LogDir, Reason: CordonHeldUnmatched})
+		}
+	}
+	slices.SortFunc(out, func(a, b Owned) int { return cmp.Compare(a.Value, b.Value) })
+	return out
+}
+
+// cordonEntries matches each of the guard's log dirs (by its identity's
+// broker path) to the broker's log.dirs entry naming the same path.
+func cordonEntries(ids map[string]string, logDirs []string) map[string]string {
+	out := map[string]string{}
+	for path, brokerPath := range ids {
+		if brokerPath == "" {
+			continue
+		}
+		for _, e := range logDirs {
+			if e == brokerPath || filepath.Clean(e) == filepath.Clean(brokerPath) {
+				out[path] = e
+				break
+			}
+		}
+	}
+	return out
+}
