@@ -135,10 +135,7 @@ func (e *Enforce) inBatches(ctx context.Context, acls []enforcer.ACL, send func(
 }
 
 func (e *Enforce) createACLs(c *conn, acls []enforcer.ACL) error {
-	req := &sarama.CreateAclsRequest{Version: 1}
-	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
-		req.Version = 2
-	}
+	req := &sarama.CreateAclsRequest{Version: aclRequestVersion(c)}
 	for _, a := range acls {
 		r, acl, err := toSarama(a)
 		if err != nil {
@@ -153,6 +150,15 @@ func (e *Enforce) createACLs(c *conn, acls []enforcer.ACL) error {
 	return checkBindings("create", acls, len(rsp.AclCreationResponses), func(i int) (sarama.KError, *string) {
 		return rsp.AclCreationResponses[i].Err, rsp.AclCreationResponses[i].ErrMsg
 	})
+}
+
+// aclRequestVersion is the CreateAcls and DeleteAcls version to send: 2
+// from Kafka 2.5, else 1.
+func aclRequestVersion(c *conn) int16 {
+	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
+		return 2
+	}
+	return 1
 }
 
 // onController sends a request to the controller (viaController: asked
@@ -209,10 +215,7 @@ func (e *Enforce) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
 }
 
 func (e *Enforce) deleteACLs(c *conn, acls []enforcer.ACL) error {
-	req := &sarama.DeleteAclsRequest{Version: 1}
-	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
-		req.Version = 2
-	}
+	req := &sarama.DeleteAclsRequest{Version: int(aclRequestVersion(c))}
 	for _, a := range acls {
 		r, acl, err := toSarama(a)
 		if err != nil {
