@@ -163,10 +163,7 @@ func aclBatches(acls []ledger.ACL, limit int) [][]ledger.ACL {
 }
 
 func (e *Enforce) createACLs(c *conn, acls []ledger.ACL) error {
-	req := &sarama.CreateAclsRequest{Version: 1}
-	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
-		req.Version = 2
-	}
+	req := &sarama.CreateAclsRequest{Version: aclRequestVersion(c)}
 	for _, a := range acls {
 		r, acl, err := toSarama(a)
 		if err != nil {
@@ -174,56 +171,58 @@ func (e *Enforce) createACLs(c *conn, acls []ledger.ACL) error {
 		}
 		req.AclCreations = append(req.AclCreations, &sarama.AclCreation{Resource: r, Acl: acl})
 	}
-	var rsp *sarama.CreateAclsResponse
-	err := c.onController(func(b *sarama.Broker) (err error) {
-		rsp, err = b.CreateAcls(req)
-		return err
-	})
+	rsp, err := onController(c, "create acls", func(b *sarama.Broker) (*sarama.CreateAclsResponse, error) { return b.CreateAcls(req) })
 	if err != nil {
-		return fmt.Errorf("create acls: %w", err)
+		return err
 	}
-	results := make([]bindingResult, len(rsp.AclCreationResponses))
-	for i, r := range rsp.AclCreationResponses {
-		results[i] = bindingResult{r.Err, r.ErrMsg}
+	return checkBindings("create", acls, len(rsp.AclCreationResponses), func(i int) (sarama.KError, *string) {
+		return rsp.AclCreationResponses[i].Err, rsp.AclCreationResponses[i].ErrMsg
+	})
+}
+
+// aclRequestVersion is the CreateAcls and DeleteAcls version to send: 2
+// from Kafka 2.5, else 1.
+func aclRequestVersion(c *conn) int16 {
+	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
+		return 2
 	}
-	return checkBindings("create", acls, results)
+	return 1
 }
 
 // onController sends a request to the controller (viaController: asked
-// again when the connection fails).
-func (c *conn) onController(send func(*sarama.Broker) error) error {
-	return c.viaController(func() error {
+// again when the connection fails); what names it in errors.
+func onController[R any](c *conn, what string, send func(*sarama.Broker) (R, error)) (R, error) {
+	var rsp R
+	err := c.viaController(func() error {
 		b, err := c.admin.Controller()
 		if err != nil {
 			return fmt.Errorf("controller: %w", err)
 		}
-		return send(b)
+		rsp, err = send(b)
+		return err
 	})
-}
-
-// bindingResult is one binding's error code and message in a CreateAcls
-// or DeleteAcls response.
-type bindingResult struct {
-	err sarama.KError
-	msg *string
+	if err != nil {
+		return rsp, fmt.Errorf("%s: %w", what, err)
+	}
+	return rsp, nil
 }
 
 // checkBindings checks a CreateAcls or DeleteAcls response (op: create,
-// delete): one result per binding, in order; SECURITY_DISABLED is
-// enforcer.ErrNoAuthorizer; every other error code is returned with its
-// binding.
-func checkBindings(op string, acls []enforcer.ACL, results []bindingResult) error {
-	if len(results) != len(acls) {
-		return fmt.Errorf("%s acls: %d results for %d bindings", op, len(results), len(acls))
+// delete): n results, one per binding in order, result(i) the error code
+// and message of binding i; SECURITY_DISABLED is enforcer.ErrNoAuthorizer;
+// every other error code is returned with its binding.
+func checkBindings(op string, acls []ledger.ACL, n int, result func(i int) (sarama.KError, *string)) error {
+	if n != len(acls) {
+		return fmt.Errorf("%s acls: %d results for %d bindings", op, n, len(acls))
 	}
 	var errs []error
-	for i, r := range results {
-		a := acls[i]
+	for i, a := range acls {
+		code, text := result(i)
 		switch {
-		case errors.Is(r.err, sarama.ErrSecurityDisabled):
-			return fmt.Errorf("%s acls: %w (%w)", op, enforcer.ErrNoAuthorizer, r.err)
-		case !errors.Is(r.err, sarama.ErrNoError):
-			errs = append(errs, fmt.Errorf("%s acl %s %s %s on topic %s: %w%s", op, a.Permission, a.Operation, a.Principal, a.Topic, r.err, msg(r.msg)))
+		case errors.Is(code, sarama.ErrSecurityDisabled):
+			return fmt.Errorf("%s acls: %w (%w)", op, enforcer.ErrNoAuthorizer, code)
+		case !errors.Is(code, sarama.ErrNoError):
+			errs = append(errs, fmt.Errorf("%s acl %s %s %s on topic %s: %w%s", op, a.Permission, a.Operation, a.Principal, a.Topic, code, msg(text)))
 		}
 	}
 	return errors.Join(errs...)
@@ -244,10 +243,7 @@ func (e *Enforce) DeleteACLs(ctx context.Context, acls []ledger.ACL) error {
 }
 
 func (e *Enforce) deleteACLs(c *conn, acls []ledger.ACL) error {
-	req := &sarama.DeleteAclsRequest{Version: 1}
-	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
-		req.Version = 2
-	}
+	req := &sarama.DeleteAclsRequest{Version: int(aclRequestVersion(c))}
 	for _, a := range acls {
 		r, acl, err := toSarama(a)
 		if err != nil {
@@ -260,19 +256,13 @@ func (e *Enforce) deleteACLs(c *conn, acls []ledger.ACL) error {
 			Operation: acl.Operation, PermissionType: acl.PermissionType,
 		})
 	}
-	var rsp *sarama.DeleteAclsResponse
-	err := c.onController(func(b *sarama.Broker) (err error) {
-		rsp, err = b.DeleteAcls(req)
-		return err
-	})
+	rsp, err := onController(c, "delete acls", func(b *sarama.Broker) (*sarama.DeleteAclsResponse, error) { return b.DeleteAcls(req) })
 	if err != nil {
-		return fmt.Errorf("delete acls: %w", err)
+		return err
 	}
-	results := make([]bindingResult, len(rsp.FilterResponses))
-	for i, fr := range rsp.FilterResponses {
-		results[i] = bindingResult{fr.Err, fr.ErrMsg}
-	}
-	errs := []error{checkBindings("delete", acls, results)}
+	errs := []error{checkBindings("delete", acls, len(rsp.FilterResponses), func(i int) (sarama.KError, *string) {
+		return rsp.FilterResponses[i].Err, rsp.FilterResponses[i].ErrMsg
+	})}
 	for _, fr := range rsp.FilterResponses {
 		for _, m := range fr.MatchingAcls {
 			if !errors.Is(m.Err, sarama.ErrNoError) {
