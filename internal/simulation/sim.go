@@ -93,7 +93,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
-	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, Burst}
+	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -108,8 +108,17 @@ type Known struct {
 var KnownBroken = map[Class]Known{
 	OperatorACLs: {Seed: 3, Invariant: "I2", What: "point 2 (an operator's binding adopted): one created just before " +
 		"a switching-on pass is claimed, another agent then shares the claim, and the last release deletes it"},
-	Duplicate: {Seed: 1, Invariant: "I6", What: "point 8 (a second agent for one broker, in observe mode, lifts the " +
-		"first one's quota as the protection it set earlier; an enforcing duplicate stands by since c4928b9)"},
+	Duplicate: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, Burst},
+		Seed: 18, Invariant: "I4", What: "point 8, what is left: an enforcing duplicate (another instance) takes over " +
+			"once the active agent's lease is not renewed (its passes failing), while the active agent, alive, goes on " +
+			"purging: two processes purge one log dir, each within its own caps (no fencing of the lease). The observe-mode " +
+			"duplicate that lifted the active agent's quota (seed 1) is fixed: TestR8_8ObserveDuplicateWithTheSameInstanceLiftsNothing"},
+	Burst: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
+		Seed: 653, Invariant: "I4", What: "point 7, what is left: under call faults, agent 2 purges 72 MiB in an hour " +
+			"(cap 51 MiB plus a segment) without a restart; not yet explained. Fixed: a purge is recorded before it is " +
+			"made (seed 15 with agent_kill), a failed DeleteRecords counts (seed 11 with call faults)"},
 	TieredShared: {Seed: 20, Invariant: "I1", What: "new: two agents lowering one tiered topic's (cluster-wide) " +
 		"local retention: the later records the earlier's value as the original, the earlier takes the lower value " +
 		"for an operator's change and drops its claim; the lowered override stays"},
@@ -346,7 +355,7 @@ func (s *sim) startAgent(a *agentSim) {
 	s.orphan(a) // a restart: what the dead process set unrecorded
 	a.tracked = newTrackedAdmin(a.admin)
 	enf, err := enforcer.New(cfg, s.logger.With("agent", a.name), prometheus.NewRegistry(),
-		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin})
+		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin, Instance: a.name})
 	if err != nil {
 		panic(fmt.Sprintf("simulation: enforcer config: %v", err))
 	}
