@@ -424,18 +424,27 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 	}
 	po.TopicConfigs, po.ConfigsRead = got, true
 	po.Replicas = e.readReplicas(ctx, cands)
+	// The records are read again when this agent may make a new claim, or
+	// when a value in place is not its own claim's: another agent may have
+	// lowered it further since the records were read (it wrote its record
+	// first), and a stale read would take that agent's value for an
+	// operator's change (found by the simulation, class tiered_shared).
+	reread := false
 	mine := map[string]bool{}
-	for _, c := range e.real().ConfigClaims() {
-		mine[c.Topic] = true
+	for _, c := range e.real().Configs {
+		mine[c.Topic] = mine[c.Topic] || !c.Releasing
+		if cur, ok := got[c.Topic]; ok && !po.Records.GuardSet(c, cur) {
+			reread = true
+		}
 	}
 	for _, t := range cands {
-		if !mine[t] {
-			if err := e.readRecords(ctx, o); err != nil {
-				return err
-			}
-			po.Records, po.Expired = e.prot.records.Clone(), e.expired(o.Now)
-			break
+		reread = reread || !mine[t]
+	}
+	if reread {
+		if err := e.readRecords(ctx, o); err != nil {
+			return err
 		}
+		po.Records, po.Expired = e.prot.records.Clone(), e.expired(o.Now)
 	}
 	return nil
 }
