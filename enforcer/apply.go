@@ -42,6 +42,7 @@ func (e *Enforcer) apply(ctx context.Context, plan Plan, goals []DirGoal, o Obse
 		dels = dels[:left]
 	}
 	e.windowActions += len(dels)
+	dels = e.recordPurgesAhead(ctx, o.Now, dels)
 	failed, err := e.applyDeletions(ctx, dels)
 	if err != nil {
 		errs = append(errs, err)

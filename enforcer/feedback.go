@@ -60,10 +60,10 @@ type ineffective struct {
 	lowSince        time.Duration // Outside back within bytes/2 since (0: not)
 }
 
-// recordDeletions remembers the pass's deletions that succeeded (or, in
-// observe mode, would have been performed): their unexpired bytes for
-// the caps, and, when enforcing, the bytes deleted per log dir for the
-// feedback.
+// recordDeletions remembers the pass's deletions (or, in observe mode,
+// those that would have been performed): their unexpired bytes for the
+// caps, failed ones included, and, when enforcing, the bytes the
+// successful ones deleted per log dir for the feedback.
 func (e *Enforcer) recordDeletions(o Observed, dels []Deletion, failed map[TopicPartition]bool) {
 	ev := &e.ev
 	mono := ev.lastMono
@@ -71,13 +71,13 @@ func (e *Enforcer) recordDeletions(o Observed, dels []Deletion, failed map[Topic
 	var order []string
 	for _, d := range dels {
 		tp := TopicPartition{d.Topic, d.Partition}
-		if failed[tp] {
-			continue
-		}
 		if d.UnexpiredBytes > 0 {
+			// A failed deletion counts too: a call whose reply was lost
+			// (a timeout, a controller move) may have taken effect, and
+			// the caps bound what may have been purged (the safe side).
 			ev.purges = append(ev.purges, purgeRecord{at: mono, dir: d.LogDir, bytes: d.UnexpiredBytes})
 		}
-		if e.dryRun {
+		if failed[tp] || e.dryRun {
 			continue
 		}
 		c, ok := checks[d.LogDir]

@@ -332,7 +332,9 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 	heldElsewhere := pl.others.LiveConfigClaims()
 	for _, c := range pl.me.ReleasingConfigs() {
 		cur, read := po.TopicConfigs[c.Topic]
-		if read && po.Records.GuardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
+		// Held elsewhere, the key is the other record's to restore, once
+		// this claim's own value is handed back to it (ReleaseUnclaimed).
+		if read && po.Records.GuardSet(c, cur) && (!heldElsewhere[[2]string{c.Topic, c.Key}] || c.Sets(cur)) {
 			release(c)
 		}
 	}

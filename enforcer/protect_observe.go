@@ -269,11 +269,20 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 // followInstance decides whether this agent stands by (spec R8.8): its
 // broker's record was written by another instance whose lease this agent
 // saw renewed within the lease, on its own clock. Once no renewal is seen
-// for a lease, it takes over (its next record names it).
+// for a lease, it takes over (its next record names it). In observe mode
+// a record with claims that this process did not write is followed the
+// same way whatever instance it names: two agents for one broker may
+// share a host name (two sidecars in one pod, host networking), and an
+// observe-mode agent lifts its broker's claims (what it set earlier) only
+// once no process renews them.
 func (e *Enforcer) followInstance(recs Records, now time.Time) {
 	r, ok := recs.Agents[e.brokerID]
 	was := e.prot.standby
-	if !ok || r.Instance == "" || r.Instance == e.instance || r.Renewed.IsZero() {
+	other := r.Instance != "" && r.Instance != e.instance
+	if e.dryRun && r.Claims() && (e.prot.written == nil || !e.prot.written.Renewed.Equal(r.Renewed)) {
+		other = true
+	}
+	if !ok || !other || r.Renewed.IsZero() {
 		e.prot.standby, e.prot.self = false, leaseSeen{}
 	} else {
 		mono := e.monotonic(now)
@@ -418,18 +427,27 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 	}
 	po.TopicConfigs, po.ConfigsRead = got, true
 	po.Replicas = e.readReplicas(ctx, cands)
+	// The records are read again when this agent may make a new claim, or
+	// when a value in place is not its own claim's: another agent may have
+	// lowered it further since the records were read (it wrote its record
+	// first), and a stale read would take that agent's value for an
+	// operator's change (found by the simulation, class tiered_shared).
+	reread := false
 	mine := map[string]bool{}
-	for _, c := range e.clusterRecord().ConfigClaims() {
-		mine[c.Topic] = true
+	for _, c := range e.clusterRecord().Configs {
+		mine[c.Topic] = mine[c.Topic] || !c.Releasing
+		if cur, ok := got[c.Topic]; ok && !po.Records.GuardSet(c, cur) {
+			reread = true
+		}
 	}
 	for _, t := range cands {
-		if !mine[t] {
-			if err := e.readRecords(ctx, o); err != nil {
-				return err
-			}
-			po.Records, po.Expired = e.prot.records.Clone(), e.expired(o.Now)
-			break
+		reread = reread || !mine[t]
+	}
+	if reread {
+		if err := e.readRecords(ctx, o); err != nil {
+			return err
 		}
+		po.Records, po.Expired = e.prot.records.Clone(), e.expired(o.Now)
 	}
 	return nil
 }

@@ -256,13 +256,24 @@ func TestR8_2OperatorQuotaIsNotProtection(t *testing.T) {
 }
 
 // R4.4: in observe mode the guard still lifts the protection it set
-// earlier (lifting blocks nothing and deletes nothing), and never adds any.
+// earlier (lifting blocks nothing and deletes nothing), and never adds any;
+// it lifts once no process has renewed its record for a lease.
 func TestR4_4ObserveModeLiftsWhatItSetEarlier(t *testing.T) {
 	full, _ := protectSnaps()
 	f := newFakeAdmin(full())
 	f.acls[denyAll("a")], f.acls[denyAll("b")] = true, true
 	f.records = recs(agentRecord(1, owns(shapeDenyAll, "a", "b")))
-	e, reg := newTestEnforcer(t, Config{}, full(), f, &clockAt{t0})
+	clock := &clockAt{t0}
+	e, reg := newTestEnforcer(t, Config{}, full(), f, clock)
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Not before a lease without renewal (R8.8: another process with the
+	// same host name may be renewing it).
+	if len(f.acls) != 2 {
+		t.Fatalf("R8.8/observe mode lifted a record it did not see unrenewed for a lease: acls %v", f.acls)
+	}
+	clock.t = clock.t.Add(61 * time.Second)
 	for range 2 {
 		if err := e.Reconcile(t.Context()); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,4 +166,29 @@ func UnionConfigs(a, b []ConfigClaim) []ConfigClaim {
 		}
 	}
 	return out
+}
+
+// Sets reports whether cur, a value in place, is this claim's own (its
+// value, or its earlier one while it lowers further).
+func (c ConfigClaim) Sets(cur *string) bool {
+	return cur != nil && (*cur == c.Value || (c.Prev != nil && *cur == *c.Prev))
+}
+
+// LiveConfigValue is the lowest value the live claims on (topic, key)
+// with the operator's value orig hold (ok false: none): what a claim
+// given up hands the key back to. A claim with another operator's value
+// is left out: an operator changed the value between the two claims.
+func (rs Records) LiveConfigValue(topic, key string, orig *string) (v string, ok bool) {
+	best := int64(math.MaxInt64)
+	for id, r := range rs.Agents {
+		for _, c := range r.ConfigClaims() {
+			if c.Topic != topic || c.Key != key || !rs.Live(id, topic) || !SameValue(c.Orig, orig) {
+				continue
+			}
+			if n, err := strconv.ParseInt(c.Value, 10, 64); err == nil && n < best {
+				best, v, ok = n, c.Value, true
+			}
+		}
+	}
+	return v, ok
 }

@@ -117,6 +117,7 @@ func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quo
 func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs []ConfigClaim, out *Released) error {
 	live := recs.LiveConfigClaims()
 	byKey := map[[2]string]ConfigClaim{}
+	var handBack []ConfigClaim
 	for _, c := range configs {
 		k := [2]string{c.Topic, c.Key}
 		if _, dup := byKey[k]; dup {
@@ -124,17 +125,18 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 		}
 		if live[k] {
 			out.ConfigsKept++
+			handBack = append(handBack, c)
 			continue
 		}
 		byKey[k] = c
 	}
+	errs := []error{handBackConfigs(ctx, a, recs, handBack, out)}
 	if len(byKey) == 0 {
-		return nil
+		return errors.Join(errs...)
 	}
 	keys := slices.SortedFunc(maps.Keys(byKey), func(x, y [2]string) int {
 		return strings.Compare(x[0]+"\x00"+x[1], y[0]+"\x00"+y[1])
 	})
-	var errs []error
 	for _, k := range keys {
 		c := byKey[k]
 		cur, err := a.TopicConfigOverrides(ctx, []string{c.Topic}, c.Key)
@@ -381,4 +383,35 @@ func ShowValue(v *string) string {
 		return "not set"
 	}
 	return *v
+}
+
+// handBackConfigs: a claim given up on a key another live record still
+// claims leaves the restore to that record, but first hands the key back
+// to it: where the value in place is this claim's own (it lowered the
+// value further), the lowest value a live claim holds is set again, so
+// the other record reads its own value, never one no record names (which
+// it would take for an operator's change and leave lowered for good).
+func handBackConfigs(ctx context.Context, a ReleaseAdmin, recs Records, claims []ConfigClaim, out *Released) error {
+	var errs []error
+	for _, c := range claims {
+		v, ok := recs.LiveConfigValue(c.Topic, c.Key, c.Orig)
+		if !ok {
+			continue
+		}
+		cur, err := a.TopicConfigOverrides(ctx, []string{c.Topic}, c.Key)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read %s of topic %s: %w", c.Key, c.Topic, err))
+			continue
+		}
+		in, found := cur[c.Topic]
+		if !found || !c.Sets(in) || *in == v {
+			continue
+		}
+		if err := a.AlterTopicConfig(ctx, c.Topic, c.Key, &v); err != nil {
+			errs = append(errs, fmt.Errorf("hand %s of topic %s back to %s: %w", c.Key, c.Topic, v, err))
+			continue
+		}
+		out.Configs = append(out.Configs, ConfigRestore{Topic: c.Topic, Key: c.Key, Value: strPtr(v), From: in})
+	}
+	return errors.Join(errs...)
 }

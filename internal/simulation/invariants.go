@@ -135,9 +135,11 @@ func (s *sim) check() *Failure {
 			delete(s.protectSince, id)
 			in = false
 		}
-		if u < 0.80 {
+		if u < 0.80 && s.agentAlive(id) {
 			// The episode an operator's lift holds for ends under the
-			// purge band's restore bound (enforcer: lowerFrom).
+			// purge band's restore bound (enforcer: lowerFrom), for an
+			// agent alive to see it: one dead through the dip finds the
+			// lift unacknowledged at its restart and honours it.
 			s.suppressed[id] = false
 		}
 		if !in || u < 0.90 || s.step-since < 1 || s.fencedAtStart[id] || !s.mustProtect(id, since) {
@@ -236,4 +238,15 @@ func keys(m map[ledger.ACL]bool) []ledger.ACL {
 		out = append(out, a)
 	}
 	return out
+}
+
+// agentAlive reports whether broker id's own agent is running and
+// enforcing.
+func (s *sim) agentAlive(id int32) bool {
+	for _, a := range s.agents {
+		if a.broker == id && a.name == fmt.Sprintf("agent-%d", id) {
+			return a.enabled && a.deadTill < 0
+		}
+	}
+	return false
 }

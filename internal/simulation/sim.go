@@ -108,24 +108,36 @@ type Known struct {
 var KnownBroken = map[Class]Known{
 	OperatorACLs: {Seed: 3, Invariant: "I2", What: "point 2 (an operator's binding adopted): one created just before " +
 		"a switching-on pass is claimed, another agent then shares the claim, and the last release deletes it"},
-	Duplicate: {Seed: 1, Invariant: "I6", What: "point 8 (a second agent for one broker, in observe mode, lifts the " +
-		"first one's quota as the protection it set earlier; an enforcing duplicate stands by since c4928b9)"},
-	TieredShared: {Seed: 20, Invariant: "I1", What: "new: two agents lowering one tiered topic's (cluster-wide) " +
-		"local retention: the later records the earlier's value as the original, the earlier takes the lower value " +
-		"for an operator's change and drops its claim; the lowered override stays"},
+	Duplicate: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, Burst},
+		Seed: 18, Invariant: "I4", What: "point 8, what is left: an enforcing duplicate (another instance) takes over " +
+			"once the active agent's lease is not renewed (its passes failing), while the active agent, alive, goes on " +
+			"purging: two processes purge one log dir, each within its own caps (no fencing of the lease). The observe-mode " +
+			"duplicate that lifted the active agent's quota (seed 1) is fixed: TestR8_8ObserveDuplicateWithTheSameInstanceLiftsNothing"},
+	Burst: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
+		Seed: 653, Invariant: "I4", What: "point 7, what is left: under call faults, agent 2 purges 72 MiB in an hour " +
+			"(cap 51 MiB plus a segment) without a restart; not yet explained. Fixed: a purge is recorded before it is " +
+			"made (seed 15 with agent_kill), a failed DeleteRecords counts (seed 11 with call faults)"},
+	TieredShared: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
+		Seed: 23, Invariant: "I1", What: "two agents lowering one tiered topic's (cluster-wide) local retention, with " +
+			"an operator changing it between their claims while one agent's config reads fail: the stale claim restores " +
+			"its own (older) original over the operator's value. Fixed (seed 20 with disk alone): the agent giving up the " +
+			"lower value hands the key back to the other live claim's value first (ReleaseUnclaimed), which read a value " +
+			"no record named as an operator's change and left the topic lowered"},
 	LedgerDelete: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
 		What: "the ownership topic deleted, and an agent restarted from nothing before writing its record again: " +
 			"what it set is in no record, unattributed (R8.4), and stays (the local retention it lowered)"},
 	LedgerReshape: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
 		What: "the ownership topic reshaped (lost: nothing claimed or released, R8.7, so I6 is waived while it is), " +
 			"then repaired by deleting it, and an agent restarted from nothing: its quota is in no record and stays"},
-	LedgerGarbage: {Also: DefaultMix, Seed: 569, Invariant: "I1",
+	LedgerGarbage: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
+		Seed: 569, Invariant: "I1",
 		What: "an undecodable value under lift-broker-2 (after an operator's lift of broker 2), agent 2 then " +
 			"protects with the quota, is killed and restarts: the quota stays (seed 280 before the call faults and " +
 			"clock jumps joined DefaultMix; at 569 the lowered local retention stays)"},
-	Burst: {Also: []Class{AgentKill}, Seed: 15, Invariant: "I4",
-		What: "point 7 (purge caps and restarts): an agent killed and restarted purges past the hour's cap (75 MB " +
-			"in an hour against 51 MiB plus one segment, after c426de9 keeps the windows in the record)"},
 }
 
 // Options configure one run.
@@ -353,7 +365,7 @@ func (s *sim) startAgent(a *agentSim) {
 	s.orphan(a) // a restart: what the dead process set unrecorded
 	a.tracked = newTrackedAdmin(a.admin)
 	enf, err := enforcer.New(cfg, s.logger.With("agent", a.name), prometheus.NewRegistry(),
-		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin})
+		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin, Instance: a.name})
 	if err != nil {
 		panic(fmt.Sprintf("simulation: enforcer config: %v", err))
 	}

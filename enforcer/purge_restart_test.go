@@ -1,0 +1,92 @@
+package enforcer
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// purgeCapSetup is a log dir at 95% with 30 closed segments of unexpired
+// data, 100 bytes each: caps 2% a pass, 5% an hour (500 bytes).
+func purgeCapSetup() (*monoClock, *agent.Snapshot, *fakeAdmin, Config) {
+	C, O := agent.StateClosed, agent.StateOpen
+	clock := &monoClock{wall: t0}
+	var segs []agent.Segment
+	for i := range 30 {
+		segs = append(segs, sized(int64(i)*10, i, C, 100))
+	}
+	segs = append(segs, sized(300, 30, O, 100))
+	s := snap(9500, 10000, part("a", 0, 0, 310, segs...))
+	clock.at(s)
+	cfg := Config{Enabled: true, BrokerID: new(int32(1)), Purge: PurgeConfig{MaxPercentPerPass: 2, MaxPercentPerHour: 5, MaxPercentPerDay: 10, OtherBytesPercent: 100}}
+	return clock, s, newFakeAdmin(s), cfg
+}
+
+// R7.3: a purge is in the agent's record before it is made, so an agent
+// killed right after the pass that purged restarts with the purge counted
+// (found by the simulation, classes burst and agent_kill, seed 15: the
+// purges of the pass before a kill were recorded by the next pass only,
+// and the restart purged past the hour's cap).
+func TestR7_3PurgeRecordedBeforeItIsMade(t *testing.T) {
+	clock, s, f, cfg := purgeCapSetup()
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	clock.tick(time.Second)
+	clock.at(s)
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	first := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil)
+	if first != 200 {
+		t.Fatalf("first pass purged %v, want 200 (the pass's cap)", first)
+	}
+	// Killed right after that pass: a new process, a new monotonic clock.
+	clock = &monoClock{wall: clock.wall.Add(10 * time.Second)}
+	e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	for range 6 {
+		clock.tick(time.Second)
+		clock.at(s)
+		if err := e.Reconcile(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := first + gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 500 {
+		t.Fatalf("R7.3/%v unexpired bytes purged in the hour across the restart, want 500 (the cap)", got)
+	}
+}
+
+// deleteAfterFails is an admin whose DeleteRecords takes effect and then
+// fails (a timeout: the reply is lost).
+type deleteAfterFails struct {
+	*fakeAdmin
+	n int
+}
+
+func (d *deleteAfterFails) DeleteRecords(ctx context.Context, topic string, offs map[int32]int64) (map[int32]error, error) {
+	res, err := d.fakeAdmin.DeleteRecords(ctx, topic, offs)
+	if err == nil && d.n > 0 {
+		d.n--
+		return nil, errors.New("DeleteRecords: context deadline exceeded")
+	}
+	return res, err
+}
+
+// R7.3: a DeleteRecords that fails may have taken effect (its reply lost):
+// its unexpired bytes count in the caps (found by the simulation, burst
+// with call faults, seed 11: replies lost after taking effect let an
+// agent purge past the hour's cap).
+func TestR7_3FailedPurgeCountsInTheCaps(t *testing.T) {
+	clock, s, f, cfg := purgeCapSetup()
+	a := &deleteAfterFails{fakeAdmin: f, n: 2}
+	e, _, _ := evidenceEnforcer(t, cfg, s, a, newFakeEvidence(s), clock)
+	for range 8 {
+		clock.tick(time.Second)
+		clock.at(s)
+		_ = e.Reconcile(t.Context())
+	}
+	if lso := f.lso[TopicPartition{"a", 0}]; lso > 50 {
+		t.Fatalf("R7.3/log start offset %d: more than the hour's cap (500 bytes, offset 50) purged", lso)
+	}
+}
