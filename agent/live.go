@@ -268,6 +268,9 @@ type dirState struct {
 	// of every partition makes them exact).
 	moving                      map[*partState]struct{}
 	stableUntilMs, classifiedMs int64
+	// futures counts the -future partition directories (Holds has
+	// nothing to do without one or an offline log dir).
+	futures int
 }
 
 // partState is one partition directory. part is the partition as read and
@@ -560,6 +563,7 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 	l.unwatch(filepath.Join(d.path, name), ps)
 	d.partDisk -= ps.part.DiskBytes
 	d.partPend -= ps.part.PendingDeleteBytes
+	d.futures -= futureCount(ps.part)
 	delete(d.parts, name)
 	delete(d.moving, ps)
 	d.order = nil
@@ -573,6 +577,7 @@ func (l *loop) store(d *dirState, ps *partState, p Partition) {
 		return // the published copy stays shared
 	}
 	d.changed = true
+	d.futures += futureCount(&p) - futureCount(ps.part)
 	d.partDisk += p.DiskBytes - ps.part.DiskBytes
 	d.partPend += p.PendingDeleteBytes - ps.part.PendingDeleteBytes
 	ps.part = &p
@@ -1059,7 +1064,9 @@ func (l *loop) publish() {
 		ld.Partitions = d.published
 		s.LogDirs = append(s.LogDirs, ld)
 	}
-	cs.Holds(s.LogDirs, s.Time)
+	if l.mayHold(cs) {
+		cs.Holds(s.LogDirs, s.Time)
+	}
 	for i, d := range l.dirs {
 		// A hold goes into a copy of the partitions (Holds).
 		content = content || !sameSlice(s.LogDirs[i].Partitions, d.published)
@@ -1107,4 +1114,27 @@ func (l *loop) publish() {
 // sameSlice reports whether a and b are the same slice (not only equal).
 func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// futureCount is 1 for a -future partition directory, else 0.
+func futureCount(p *Partition) int {
+	if p.Kind == KindFuture {
+		return 1
+	}
+	return 0
+}
+
+// mayHold reports whether ConfigSet.Holds can hold anything: a log dir is
+// offline, or one holds a -future partition. Holds walks every partition
+// to find out, at every publish.
+func (l *loop) mayHold(cs ConfigSet) bool {
+	if len(cs.OfflineLogDirs) > 0 {
+		return true
+	}
+	for _, d := range l.dirs {
+		if d.futures > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -692,3 +692,34 @@ func TestLiveReclassifiesWhenBoundaryPasses(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLiveHoldsMovingPartition: a -future directory that appears holds
+// the partition's retention (HeldMoving), and the hold ends with it; the
+// loop skips Holds only while no -future directory exists.
+func TestLiveHoldsMovingPartition(t *testing.T) {
+	dir := genLogDir(t)
+	a := startAgent(t, fastConfig(dir), nil)
+	if p, _ := livePartition(a.Snapshot(), "orders-0"); p.Held != ReasonNone {
+		t.Fatalf("orders-0 held %v before any -future directory", p.Held)
+	}
+	future := filepath.Join(dir, "orders-0.0123456789abcdef0123456789abcdef-future")
+	if err := os.Mkdir(future, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	roll(t, future, 0)
+	waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		if p, _ := livePartition(s, "orders-0"); p.Held != HeldMoving {
+			return fmt.Errorf("orders-0 held %v, want moving", p.Held)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(future); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
+		if p, _ := livePartition(s, "orders-0"); p.Held != ReasonNone {
+			return fmt.Errorf("orders-0 still held %v", p.Held)
+		}
+		return nil
+	})
+}
