@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 )
 
@@ -162,7 +163,7 @@ func TestR4_3ACLAndOwnershipAdapter(t *testing.T) {
 	}
 	defer p.Close()
 	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "__kdg_test_adapter_own", Partition: 0,
-		Key: sarama.StringEncoder(enforcer.RecordKey(9)), Value: sarama.StringEncoder(`{"v":99}`)}); err != nil {
+		Key: sarama.StringEncoder(ledger.RecordKey(9)), Value: sarama.StringEncoder(`{"v":99}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if own, err = a.LoadRecords(ctx); err != nil || own.Undecodable[9] != 1 || len(own.Agents) != 2 || own.Lifts[7].ID != "op-1" {

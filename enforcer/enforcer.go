@@ -70,7 +70,7 @@ type DeletionAdmin interface {
 // RecordStore is the ledger: the ownership topic (spec R8.5-R8.8).
 type RecordStore interface {
 	// LoadRecords reads the ownership topic to its end: every agent's
-	// record and lift (record.go). A topic that is missing, has more than
+	// record and lift (package ledger). A topic that is missing, has more than
 	// one partition or is not compacted is ErrLedgerLost (ErrLedgerMissing
 	// when missing), never "no records"; a value that does not decode is
 	// skipped and counted in Records.Undecodable.

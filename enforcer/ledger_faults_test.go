@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // Regression tests of issue 20's faults (spec R8.5-R8.8): each failed on
@@ -130,11 +131,11 @@ func TestR8_5LiftDrivesReleasingEntries(t *testing.T) {
 	f.acls[denyAll("x")], f.acls[denyAll("y")] = true, true
 	f.records = recs(agentRecord(2, releasingOwns(shapeDenyAll, "x"), owns(shapeDenyAll, "y")))
 	f.failDeletes = 1
-	res, err := LiftProtection(t.Context(), f, LiftRequest{All: true, By: "operator", Now: t0})
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{All: true, By: "operator", Now: t0})
 	if err == nil || len(res.Remaining) != 2 {
 		t.Fatalf("R8.5/a lift that failed must say so: err %v remaining %v", err, res.Remaining)
 	}
-	res, err = LiftProtection(t.Context(), f, LiftRequest{All: true, By: "operator", Now: t0})
+	res, err = ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{All: true, By: "operator", Now: t0})
 	if err != nil || len(res.Remaining) != 0 {
 		t.Fatalf("R8.5/lift run again: err %v remaining %v", err, res.Remaining)
 	}
@@ -307,7 +308,7 @@ func TestR8_7LostLedgerIsNotNoRecords(t *testing.T) {
 		return e.Reconcile(t.Context())
 	}
 	// The topic is deleted: every record with it.
-	f.records, f.ledgerErr = NewRecords(), ErrLedgerMissing
+	f.records, f.ledgerErr = ledger.NewRecords(), ErrLedgerMissing
 	if err := pass(calm()); err == nil {
 		t.Fatal("no error while the ledger is lost")
 	}
@@ -334,14 +335,14 @@ func TestR8_7LostLedgerIsNotNoRecords(t *testing.T) {
 // broker's claims are untouchable (no peer lifts them), and every other
 // agent goes on (issue 20, point 3).
 func TestR8_7UndecodableRecordIsSkippedAndUntouchable(t *testing.T) {
-	rs := NewRecords()
-	good, err := EncodeRecord(agentRecord(2, owns(shapeDenyAll, "a")))
+	rs := ledger.NewRecords()
+	good, err := ledger.EncodeRecord(agentRecord(2, owns(shapeDenyAll, "a")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ApplyRecord(rs, []byte(RecordKey(2)), good)
-	ApplyRecord(rs, []byte(RecordKey(2)), []byte(`{"v":99,"owned":"a newer format"}`))
-	ApplyRecord(rs, []byte(RecordKey(3)), []byte("\x00garbage"))
+	ledger.ApplyRecord(rs, []byte(ledger.RecordKey(2)), good)
+	ledger.ApplyRecord(rs, []byte(ledger.RecordKey(2)), []byte(`{"v":99,"owned":"a newer format"}`))
+	ledger.ApplyRecord(rs, []byte(ledger.RecordKey(3)), []byte("\x00garbage"))
 	if rs.Undecodable[2] != 1 || rs.Undecodable[3] != 1 || len(rs.Agents[2].ACLTopics()) != 1 {
 		t.Fatalf("R8.7/undecodable %v agents %v", rs.Undecodable, rs.Agents)
 	}
@@ -362,7 +363,7 @@ func TestR8_7UndecodableRecordIsSkippedAndUntouchable(t *testing.T) {
 	if v := gather(t, reg, "kafka_disk_guard_protection_ledger_undecodable_records", nil); v != 2 {
 		t.Errorf("R8.7/undecodable_records %v, want 2", v)
 	}
-	res, err := LiftProtection(t.Context(), f, LiftRequest{All: true, By: "operator", Now: clock.t})
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{All: true, By: "operator", Now: clock.t})
 	if err != nil || !slices.Equal(res.Untouchable, []int32{2, 3}) || !f.acls[denyAll("a")] {
 		t.Fatalf("R8.7/operator lift: %+v %v %v", res, err, f.acls)
 	}
@@ -372,7 +373,7 @@ func TestR8_7UndecodableRecordIsSkippedAndUntouchable(t *testing.T) {
 		t.Fatalf("R8.7/one undecodable record stopped every agent: %v", f.acls)
 	}
 	// A decodable record replaces it: the broker's claims are its own again.
-	ApplyRecord(f.records, []byte(RecordKey(2)), good)
+	ledger.ApplyRecord(f.records, []byte(ledger.RecordKey(2)), good)
 	if f.records.Undecodable[2] != 0 {
 		t.Fatal("R8.7/a decodable record does not clear the mark")
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
@@ -289,71 +290,6 @@ func gentlest(parts []*agent.Partition, need int64) int64 {
 	return max(points[i-1], 0)
 }
 
-// ---- Records ----
-
-// ConfigClaims lists the topic configs the record holds (not releasing).
-func (r Record) ConfigClaims() []Owned {
-	var out []Owned
-	for _, o := range r.Owned {
-		if o.Kind == OwnedTopicConfig && !o.Releasing {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// allConfigClaims lists every topic config claim of the record, releasing
-// ones included.
-func (r Record) allConfigClaims() []Owned {
-	var out []Owned
-	for _, o := range r.Owned {
-		if o.Kind == OwnedTopicConfig {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// LiveConfigClaims is every (topic, key) some live record claims.
-func (rs Records) LiveConfigClaims() map[[2]string]bool {
-	out := map[[2]string]bool{}
-	for id, r := range rs.Agents {
-		for _, c := range r.ConfigClaims() {
-			if rs.Live(id, c.Topic) {
-				out[[2]string{c.Topic, c.Key}] = true
-			}
-		}
-	}
-	return out
-}
-
-// configClaim returns a claim on (topic, key) of any record (voided,
-// releasing or not) whose value is v: v is a value the guard set.
-func (rs Records) configClaim(topic, key, v string) (Owned, bool) {
-	for _, id := range slices.Sorted(maps.Keys(rs.Agents)) {
-		for _, c := range rs.Agents[id].allConfigClaims() {
-			if c.Topic == topic && c.Key == key && (c.Value == v || (c.Prev != nil && *c.Prev == v)) {
-				return c, true
-			}
-		}
-	}
-	return Owned{}, false
-}
-
-// guardSet reports whether cur, the value in place, is one the guard
-// set: it equals the claim's own value or another record's claim on the
-// same key.
-func (rs Records) guardSet(c Owned, cur *string) bool {
-	if cur == nil {
-		return false
-	}
-	if *cur == c.Value || (c.Prev != nil && *cur == *c.Prev) {
-		return true
-	}
-	_, ok := rs.configClaim(c.Topic, c.Key, *cur)
-	return ok
-}
-
 // planConfigs decides this agent's topic config claims (spec R7.4): the
 // claims kept, lowered further or made, the values to set, the claims
 // given up (restored once no live record claims the key) and the claims
@@ -363,7 +299,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 	po := o.Protection
 	claims := me.ConfigClaims()
 	if !po.ConfigsRead {
-		return me.allConfigClaims()
+		return me.AllConfigClaims()
 	}
 	// Topics wanted lowered now, with the value; topics kept lowered
 	// (usage still above the hysteresis bound in a log dir holding them).
@@ -405,7 +341,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 			continue
 		}
 		cur, read := po.TopicConfigs[c.Topic]
-		if read && po.Records.guardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
+		if read && po.Records.GuardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
 			release(c)
 		}
 	}
@@ -420,15 +356,15 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 		case !po.Records.Live(po.BrokerID, c.Topic):
 			// Lifted by a peer or an operator: released by them, and
 			// by this agent while the guard's value is still in place.
-			if po.Records.guardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
+			if po.Records.GuardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
 				release(c)
 			}
-		case !po.Records.guardSet(c, cur) && sameValue(cur, c.Orig):
+		case !po.Records.GuardSet(c, cur) && ledger.SameValue(cur, c.Orig):
 			// The operator's value is in place: the guard's change never
 			// took (Kafka refused it, ResultRefused) or was undone. No
 			// operator changed anything, and nothing is left to restore:
 			// the claim leaves the record (spec R8.5: read back restored).
-		case !po.Records.guardSet(c, cur):
+		case !po.Records.GuardSet(c, cur):
 			pp.DroppedConfigs = append(pp.DroppedConfigs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: cur, From: strPtr(c.Value)})
 		case wantNothing || suppressed(c.Topic) || !keep[c.Topic]:
 			release(c)
@@ -462,7 +398,7 @@ func planConfigs(o Observed, goals []DirGoal, me Record, wantNothing bool, suppr
 		// Another agent lowered it already: the operator's value is the
 		// one that agent recorded.
 		if cur != nil {
-			if other, ok := po.Records.configClaim(t, LocalRetentionBytesKey, *cur); ok {
+			if other, ok := po.Records.ValueClaim(t, LocalRetentionBytesKey, *cur); ok {
 				c.Orig = other.Orig
 			}
 		}
@@ -499,7 +435,7 @@ func (p Policy) lowerCandidates(o Observed) []string {
 func configTopics(recs Records, extra Record, cands []string) []string {
 	set := map[string]bool{}
 	for _, r := range append(valuesOf(recs.Agents), extra) {
-		for _, c := range r.allConfigClaims() {
+		for _, c := range r.AllConfigClaims() {
 			set[c.Topic] = true
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 )
@@ -252,7 +253,7 @@ func TestR7_4OperatorLiftRestoresLocalRetention(t *testing.T) {
 	waitLowered(t, g, topic)
 	lowered := localRetentionOf(t, g.admin, topic)
 
-	res, err := enforcer.LiftProtection(t.Context(), g.admin, enforcer.LiftRequest{Topic: topic, By: "operator@test", Reason: "test", Now: time.Now()})
+	res, err := ledger.LiftProtection(t.Context(), g.admin, ledger.LiftRequest{Topic: topic, By: "operator@test", Reason: "test", Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,16 +8,6 @@ import "context"
 // broker's only. The plan, its log lines and `protection status` name how
 // many replicas on how many brokers that is, from the cluster's metadata.
 
-// TopicReplicas is where a topic's replicas are, as the cluster's
-// metadata lists them.
-type TopicReplicas struct {
-	Partitions int `json:"partitions"`
-	// Replicas: every replica of every partition; Brokers: the distinct
-	// brokers holding one.
-	Replicas int `json:"replicas"`
-	Brokers  int `json:"brokers"`
-}
-
 // ReplicaAdmin reads the replicas of topics from the cluster's metadata
 // (one Metadata request). Optional: an Admin without it leaves the
 // cluster-wide figures out (unknown), never holds a lowering back.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // replicaAdmin is the fake admin with the cluster's metadata of replicas.
@@ -70,9 +72,9 @@ func TestR7_4LoweringNamesItsClusterWideReach(t *testing.T) {
 
 // R7.4: protection status shows each lowered topic's replicas cluster-wide.
 func TestR7_4StatusShowsClusterWideReach(t *testing.T) {
-	recs := NewRecords()
+	recs := ledger.NewRecords()
 	recs.Agents[1] = Record{BrokerID: 1, Owned: []Owned{{Kind: OwnedTopicConfig, Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400"}}}
-	st := BuildStatus(StatusInput{Records: recs, Now: t0, TopicConfigs: map[string]*string{"tiered": strPtr("400")},
+	st := ledger.BuildStatus(ledger.StatusInput{Records: recs, Now: t0, TopicConfigs: map[string]*string{"tiered": strPtr("400")},
 		Replicas: map[string]TopicReplicas{"tiered": {Partitions: 2, Replicas: 6, Brokers: 3}}})
 	if len(st.Brokers) != 1 || len(st.Brokers[0].Configs) != 1 {
 		t.Fatalf("status %+v", st)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
@@ -267,7 +268,7 @@ func TestR7_4OperatorLiftRestores(t *testing.T) {
 	clock := &clockAt{t0}
 	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, tieredSnap(870), f, clock)
 	passAt(t, e, clock, tieredSnap(870))
-	res, err := LiftProtection(t.Context(), f, LiftRequest{Topic: "tiered", By: "alice", Now: t0})
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Topic: "tiered", By: "alice", Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func TestR7_4DeletedTopicDropsTheClaim(t *testing.T) {
 // R8.1, R7.4: protection status lists the lowered local retention with
 // the operator's value and whether the value in place is the guard's.
 func TestR7_4StatusListsLoweredLocalRetention(t *testing.T) {
-	recs := NewRecords()
+	recs := ledger.NewRecords()
 	recs.Agents[1] = Record{BrokerID: 1, LeaseMs: 60000, Renewed: t0, Owned: []Owned{
 		{Kind: OwnedTopicConfig, Topic: "events", Key: LocalRetentionBytesKey, Value: "1000"},
 		{Kind: OwnedTopicConfig, Topic: "clicks", Key: LocalRetentionBytesKey, Value: "2000", Orig: strPtr("9000")},
@@ -353,10 +354,10 @@ func TestR7_4StatusListsLoweredLocalRetention(t *testing.T) {
 	if got := recs.ConfigTopics(); len(got) != 2 || got[0] != "clicks" {
 		t.Fatalf("config topics %v", got)
 	}
-	st := BuildStatus(StatusInput{Records: recs, Now: t0.Add(time.Second),
+	st := ledger.BuildStatus(ledger.StatusInput{Records: recs, Now: t0.Add(time.Second),
 		TopicConfigs: map[string]*string{"events": strPtr("1000"), "clicks": strPtr("5")}})
 	b := st.Brokers[0]
-	if b.State != StateActive || len(b.Configs) != 2 {
+	if b.State != ledger.StateActive || len(b.Configs) != 2 {
 		t.Fatalf("status %+v", b)
 	}
 	for _, c := range b.Configs {

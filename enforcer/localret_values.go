@@ -1,9 +1,6 @@
 package enforcer
 
 import (
-	"context"
-	"errors"
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
 
@@ -26,13 +23,6 @@ import (
 func LocalRetentionFloor(c agent.TopicConfig) int64 {
 	return max(1, c.RemoteCopyLagBytes)
 }
-
-// ErrConfigRefused marks an AlterTopicConfig error that is Kafka refusing
-// the value (INVALID_CONFIG, POLICY_VIOLATION, INVALID_REQUEST), not a
-// failure to reach it: the admin adapter wraps those with it. A refused
-// change is its own action result (ResultRefused) and log line; the
-// value in place stays the operator's.
-var ErrConfigRefused = errors.New("refused by kafka")
 
 // AcceptedLocalBytes returns the local.retention.bytes nearest v that
 // Kafka 4.4 accepts with the topic's other configs c (v = -2: inherit
@@ -68,34 +58,4 @@ func AcceptedLocalBytes(v int64, c agent.TopicConfig) (int64, bool) {
 		}
 	}
 	return w, w == v
-}
-
-// restoreOrInherit puts the operator's value c.Orig back. When Kafka
-// refuses it (ErrConfigRefused: the operator lowered retention.bytes
-// below it meanwhile, set remote.log.copy.disable, raised
-// remote.copy.lag.bytes), it deletes the override instead, so the topic
-// inherits local.retention.bytes (-2 by default: retention.bytes, the
-// nearest value Kafka accepts for an original above retention.bytes or
-// -1 under a size limit, and the only one besides retention.bytes itself
-// with copying off). remote.copy.lag.bytes never refuses the original:
-// the guard's value is at or above the lag (LocalRetentionFloor) and at or
-// below the original, and Kafka refuses a lag above the value in place, so
-// the original stays at or above any lag set meanwhile. So inheriting is
-// the nearest value Kafka accepts (AcceptedLocalBytes) in every refusal a
-// restore can meet. It returns what was restored and, when that is not
-// the original, the original (for the log line).
-func restoreOrInherit(ctx context.Context, a ReleaseAdmin, c Owned) (restored, wanted *string, err error) {
-	err = a.AlterTopicConfig(ctx, c.Topic, c.Key, c.Orig)
-	if err == nil || c.Orig == nil || !errors.Is(err, ErrConfigRefused) {
-		return c.Orig, nil, err
-	}
-	if err2 := a.AlterTopicConfig(ctx, c.Topic, c.Key, nil); err2 != nil {
-		return nil, nil, errors.Join(err, err2)
-	}
-	return nil, c.Orig, nil
-}
-
-// sameValue reports whether two config values (nil: not set) are equal.
-func sameValue(a, b *string) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

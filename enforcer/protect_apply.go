@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // applyProtection performs the protection plan (spec R8). In observe mode
@@ -59,7 +60,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 			problems[ErrorRecordFailed] = true
 			e.logger.Warn("protection applied before its record was written", "err", err, "record_timeout", e.cfg.Protection.RecordTimeout.String())
 		} else {
-			wrote = sameOwned(grown.Owned, rec.Owned) && slices.Equal(grown.LogDirs, rec.LogDirs)
+			wrote = ledger.SameOwned(grown.Owned, rec.Owned) && slices.Equal(grown.LogDirs, rec.LogDirs)
 		}
 		if all := flatten(pp.Create); len(all) > 0 {
 			err := e.admin.CreateACLs(ctx, all)
@@ -105,7 +106,7 @@ func (e *Enforcer) applyProtection(ctx context.Context, plan Plan, band string) 
 				}
 			} else {
 				recorded = true
-				wrote = sameOwned(grown.Owned, rec.Owned) && slices.Equal(grown.LogDirs, rec.LogDirs)
+				wrote = ledger.SameOwned(grown.Owned, rec.Owned) && slices.Equal(grown.LogDirs, rec.LogDirs)
 			}
 		}
 		if recorded {
@@ -201,7 +202,7 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	}
 	e.prot.dirty = false
 	if e.prot.records == nil {
-		rs := NewRecords()
+		rs := ledger.NewRecords()
 		e.prot.records = &rs
 	}
 	r.BrokerID = e.brokerID
@@ -232,8 +233,8 @@ func (e *Enforcer) releaseBackoff(n int) time.Duration {
 }
 
 // release runs ReleaseUnclaimed and keeps the records it read.
-func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64, configs []Owned) (Released, error) {
-	rel, err := ReleaseUnclaimed(ctx, e.admin, cands, quota, configs)
+func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64, configs []Owned) (ledger.Released, error) {
+	rel, err := ledger.ReleaseUnclaimed(ctx, e.admin, cands, quota, configs)
 	if rel.Records.Agents != nil {
 		rs := rel.Records.Clone()
 		e.prot.records = &rs
@@ -245,7 +246,7 @@ func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64, config
 // no live record claims.
 func (e *Enforcer) liftPeer(ctx context.Context, pl PeerLift, band string) error {
 	now := e.clock.Now()
-	l := Lift{ID: NewLiftID(pl.Kind, now), BrokerID: pl.BrokerID, Kind: pl.Kind,
+	l := Lift{ID: ledger.NewLiftID(pl.Kind, now), BrokerID: pl.BrokerID, Kind: pl.Kind,
 		By: fmt.Sprintf("agent of broker %d", e.brokerID), At: now, Reason: liftReason(pl.Kind, e.cfg.Protection.LeaseDuration)}
 	if pl.Retry {
 		l, _ = e.prot.records.PendingLift(pl.BrokerID)
@@ -279,7 +280,7 @@ func liftReason(kind string, lease time.Duration) string {
 }
 
 // unprotected logs and counts what a release deleted, one line per topic.
-func (e *Enforcer) unprotected(rel Released, band, reason string, quota int64) {
+func (e *Enforcer) unprotected(rel ledger.Released, band, reason string, quota int64) {
 	byT := map[string][]ACL{}
 	for _, a := range rel.ACLs {
 		byT[a.Topic] = append(byT[a.Topic], a)
@@ -292,7 +293,8 @@ func (e *Enforcer) unprotected(rel Released, band, reason string, quota int64) {
 	}
 	restoreBand := e.policy.Profile.lowestPurgeBand()
 	for _, c := range rel.Configs {
-		e.configAction(actionRestoreLocalRetention, c, restoreBand, nil, "reason", cmpOr(reason, "usage_below_band"))
+		restored := ConfigChange{Topic: c.Topic, Key: c.Key, Value: c.Value, From: c.From, Wanted: c.Wanted}
+		e.configAction(actionRestoreLocalRetention, restored, restoreBand, nil, "reason", cmpOr(reason, "usage_below_band"))
 	}
 	for _, c := range rel.ConfigsChanged {
 		e.m.operatorChanged.Inc()
@@ -417,7 +419,7 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 	strategy := e.cfg.Protection.Strategy
 	present := make(map[ACL]bool, len(po.ACLs))
 	for _, a := range po.ACLs {
-		present[normACL(a)] = true
+		present[ledger.NormACL(a)] = true
 	}
 	me := po.Records.Agents[po.BrokerID]
 	mineByTopic := map[string]bool{} // topics with a binding of this agent's in place
@@ -427,7 +429,7 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 		}
 	})
 	for _, a := range po.Unrecorded {
-		if present[normACL(a)] {
+		if present[ledger.NormACL(a)] {
 			mineByTopic[a.Topic] = true
 		}
 	}
@@ -493,7 +495,7 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 	e.m.prot.setCluster(view)
 	e.m.lowered.Set(float64(len(e.real().ConfigClaims())))
 	if u := e.real().Updated; !u.Equal(e.prot.sizedAt) {
-		if data, err := EncodeRecord(e.real()); err == nil {
+		if data, err := ledger.EncodeRecord(e.real()); err == nil {
 			e.m.prot.recordBytes.Set(float64(len(data)))
 		}
 		e.prot.sizedAt = u

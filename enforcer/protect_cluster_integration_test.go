@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 )
 
@@ -304,7 +305,7 @@ func TestR8_1OperatorLiftWithALiveAgent(t *testing.T) {
 		return nil
 	})
 
-	res, err := enforcer.LiftProtection(context.Background(), admin, enforcer.LiftRequest{Broker: 3, By: "operator test", Reason: "test", Now: time.Now()})
+	res, err := ledger.LiftProtection(context.Background(), admin, ledger.LiftRequest{Broker: 3, By: "operator test", Reason: "test", Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +469,7 @@ func TestR8_4ThreeThousandTopicsProtected(t *testing.T) {
 	if got := len(recs.Agents[2].ACLTopics()); got != n {
 		t.Fatalf("R8.4/the record claims %d topics", got)
 	}
-	data, _ := enforcer.EncodeRecord(recs.Agents[2])
+	data, _ := ledger.EncodeRecord(recs.Agents[2])
 	if err := g.e.Reconcile(context.Background()); err != nil { // sets the record size gauge
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // ErrNoAuthorizer is what the admin API answers when the brokers run
@@ -145,7 +147,7 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 // claims or wants something, set something unrecorded, or another agent's
 // record claims something (the cluster-wide view, expired leases).
 func (e *Enforcer) protectionRelevant(o Observed) bool {
-	if !e.dryRun && !samePurges(e.real().Purged, e.purgeHistory(o.Now)) {
+	if !e.dryRun && !ledger.SamePurges(e.real().Purged, e.purgeHistory(o.Now)) {
 		return true // the purge history goes into the record
 	}
 	if !e.mine().Empty() || !e.real().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(e.policy.protectDirs(o)) > 0 ||
@@ -174,10 +176,10 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 		if p, ok := e.admin.(Preparer); ok && !e.dryRun {
 			if perr := p.Prepare(ctx); perr == nil {
 				e.logger.Info("ownership topic created at start", "topic", e.cfg.OwnershipTopic)
-				recs, err = NewRecords(), nil
+				recs, err = ledger.NewRecords(), nil
 			}
 		} else if e.dryRun {
-			recs, err = NewRecords(), nil
+			recs, err = ledger.NewRecords(), nil
 		}
 	}
 	if errors.Is(err, ErrLedgerLost) {
@@ -328,7 +330,7 @@ func (e *Enforcer) expired(now time.Time) map[int32]string {
 // (NoAuthorizer) and reported as its own error.
 func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 	cfg := e.cfg.Protection
-	recs := NewRecords()
+	recs := ledger.NewRecords()
 	if e.prot.records != nil {
 		recs = e.prot.records.Clone()
 	}
@@ -341,7 +343,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 	for a := range e.prot.unrecorded {
 		po.Unrecorded = append(po.Unrecorded, a)
 	}
-	sortACLs(po.Unrecorded)
+	ledger.SortACLs(po.Unrecorded)
 	needACLs, needQuota := cfg.Strategy == StrategyACL || len(po.Unrecorded) > 0, cfg.Strategy == StrategyQuota || po.UnrecordedQuota > 0
 	for _, r := range append(valuesOf(recs.Agents), e.prot.virtual) {
 		for _, c := range r.Owned {
@@ -500,7 +502,7 @@ func (e *Enforcer) claimsMissing(po *ProtectionObserved) bool {
 	}
 	present := make(map[ACL]bool, len(po.ACLs))
 	for _, a := range po.ACLs {
-		present[normACL(a)] = true
+		present[ledger.NormACL(a)] = true
 	}
 	missing := false
 	me.HeldBindings(nil, func(a ACL) { missing = missing || !present[a] })

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // ProtectionObserved is the cluster's protection state as observe read
@@ -277,7 +278,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 			pp.OperatorQuota = true
 		}
 		if claimedQuota > 0 {
-			rec.Owned = append(rec.Owned, quotaOwned(claimedQuota))
+			rec.Owned = append(rec.Owned, ledger.QuotaOwned(claimedQuota))
 		}
 	}
 
@@ -296,7 +297,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	// agent claimed (or set unrecorded) and no longer wants.
 	present := make(map[ACL]bool, len(po.ACLs))
 	for _, a := range po.ACLs {
-		present[normACL(a)] = true
+		present[ledger.NormACL(a)] = true
 	}
 	create := map[string][]ACL{}
 	for a := range want {
@@ -320,7 +321,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	var releasing []ACL
 	seen := map[ACL]bool{}
 	drop := func(a ACL) {
-		a = normACL(a)
+		a = ledger.NormACL(a)
 		if !want[a] && present[a] && !seen[a] && !(wasReleasing[a] && heldElsewhere[a]) {
 			seen[a] = true
 			release[a.Topic] = append(release[a.Topic], a)
@@ -332,7 +333,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		for _, a := range po.Unrecorded {
 			drop(a)
 		}
-		for _, o := range ownedFromBindings(releasing) {
+		for _, o := range ledger.OwnedFromBindings(releasing) {
 			o.Releasing = true
 			rec.Owned = append(rec.Owned, o)
 		}
@@ -350,12 +351,12 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 		case v == claimedQuota || pp.ReleaseQuota == v:
 		case !po.QuotaRead:
 			if v == me.Quota() || v == me.ReleasingQuota() {
-				o := quotaOwned(v)
+				o := ledger.QuotaOwned(v)
 				o.Releasing = v == me.ReleasingQuota()
 				rec.Owned = append(rec.Owned, o)
 			}
 		case po.DefaultProducerByteRate == v && !(v == me.ReleasingQuota() && v != me.Quota() && others.LiveQuota(v)):
-			o := quotaOwned(v)
+			o := ledger.QuotaOwned(v)
 			o.Releasing = true
 			rec.Owned = append(rec.Owned, o)
 			pp.ReleaseQuota = v
@@ -364,8 +365,8 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 
 	// Write the record when it changed, when the lease is due (renewed
 	// only on trusted inputs), or when the last write failed.
-	changed := !sameOwned(me.Owned, rec.Owned) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
-		(me.Instance != rec.Instance && (rec.Claims() || len(rec.LogDirs) > 0)) || (po.Enforcing && !samePurges(me.Purged, rec.Purged)) ||
+	changed := !ledger.SameOwned(me.Owned, rec.Owned) || !slices.Equal(me.LogDirs, rec.LogDirs) || me.Ack != rec.Ack ||
+		(me.Instance != rec.Instance && (rec.Claims() || len(rec.LogDirs) > 0)) || (po.Enforcing && !ledger.SamePurges(me.Purged, rec.Purged)) ||
 		!sameSuppression(me.Suppressed, rec.Suppressed) || (rec.Claims() && (me.Strategy != rec.Strategy || me.LeaseMs != rec.LeaseMs))
 	renew := trusted(o) && rec.Claims() && (o.Now.Sub(me.Renewed) >= po.Lease/3 || o.Now.Before(me.Renewed))
 	if trusted(o) && (renew || (changed && rec.Claims())) {
@@ -395,20 +396,20 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 				pl.ReleaseQuota = q
 			}
 		}
-		for _, c := range r.allConfigClaims() {
-			if cur, read := po.TopicConfigs[c.Topic]; !po.ConfigsRead || (read && po.Records.guardSet(c, cur)) {
+		for _, c := range r.AllConfigClaims() {
+			if cur, read := po.TopicConfigs[c.Topic]; !po.ConfigsRead || (read && po.Records.GuardSet(c, cur)) {
 				pl.ReleaseConfigs = append(pl.ReleaseConfigs, c)
 			}
 		}
 		r.Bindings(nil, func(a ACL) {
-			if present[normACL(a)] {
-				pl.Release = append(pl.Release, normACL(a))
+			if present[ledger.NormACL(a)] {
+				pl.Release = append(pl.Release, ledger.NormACL(a))
 			}
 		})
 		if pending && len(pl.Release) == 0 && pl.ReleaseQuota == 0 && len(pl.ReleaseConfigs) == 0 {
 			continue
 		}
-		sortACLs(pl.Release)
+		ledger.SortACLs(pl.Release)
 		pl.Release = slices.Compact(pl.Release)
 		pp.Lifts = append(pp.Lifts, pl)
 	}
@@ -423,19 +424,19 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 func aclOwned(topics []string, po *ProtectionObserved, want map[ACL]bool, pp *ProtectionPlan) []Owned {
 	guard := po.Records.GuardBindings()
 	for _, a := range po.Unrecorded {
-		guard[normACL(a)] = true
+		guard[ledger.NormACL(a)] = true
 	}
 	present := make(map[ACL]bool, len(po.ACLs))
-	in := shapeInputs{allowEveryone: po.AllowEveryone, exempt: po.ExemptPrincipals}
+	in := ledger.ShapeInputs{AllowEveryone: po.AllowEveryone, Exempt: po.ExemptPrincipals}
 	for _, a := range po.ACLs {
-		present[normACL(a)] = true
-		if !guard[normACL(a)] {
-			in.operator = append(in.operator, a)
+		present[ledger.NormACL(a)] = true
+		if !guard[ledger.NormACL(a)] {
+			in.Operator = append(in.Operator, a)
 		}
 	}
 	var claimed []ACL
 	for _, t := range topics {
-		s, impossible := shapeFor(t, in)
+		s, impossible := ledger.ShapeFor(t, in)
 		if impossible {
 			pp.Impossible = append(pp.Impossible, t)
 		}
@@ -448,7 +449,7 @@ func aclOwned(topics []string, po *ProtectionObserved, want map[ACL]bool, pp *Pr
 			claimed = append(claimed, a)
 		}
 	}
-	return ownedFromBindings(claimed)
+	return ledger.OwnedFromBindings(claimed)
 }
 
 func sameSuppression(a, b *Suppression) bool {
@@ -478,7 +479,7 @@ func protectedTopics(s *agent.Snapshot, dirs map[string]bool, po *ProtectionObse
 func byTopic(m map[string][]ACL) []TopicProtection {
 	out := make([]TopicProtection, 0, len(m))
 	for t, acls := range m {
-		sortACLs(acls)
+		ledger.SortACLs(acls)
 		out = append(out, TopicProtection{Topic: t, ACLs: acls})
 	}
 	slices.SortFunc(out, func(a, b TopicProtection) int { return cmp.Compare(a.Topic, b.Topic) })
@@ -506,7 +507,7 @@ func unionOwned(a, b []Owned) []Owned {
 	for _, o := range append(slices.Clone(a), b...) {
 		k := o.Kind + "|" + o.Entity + "|" + o.Topic + "|" + o.Key
 		if o.Kind == OwnedACL && o.Shape != nil {
-			k += "|" + o.Shape.key()
+			k += "|" + o.Shape.Key()
 		}
 		x, ok := m[k]
 		if !ok {

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
-func denyAll(topic string) ACL { return literalACL(topic, AnyPrincipal, OpWrite, PermDeny) }
+func denyAll(topic string) ACL { return ledger.LiteralACL(topic, AnyPrincipal, OpWrite, PermDeny) }
 
 var (
 	shapeDenyAll = Shape{Deny: []string{AnyPrincipal}}
-	shapeAbsence = Shape{AllowOps: opsButWrite}
+	shapeAbsence = Shape{AllowOps: ledger.OpsButWrite}
 )
 
 func owns(s Shape, topics ...string) Owned {
@@ -53,7 +54,7 @@ func protObs(s *agent.Snapshot, protected bool, recs Records, acls []ACL) Observ
 }
 
 func recs(rs ...Record) Records {
-	out := NewRecords()
+	out := ledger.NewRecords()
 	for _, r := range rs {
 		out.Agents[r.BrokerID] = r
 	}
@@ -112,50 +113,50 @@ func TestDesiredProtection(t *testing.T) {
 // keeps every right but WRITE where allow.everyone.if.no.acl.found gave
 // them, and leaves exempt principals out where it can.
 func TestShapeFor(t *testing.T) {
-	allow := func(topic, principal, op string) ACL { return literalACL(topic, principal, op, PermAllow) }
+	allow := func(topic, principal, op string) ACL { return ledger.LiteralACL(topic, principal, op, PermAllow) }
 	prefixed := func(prefix, principal, op string) ACL {
 		return ACL{Topic: prefix, Pattern: PatternPrefixed, Principal: principal, Host: "10.0.0.1", Operation: op, Permission: PermAllow}
 	}
 	cases := []struct {
 		rule       string
-		in         shapeInputs
+		in         ledger.ShapeInputs
 		want       Shape
 		impossible bool
 	}{
 		{rule: "R8.3/no ACL, allow.everyone true: every right but WRITE to User:*, no DENY",
-			in: shapeInputs{allowEveryone: AllowEveryoneTrue}, want: shapeAbsence},
+			in: ledger.ShapeInputs{AllowEveryone: AllowEveryoneTrue}, want: shapeAbsence},
 		{rule: "R8.3/no ACL, allow.everyone true, exempt principals: ALLOW WRITE for them only",
-			in:   shapeInputs{allowEveryone: AllowEveryoneTrue, exempt: []string{"User:connect", "User:admin-tool"}},
-			want: Shape{AllowOps: opsButWrite, AllowWrite: []string{"User:admin-tool", "User:connect"}}},
+			in:   ledger.ShapeInputs{AllowEveryone: AllowEveryoneTrue, Exempt: []string{"User:connect", "User:admin-tool"}},
+			want: Shape{AllowOps: ledger.OpsButWrite, AllowWrite: []string{"User:admin-tool", "User:connect"}}},
 		{rule: "R8.3/no ACL, allow.everyone false: DENY WRITE User:*, no ALLOW",
-			in: shapeInputs{allowEveryone: AllowEveryoneFalse}, want: shapeDenyAll},
+			in: ledger.ShapeInputs{AllowEveryone: AllowEveryoneFalse}, want: shapeDenyAll},
 		{rule: "R8.3/no ACL, allow.everyone unknown: never taken for true",
-			in: shapeInputs{allowEveryone: AllowEveryoneUnknown, exempt: []string{"User:connect"}}, want: shapeDenyAll},
+			in: ledger.ShapeInputs{AllowEveryone: AllowEveryoneUnknown, Exempt: []string{"User:connect"}}, want: shapeDenyAll},
 		{rule: "R8.3/an operator ACL on another topic does not count",
-			in: shapeInputs{allowEveryone: AllowEveryoneTrue, operator: []ACL{allow("other", "User:alice", OpRead)}}, want: shapeAbsence},
+			in: ledger.ShapeInputs{AllowEveryone: AllowEveryoneTrue, Operator: []ACL{allow("other", "User:alice", OpRead)}}, want: shapeAbsence},
 		{rule: "R8.3/an operator ACL on the topic: nothing allowed, DENY WRITE User:*",
-			in: shapeInputs{allowEveryone: AllowEveryoneTrue, operator: []ACL{allow("t", "User:alice", OpRead)}}, want: shapeDenyAll},
+			in: ledger.ShapeInputs{AllowEveryone: AllowEveryoneTrue, Operator: []ACL{allow("t", "User:alice", OpRead)}}, want: shapeDenyAll},
 		{rule: "R8.3/a literal * ACL matches every topic",
-			in: shapeInputs{allowEveryone: AllowEveryoneTrue, operator: []ACL{allow("*", "User:alice", OpRead)}}, want: shapeDenyAll},
+			in: ledger.ShapeInputs{AllowEveryone: AllowEveryoneTrue, Operator: []ACL{allow("*", "User:alice", OpRead)}}, want: shapeDenyAll},
 		{rule: "R8.3/a prefixed ACL matches",
-			in: shapeInputs{allowEveryone: AllowEveryoneTrue, operator: []ACL{prefixed("t", "User:alice", OpDescribe)}}, want: shapeDenyAll},
+			in: ledger.ShapeInputs{AllowEveryone: AllowEveryoneTrue, Operator: []ACL{prefixed("t", "User:alice", OpDescribe)}}, want: shapeDenyAll},
 		{rule: "R8.3/exempt principals under operator ACLs: DENY WRITE for each other writer",
-			in: shapeInputs{exempt: []string{"User:connect"}, operator: []ACL{allow("t", "User:connect", OpWrite),
+			in: ledger.ShapeInputs{Exempt: []string{"User:connect"}, Operator: []ACL{allow("t", "User:connect", OpWrite),
 				allow("t", "User:bob", OpWrite), prefixed("t", "User:carol", OpAll), allow("t", "User:dave", OpRead)}},
 			want: Shape{Deny: []string{"User:bob", "User:carol"}}},
 		{rule: "R8.3/only exempt principals may write: nothing to deny",
-			in:   shapeInputs{exempt: []string{"User:connect"}, operator: []ACL{allow("t", "User:connect", OpWrite)}},
+			in:   ledger.ShapeInputs{Exempt: []string{"User:connect"}, Operator: []ACL{allow("t", "User:connect", OpWrite)}},
 			want: Shape{}},
 		{rule: "R8.3/an operator ALLOW WRITE for User:*: exemption impossible, DENY WRITE User:*",
-			in:   shapeInputs{exempt: []string{"User:connect"}, operator: []ACL{allow("t", AnyPrincipal, OpWrite)}},
+			in:   ledger.ShapeInputs{Exempt: []string{"User:connect"}, Operator: []ACL{allow("t", AnyPrincipal, OpWrite)}},
 			want: shapeDenyAll, impossible: true},
 		{rule: "R8.3/without exempt principals, operator ACLs: DENY WRITE User:*",
-			in: shapeInputs{operator: []ACL{allow("t", "User:bob", OpWrite)}}, want: shapeDenyAll},
+			in: ledger.ShapeInputs{Operator: []ACL{allow("t", "User:bob", OpWrite)}}, want: shapeDenyAll},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			got, impossible := shapeFor("t", c.in)
-			if !reflect.DeepEqual(got.canonical(), c.want.canonical()) || impossible != c.impossible {
+			got, impossible := ledger.ShapeFor("t", c.in)
+			if !reflect.DeepEqual(got.Canonical(), c.want.Canonical()) || impossible != c.impossible {
 				t.Fatalf("shape %+v impossible %v, want %+v %v", got, impossible, c.want, c.impossible)
 			}
 		})
@@ -182,7 +183,7 @@ func TestPlanProtectionACL(t *testing.T) {
 	full := snap(950, 1000, part("t1", 0, 0, 0, seg(0, 1, O)), part("t2", 0, 0, 0, seg(0, 1, O)),
 		part("__consumer_offsets", 0, 0, 0, seg(0, 1, O)), part("connect-offsets", 0, 0, 0, seg(0, 1, O)))
 	calm := snap(100, 1000, part("t1", 0, 0, 0, seg(0, 1, O)), part("t2", 0, 0, 0, seg(0, 1, O)))
-	bob := literalACL("t2", "User:bob", OpRead, PermAllow)
+	bob := ledger.LiteralACL("t2", "User:bob", OpRead, PermAllow)
 	mine := agentRecord(1, owns(shapeDenyAll, "t1", "t2"))
 	both := bindings(shapeDenyAll, "t1", "t2")
 	everyone := func(o Observed) Observed { o.Protection.AllowEveryone = AllowEveryoneTrue; return o }
@@ -198,12 +199,12 @@ func TestPlanProtectionACL(t *testing.T) {
 	}{
 		{
 			rule:   "R8.3/allow.everyone false: DENY WRITE on every topic in the full log dir, nothing allowed, exempt topics left out",
-			obs:    protObs(full, false, NewRecords(), nil),
+			obs:    protObs(full, false, ledger.NewRecords(), nil),
 			create: both, write: true, owned: []Owned{owns(shapeDenyAll, "t1", "t2")}, dirs: []string{dir},
 		},
 		{
 			rule:   "R8.3/allow.everyone true: no operator ACL on t1 keeps its rights but WRITE; bob's ACL on t2 makes it DENY",
-			obs:    everyone(protObs(full, false, NewRecords(), []ACL{bob})),
+			obs:    everyone(protObs(full, false, ledger.NewRecords(), []ACL{bob})),
 			create: append(bindings(shapeAbsence, "t1"), denyAll("t2")), write: true,
 			owned: []Owned{owns(shapeDenyAll, "t2"), owns(shapeAbsence, "t1")}, dirs: []string{dir},
 		},
@@ -235,7 +236,7 @@ func TestPlanProtectionACL(t *testing.T) {
 		{
 			rule: "R8.4/bindings set unrecorded (the record write failed) are released like recorded ones",
 			obs: func() Observed {
-				o := protObs(calm, true, NewRecords(), both)
+				o := protObs(calm, true, ledger.NewRecords(), both)
 				o.Protection.Unrecorded = both
 				return o
 			}(),
@@ -243,7 +244,7 @@ func TestPlanProtectionACL(t *testing.T) {
 		},
 		{
 			rule:  "R8.3/internal and exempt topics are never protected",
-			obs:   protObs(snap(950, 1000, part("__consumer_offsets", 0, 0, 0, seg(0, 1, O)), part("_schemas", 0, 0, 0, seg(0, 1, O))), false, NewRecords(), nil),
+			obs:   protObs(snap(950, 1000, part("__consumer_offsets", 0, 0, 0, seg(0, 1, O)), part("_schemas", 0, 0, 0, seg(0, 1, O))), false, ledger.NewRecords(), nil),
 			write: true, dirs: []string{dir},
 		},
 		{
@@ -256,7 +257,7 @@ func TestPlanProtectionACL(t *testing.T) {
 		t.Run(c.rule, func(t *testing.T) {
 			p := planOf(c.obs)
 			for _, x := range [][]ACL{c.create, c.release} {
-				sortACLs(x)
+				ledger.SortACLs(x)
 			}
 			if got := flatten(p.Create); !reflect.DeepEqual(got, c.create) && len(got)+len(c.create) > 0 {
 				t.Errorf("create\n got %v\nwant %v", got, c.create)
@@ -267,7 +268,7 @@ func TestPlanProtectionACL(t *testing.T) {
 			if p.Write != c.write {
 				t.Errorf("write %v, want %v", p.Write, c.write)
 			}
-			if !sameOwned(p.Record.Owned, c.owned) || !slices.Equal(p.Record.LogDirs, c.dirs) {
+			if !ledger.SameOwned(p.Record.Owned, c.owned) || !slices.Equal(p.Record.LogDirs, c.dirs) {
 				t.Errorf("record owns %+v dirs %v, want %+v %v", p.Record.Owned, p.Record.LogDirs, c.owned, c.dirs)
 			}
 		})
@@ -279,7 +280,7 @@ func TestPlanProtectionQuota(t *testing.T) {
 	full := snap(950, 1000, part("t1", 0, 0, 0, seg(0, 1, O)))
 	calm := snap(100, 1000, part("t1", 0, 0, 0, seg(0, 1, O)))
 	quotaRec := func(id int32) Record {
-		r := agentRecord(id, quotaOwned(1024))
+		r := agentRecord(id, ledger.QuotaOwned(1024))
 		r.Strategy = StrategyQuota
 		return r
 	}
@@ -298,8 +299,8 @@ func TestPlanProtectionQuota(t *testing.T) {
 		operator bool
 		claim    int64
 	}{
-		{"R4.3/quota set on the default client entity", obs(full, false, NewRecords(), 0), 1024, 0, false, 1024},
-		{"R8.2/an operator's default quota is never touched, and not claimed", obs(full, false, NewRecords(), 5000), 0, 0, true, 0},
+		{"R4.3/quota set on the default client entity", obs(full, false, ledger.NewRecords(), 0), 1024, 0, false, 1024},
+		{"R8.2/an operator's default quota is never touched, and not claimed", obs(full, false, ledger.NewRecords(), 5000), 0, 0, true, 0},
 		{"R4.3/quota already set by this agent: idempotent", obs(full, true, recs(quotaRec(1)), 1024), 0, 0, false, 1024},
 		{"R4.3/another agent's quota is shared, not an operator's", obs(full, false, recs(quotaRec(2)), 1024), 0, 0, false, 1024},
 		{"R3.7/released when calm", obs(calm, true, recs(quotaRec(1)), 1024), 0, 1024, false, 0},
@@ -390,7 +391,7 @@ func TestPlanAcknowledgesLifts(t *testing.T) {
 	// The episode ends: the suppression with it.
 	rs.Agents[1] = p.Record
 	p = planOf(protObs(calm, true, rs, []ACL{denyAll("t2")}))
-	if p.Record.Suppressed != nil || len(p.Record.Held()) > 0 || !sameOwned(p.Record.Releasing(), []Owned{releasingOwns(shapeDenyAll, "t2")}) {
+	if p.Record.Suppressed != nil || len(p.Record.Held()) > 0 || !ledger.SameOwned(p.Record.Releasing(), []Owned{releasingOwns(shapeDenyAll, "t2")}) {
 		t.Fatalf("R8.1/after the episode: %+v", p.Record)
 	}
 	// Withdrawn (protection resume): protected again at once.

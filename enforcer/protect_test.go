@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // enforcerAs is an enforcer acting as broker id's agent.
@@ -194,7 +195,7 @@ func TestR8_1ConcurrentLiftsLeaveNoUnclaimedBinding(t *testing.T) {
 					}
 					continue
 				}
-				if _, err := ReleaseUnclaimed(t.Context(), f, []ACL{denyAll("x")}, 0, nil); err != nil {
+				if _, err := ledger.ReleaseUnclaimed(t.Context(), f, []ACL{denyAll("x")}, 0, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -292,7 +293,7 @@ func TestR8_1OperatorLift(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.records.Agents[2] = agentRecord(2, owns(shapeDenyAll, "b"))
-	res, err := LiftProtection(t.Context(), f, LiftRequest{Broker: 1, By: "operator alice@host", Now: t0})
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 1, By: "operator alice@host", Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestR8_1OperatorLift(t *testing.T) {
 	if f.acls[denyAll("a")] || f.records.Agents[1].Ack != res.Lifts[0].ID || f.records.Agents[1].Suppressed == nil {
 		t.Fatalf("R8.1/the agent protected again or did not acknowledge: acls %v record %+v", f.acls, f.records.Agents[1])
 	}
-	st := BuildStatus(StatusInput{Records: f.records, ACLs: slices.Collect(mapsKeys(f.acls)), Now: t0})
+	st := ledger.BuildStatus(ledger.StatusInput{Records: f.records, ACLs: slices.Collect(mapsKeys(f.acls)), Now: t0})
 	if !slices.Equal(st.Unattributed, []ACL{unattributed}) {
 		t.Errorf("R8.4/unattributed %v", st.Unattributed)
 	}
@@ -330,7 +331,7 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 func TestR8_3ExemptionImpossibleIsReported(t *testing.T) {
 	full, _ := protectSnaps()
 	f := newFakeAdmin(full())
-	f.acls[literalACL("a", AnyPrincipal, OpWrite, PermAllow)] = true
+	f.acls[ledger.LiteralACL("a", AnyPrincipal, OpWrite, PermAllow)] = true
 	e, reg := newTestEnforcer(t, Config{Enabled: true, Protection: ProtectionConfig{ExemptPrincipals: []string{"User:connect"}}}, full(), f, &clockAt{t0})
 	if err := e.Reconcile(t.Context()); err != nil {
 		t.Fatal(err)

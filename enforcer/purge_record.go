@@ -2,25 +2,15 @@ package enforcer
 
 import (
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
-// The purge caps' windows (spec R7.3: unexpired bytes purged per hour and
-// per day) are kept in the agent's record, so a restart, or a crash loop,
-// does not get a fresh budget each time: the record holds the bytes in
-// buckets of purgeBucket per log dir over the last day, and an agent
-// restores them from its record at its first read of the ledger.
-
-// purgeBucket is the width of a bucket of the purge history in the record.
-const purgeBucket = 10 * time.Minute
-
-// PurgeBucket is the unexpired bytes purged in a log dir in the bucket
-// ending at End (the wall clock of the writer).
-type PurgeBucket struct {
-	LogDir string    `json:"log_dir"`
-	End    time.Time `json:"end"`
-	Bytes  int64     `json:"bytes"`
-}
+// The purge caps' windows (spec R7.3) are kept in the agent's record
+// (ledger.PurgeBucket): a restart, or a crash loop, does not get a fresh
+// budget each time.
 
 // purgeHistory is this agent's purges of the last day as buckets: each
 // purge counts at the end of its bucket (it stays in the hour window up
@@ -35,7 +25,7 @@ func (e *Enforcer) purgeHistory(now time.Time) []PurgeBucket {
 	sums := map[key]int64{}
 	for _, r := range e.ev.purges {
 		at := now.Add(-(mono - r.at))
-		end := at.Truncate(purgeBucket).Add(purgeBucket)
+		end := at.Truncate(ledger.PurgeBucketWidth).Add(ledger.PurgeBucketWidth)
 		sums[key{r.dir, end.UTC()}] += r.bytes
 	}
 	out := make([]PurgeBucket, 0, len(sums))
@@ -46,26 +36,9 @@ func (e *Enforcer) purgeHistory(now time.Time) []PurgeBucket {
 		if c := a.End.Compare(b.End); c != 0 {
 			return c
 		}
-		return compareStrings(a.LogDir, b.LogDir)
+		return strings.Compare(a.LogDir, b.LogDir)
 	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// samePurges reports whether two histories are equal.
-func samePurges(a, b []PurgeBucket) bool {
-	return slices.EqualFunc(a, b, func(x, y PurgeBucket) bool {
-		return x.LogDir == y.LogDir && x.End.Equal(y.End) && x.Bytes == y.Bytes
-	})
 }
 
 // restorePurges adds the purges of this agent's record (written before a

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
@@ -57,7 +58,7 @@ type fakeAdmin struct {
 }
 
 func newFakeAdmin(s *agent.Snapshot) *fakeAdmin {
-	f := &fakeAdmin{lso: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, acls: map[ACL]bool{}, records: NewRecords(),
+	f := &fakeAdmin{lso: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, acls: map[ACL]bool{}, records: ledger.NewRecords(),
 		live: []int32{1, 2, 3}, everyone: AllowEveryoneFalse}
 	for tp, o := range brokerOffsets(s) {
 		f.lso[tp], f.hw[tp] = o.LogStart, o.HighWatermark
@@ -131,7 +132,7 @@ func (f *fakeAdmin) CreateACLs(_ context.Context, acls []ACL) error {
 	}
 	f.writes++
 	for _, a := range acls {
-		f.acls[normACL(a)] = true
+		f.acls[ledger.NormACL(a)] = true
 	}
 	return nil
 }
@@ -145,7 +146,7 @@ func (f *fakeAdmin) DeleteACLs(_ context.Context, acls []ACL) error {
 	}
 	f.writes++
 	for _, a := range acls {
-		delete(f.acls, normACL(a))
+		delete(f.acls, ledger.NormACL(a))
 	}
 	return nil
 }
@@ -184,7 +185,7 @@ func (f *fakeAdmin) LoadRecords(context.Context) (Records, error) {
 	}
 	f.loads++
 	if f.ledgerErr != nil {
-		return NewRecords(), f.ledgerErr
+		return ledger.NewRecords(), f.ledgerErr
 	}
 	return f.records.Clone(), nil
 }
@@ -197,11 +198,11 @@ func (f *fakeAdmin) StoreRecord(_ context.Context, r Record) error {
 	}
 	f.writes++
 	// Through the encoding, as the topic holds it.
-	data, err := EncodeRecord(r)
+	data, err := ledger.EncodeRecord(r)
 	if err != nil {
 		return err
 	}
-	if f.records.Agents[r.BrokerID], err = DecodeRecord(data); err != nil {
+	if f.records.Agents[r.BrokerID], err = ledger.DecodeRecord(data); err != nil {
 		return err
 	}
 	return nil

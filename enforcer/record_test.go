@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -15,17 +17,17 @@ func TestRecordRoundTrip(t *testing.T) {
 	r := Record{BrokerID: 3, Strategy: StrategyACL, Since: t0, Renewed: t0.Add(time.Second), LeaseMs: 60000,
 		Why: []Why{{LogDir: dir, Band: "protect", Usage: 0.91}}, LogDirs: []string{dir}, Ack: "op-1",
 		Suppressed: &Suppression{LiftID: "op-1", Topics: []string{"t9"}}, Updated: t0.Add(time.Second),
-		Owned: []Owned{owns(shapeDenyAll, "t1", "t2"), owns(Shape{AllowOps: opsButWrite, AllowWrite: []string{"User:connect"}}, "t3"),
-			quotaOwned(1024), {Kind: OwnedTopicConfig, Topic: "tiered", Key: "local.retention.ms", Value: "60000", Orig: &orig}}}
-	data, err := EncodeRecord(r)
+		Owned: []Owned{owns(shapeDenyAll, "t1", "t2"), owns(Shape{AllowOps: ledger.OpsButWrite, AllowWrite: []string{"User:connect"}}, "t3"),
+			ledger.QuotaOwned(1024), {Kind: OwnedTopicConfig, Topic: "tiered", Key: "local.retention.ms", Value: "60000", Orig: &orig}}}
+	data, err := ledger.EncodeRecord(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeRecord(data)
+	got, err := ledger.DecodeRecord(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Version = RecordVersion
+	r.Version = ledger.RecordVersion
 	if !reflect.DeepEqual(got, r) {
 		t.Fatalf("R8.4/round trip\n got %+v\nwant %+v", got, r)
 	}
@@ -43,19 +45,19 @@ func TestRecordVersion1IsRead(t *testing.T) {
 		`{"topic":"t1","pattern":"literal","principal":"User:*","host":"*","operation":"DESCRIBE","permission":"ALLOW"},` +
 		`{"topic":"t2","pattern":"literal","principal":"User:*","host":"*","operation":"WRITE","permission":"DENY"}],` +
 		`"producer_byte_rate":2048,"updated":"2026-11-29T12:00:00Z"}`
-	r, err := DecodeRecord([]byte(v1))
+	r, err := ledger.DecodeRecord([]byte(v1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []ACL
 	r.Bindings(nil, func(a ACL) { got = append(got, a) })
-	want := []ACL{denyAll("t1"), literalACL("t1", AnyPrincipal, OpDescribe, PermAllow), literalACL("t1", AnyPrincipal, OpRead, PermAllow), denyAll("t2")}
-	sortACLs(got)
-	sortACLs(want)
+	want := []ACL{denyAll("t1"), ledger.LiteralACL("t1", AnyPrincipal, OpDescribe, PermAllow), ledger.LiteralACL("t1", AnyPrincipal, OpRead, PermAllow), denyAll("t2")}
+	ledger.SortACLs(got)
+	ledger.SortACLs(want)
 	if !reflect.DeepEqual(got, want) || r.Quota() != 2048 || !slices.Equal(r.LogDirs, []string{"/d"}) {
 		t.Fatalf("R8.4/version 1: bindings %v quota %d dirs %v", got, r.Quota(), r.LogDirs)
 	}
-	if _, err := DecodeRecord([]byte(`{"v":99}`)); err == nil {
+	if _, err := ledger.DecodeRecord([]byte(`{"v":99}`)); err == nil {
 		t.Error("a newer version is read")
 	}
 }
@@ -99,17 +101,17 @@ func TestR8_4RecordSizeAt10000Topics(t *testing.T) {
 		for _, tp := range r.ACLTopics() {
 			raw += len(tp)
 		}
-		data, err := EncodeRecord(r)
+		data, err := ledger.EncodeRecord(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.HasPrefix(data, gzipMagic) {
+		if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
 			t.Errorf("%s: a large record is not gzipped", c.name)
 		}
 		if len(data) > 512<<10 { // half the producer's 1 MiB
 			t.Errorf("R8.4/%s: %d bytes at 10,000 topics", c.name, len(data))
 		}
-		got, err := DecodeRecord(data)
+		got, err := ledger.DecodeRecord(data)
 		if err != nil || len(got.ACLTopics()) != 10000 {
 			t.Fatalf("decode: %v, %d topics", err, len(got.ACLTopics()))
 		}
@@ -126,15 +128,15 @@ func TestParseKey(t *testing.T) {
 		{"broker-3", 3, false, true}, {"lift-broker-12", 12, true, true}, {"broker-x", 0, false, false},
 		{"other", 0, false, false}, {"broker--1", 0, false, false},
 	} {
-		id, lift, ok := ParseKey(c.key)
+		id, lift, ok := ledger.ParseKey(c.key)
 		if id != c.id || lift != c.lift || ok != c.ok {
-			t.Errorf("ParseKey(%q) = %d %v %v", c.key, id, lift, ok)
+			t.Errorf("ledger.ParseKey(%q) = %d %v %v", c.key, id, lift, ok)
 		}
 	}
-	if k := RecordKey(7); k != "broker-7" {
+	if k := ledger.RecordKey(7); k != "broker-7" {
 		t.Error(k)
 	}
-	if k := LiftKey(7); k != "lift-broker-7" {
+	if k := ledger.LiftKey(7); k != "lift-broker-7" {
 		t.Error(k)
 	}
 }
@@ -158,27 +160,27 @@ func TestBuildStatus(t *testing.T) {
 		agentRecord(3, owns(shapeDenyAll, "d")), Record{BrokerID: 4})
 	rs.Lifts[3] = Lift{ID: "op", BrokerID: 3, Kind: LiftOperator}
 	acls := []ACL{denyAll("a"), denyAll("c"), denyAll("d"), denyAll("stray"),
-		literalACL("t", "User:alice", OpRead, PermAllow), literalACL("t", AnyPrincipal, OpRead, PermAllow)}
-	st := BuildStatus(StatusInput{Records: rs, ACLs: acls, Live: map[int32]bool{1: true, 3: true, 4: true}, DefaultProducerByteRate: 5000,
+		ledger.LiteralACL("t", "User:alice", OpRead, PermAllow), ledger.LiteralACL("t", AnyPrincipal, OpRead, PermAllow)}
+	st := ledger.BuildStatus(ledger.StatusInput{Records: rs, ACLs: acls, Live: map[int32]bool{1: true, 3: true, 4: true}, DefaultProducerByteRate: 5000,
 		Now: t0.Add(30 * time.Second)})
 	states := map[int32]string{}
 	for _, b := range st.Brokers {
 		states[b.BrokerID] = b.State
 	}
-	if want := map[int32]string{1: StateActive, 2: StateGone, 3: StateLifted, 4: StateIdle}; !reflect.DeepEqual(states, want) {
+	if want := map[int32]string{1: ledger.StateActive, 2: ledger.StateGone, 3: ledger.StateLifted, 4: ledger.StateIdle}; !reflect.DeepEqual(states, want) {
 		t.Errorf("R8.1/states %v, want %v", states, want)
 	}
 	if b := st.Brokers[0]; b.Claimed != 2 || b.Present != 1 || b.LeaseAge != 30*time.Second || b.ExpiresIn != 30*time.Second {
 		t.Errorf("broker 1 %+v", b)
 	}
-	if want := []ACL{denyAll("stray"), literalACL("t", AnyPrincipal, OpRead, PermAllow)}; !reflect.DeepEqual(st.Unattributed, want) {
+	if want := []ACL{denyAll("stray"), ledger.LiteralACL("t", AnyPrincipal, OpRead, PermAllow)}; !reflect.DeepEqual(st.Unattributed, want) {
 		t.Errorf("R8.4/unattributed %v, want %v", st.Unattributed, want)
 	}
 	if st.UnattributedQuota != 5000 {
 		t.Errorf("unattributed quota %d", st.UnattributedQuota)
 	}
-	st = BuildStatus(StatusInput{Records: rs, ACLs: acls, Now: t0.Add(2 * time.Minute)})
-	if st.Brokers[0].State != StateExpired {
+	st = ledger.BuildStatus(ledger.StatusInput{Records: rs, ACLs: acls, Now: t0.Add(2 * time.Minute)})
+	if st.Brokers[0].State != ledger.StateExpired {
 		t.Errorf("R8.1/an old lease reads %s", st.Brokers[0].State)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/exporter"
 	"github.com/kafka-disk-guard/kafka-disk-guard/forecast"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
@@ -459,14 +460,14 @@ func (s staticConfigs) Current() agent.ConfigSet { return s.cs }
 // answers kafkaadmin.ErrNotConnected.
 type offlineAdmin struct{ *kafkaadmin.Enforce }
 
-func (offlineAdmin) LoadRecords(context.Context) (enforcer.Records, error) {
-	return enforcer.NewRecords(), nil
+func (offlineAdmin) LoadRecords(context.Context) (ledger.Records, error) {
+	return ledger.NewRecords(), nil
 }
 
 func (offlineAdmin) LiveBrokers(context.Context) ([]int32, error) { return nil, nil }
 
-func (offlineAdmin) AllowEveryoneIfNoACLFound(context.Context) (enforcer.AllowEveryone, error) {
-	return enforcer.AllowEveryoneUnknown, nil
+func (offlineAdmin) AllowEveryoneIfNoACLFound(context.Context) (ledger.AllowEveryone, error) {
+	return ledger.AllowEveryoneUnknown, nil
 }
 
 // unavailable answers 503 saying why.

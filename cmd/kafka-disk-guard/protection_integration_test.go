@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 )
@@ -39,21 +40,21 @@ func TestProtectionCommandOnRealBroker(t *testing.T) {
 	}
 	defer admin.Close()
 	ctx := context.Background()
-	deny := enforcer.Shape{Deny: []string{enforcer.AnyPrincipal}}
+	deny := ledger.Shape{Deny: []string{ledger.AnyPrincipal}}
 	now := time.Now()
-	record := func(id int32, topics ...string) enforcer.Record {
-		return enforcer.Record{BrokerID: id, Strategy: enforcer.StrategyACL, Since: now, Renewed: now, LeaseMs: 60000,
-			LogDirs: []string{"/data"}, Why: []enforcer.Why{{LogDir: "/data", Band: "protect", Usage: 0.93}},
-			Owned: []enforcer.Owned{{Kind: enforcer.OwnedACL, Shape: &deny, Topics: topics}}}
+	record := func(id int32, topics ...string) ledger.Record {
+		return ledger.Record{BrokerID: id, Strategy: enforcer.StrategyACL, Since: now, Renewed: now, LeaseMs: 60000,
+			LogDirs: []string{"/data"}, Why: []ledger.Why{{LogDir: "/data", Band: "protect", Usage: 0.93}},
+			Owned: []ledger.Owned{{Kind: ledger.OwnedACL, Shape: &deny, Topics: topics}}}
 	}
 	// Broker 2 is not in this one-broker cluster: its record still counts
 	// until a peer lifts it.
-	for _, r := range []enforcer.Record{record(1, "orders", "payments"), record(2, "payments")} {
+	for _, r := range []ledger.Record{record(1, "orders", "payments"), record(2, "payments")} {
 		if err := admin.StoreRecord(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var acls []enforcer.ACL
+	var acls []ledger.ACL
 	for _, topic := range []string{"orders", "payments", "stray"} {
 		acls = append(acls, deny.Bindings(topic)...)
 	}
@@ -94,7 +95,7 @@ func TestProtectionCommandOnRealBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := func(topic string) bool {
-		return slices.ContainsFunc(left, func(a enforcer.ACL) bool { return a.Topic == topic })
+		return slices.ContainsFunc(left, func(a ledger.ACL) bool { return a.Topic == topic })
 	}
 	kafkatest.Eventually(t, 10*time.Second, func() error {
 		if left, err = admin.TopicACLs(ctx); err != nil {
@@ -106,13 +107,13 @@ func TestProtectionCommandOnRealBroker(t *testing.T) {
 		return nil
 	})
 
-	var st enforcer.Status
+	var st ledger.Status
 	js, _ := cli("protection", "status", "--format", "json")
 	if err := json.Unmarshal([]byte(js), &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Brokers) != 2 || st.Brokers[0].State != enforcer.StateLifted || st.Brokers[0].Lift == nil ||
-		st.Brokers[0].Lift.Reason != "disk grown" || st.Brokers[1].State != enforcer.StateGone || len(st.Unattributed) != 1 {
+	if len(st.Brokers) != 2 || st.Brokers[0].State != ledger.StateLifted || st.Brokers[0].Lift == nil ||
+		st.Brokers[0].Lift.Reason != "disk grown" || st.Brokers[1].State != ledger.StateGone || len(st.Unattributed) != 1 {
 		t.Errorf("R8.1/status after the lift: %s", js)
 	}
 

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // runProtectionLift lifts protection as an operator: the lift is
@@ -24,9 +24,9 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 		return err
 	}
 	defer done()
-	req := enforcer.LiftRequest{All: scope.all, Broker: int32(scope.broker), Topic: scope.topic,
+	req := ledger.LiftRequest{All: scope.all, Broker: int32(scope.broker), Topic: scope.topic,
 		By: operatorName(getenv), Reason: *why, Now: time.Now()}
-	res, err := enforcer.LiftProtection(ctx, admin, req)
+	res, err := ledger.LiftProtection(ctx, admin, req)
 	logger := slog.New(slog.NewJSONHandler(out.stderr, nil))
 	var ids []int32
 	var liftIDs []string
@@ -40,7 +40,7 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	for _, id := range res.Untouchable {
 		fmt.Fprintf(out.stdout, "Left alone: broker %d's latest record does not decode (garbage, or a newer guard); its claims are lifted once it writes a readable one.\n", id)
 	}
-	if errors.Is(err, enforcer.ErrLedgerMissing) {
+	if errors.Is(err, ledger.ErrLedgerMissing) {
 		// A cluster where the guard never protected anything (observe
 		// mode's uninstall), or one whose ledger was deleted: no record
 		// names anything, so nothing is known to be left in place.

@@ -7,7 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // runProtectionResume withdraws operators' lifts: the agents may protect
@@ -29,7 +29,7 @@ func runProtectionResume(ctx context.Context, args []string, getenv env, out str
 	var resumed []int32
 	for _, id := range slices.Sorted(maps.Keys(recs.Lifts)) {
 		l := recs.Lifts[id]
-		if (!scope.all && id != int32(scope.broker)) || l.Kind != enforcer.LiftOperator {
+		if (!scope.all && id != int32(scope.broker)) || l.Kind != ledger.LiftOperator {
 			continue
 		}
 		if err := admin.DeleteLift(ctx, id); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // runProtectionStatus prints every protection in place as the records and
@@ -30,12 +31,12 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	}
 	defer done()
 
-	in := enforcer.StatusInput{Now: time.Now()}
+	in := ledger.StatusInput{Now: time.Now()}
 	in.Records, err = admin.LoadRecords(ctx)
 	switch {
-	case errors.Is(err, enforcer.ErrLedgerLost):
+	case errors.Is(err, ledger.ErrLedgerLost):
 		// Shown, with what the cluster holds; the command fails.
-		in.Records, in.LedgerLost = enforcer.NewRecords(), err.Error()
+		in.Records, in.LedgerLost = ledger.NewRecords(), err.Error()
 	case err != nil:
 		return fmt.Errorf("read the protection records: %w", err)
 	}
@@ -68,7 +69,7 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 			fmt.Fprintf(out.stderr, "protection status: the topics' replicas not read: %v\n", err)
 		}
 	}
-	st := enforcer.BuildStatus(in)
+	st := ledger.BuildStatus(in)
 	if *format == "json" {
 		enc := json.NewEncoder(out.stdout)
 		enc.SetIndent("", "  ")
@@ -85,7 +86,7 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 }
 
 // writeStatus prints the status as tables.
-func writeStatus(w io.Writer, st enforcer.Status, topics bool, now time.Time) {
+func writeStatus(w io.Writer, st ledger.Status, topics bool, now time.Time) {
 	if st.NoAuthorizer {
 		fmt.Fprintln(w, "The brokers run without an authorizer: ACL protection cannot apply (use protection.strategy quota).")
 	}
@@ -165,7 +166,7 @@ func writeStatus(w io.Writer, st enforcer.Status, topics bool, now time.Time) {
 
 // writeConfigs lists the tiered topics' local retention the guard lowered
 // (spec R7.4), with the operator's value it restores.
-func writeConfigs(w io.Writer, st enforcer.Status) {
+func writeConfigs(w io.Writer, st ledger.Status) {
 	found := false
 	for _, b := range st.Brokers {
 		found = found || len(b.Configs) > 0
@@ -219,7 +220,7 @@ func since(t, now time.Time) string {
 	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), now.Sub(t).Round(time.Second))
 }
 
-func lease(b enforcer.BrokerStatus) string {
+func lease(b ledger.BrokerStatus) string {
 	if b.Renewed.IsZero() || b.Lease == 0 {
 		return "-"
 	}
@@ -230,7 +231,7 @@ func lease(b enforcer.BrokerStatus) string {
 	return fmt.Sprintf("renewed %s ago, %s left", age, b.ExpiresIn.Round(time.Second))
 }
 
-func why(b enforcer.BrokerStatus) string {
+func why(b ledger.BrokerStatus) string {
 	var parts []string
 	for _, w := range b.Why {
 		parts = append(parts, fmt.Sprintf("%s: %s band at %.1f%%", w.LogDir, w.Band, w.Usage*100))
@@ -250,7 +251,7 @@ func reason(r string) string {
 
 // reaches says how far a topic's lowered local retention goes: every
 // replica on every broker holding one.
-func reaches(r *enforcer.TopicReplicas) string {
+func reaches(r *ledger.TopicReplicas) string {
 	if r == nil {
 		return "every replica (not read)"
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // R7.4: the status table names the cluster-wide reach of each lowered
@@ -14,9 +15,9 @@ import (
 // one), and says so when it was not read.
 func TestStatusShowsTheReachOfLoweredLocalRetention(t *testing.T) {
 	v := "400"
-	st := enforcer.Status{Brokers: []enforcer.BrokerStatus{{BrokerID: 1, State: enforcer.StateActive, Configs: []enforcer.ConfigStatus{
+	st := ledger.Status{Brokers: []ledger.BrokerStatus{{BrokerID: 1, State: ledger.StateActive, Configs: []ledger.ConfigStatus{
 		{Topic: "events", Key: enforcer.LocalRetentionBytesKey, Value: v, Current: &v, InPlace: true, Read: true, Live: true,
-			Replicas: &enforcer.TopicReplicas{Partitions: 12, Replicas: 36, Brokers: 6}},
+			Replicas: &ledger.TopicReplicas{Partitions: 12, Replicas: 36, Brokers: 6}},
 		{Topic: "logs", Key: enforcer.LocalRetentionBytesKey, Value: v, Current: &v, InPlace: true, Read: true, Live: true},
 	}}}}
 	var out bytes.Buffer

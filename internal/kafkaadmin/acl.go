@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 var aclOps = map[string]sarama.AclOperation{
@@ -29,25 +30,25 @@ func opName(op sarama.AclOperation) string {
 
 func permName(p sarama.AclPermissionType) string {
 	if p == sarama.AclPermissionDeny {
-		return enforcer.PermDeny
+		return ledger.PermDeny
 	}
 	if p == sarama.AclPermissionAllow {
-		return enforcer.PermAllow
+		return ledger.PermAllow
 	}
 	return strings.ToUpper(p.String())
 }
 
-func toSarama(a enforcer.ACL) (sarama.Resource, sarama.Acl, error) {
+func toSarama(a ledger.ACL) (sarama.Resource, sarama.Acl, error) {
 	op, ok := aclOps[a.Operation]
 	if !ok {
 		return sarama.Resource{}, sarama.Acl{}, fmt.Errorf("acl operation %q unknown", a.Operation)
 	}
 	perm := sarama.AclPermissionAllow
-	if a.Permission == enforcer.PermDeny {
+	if a.Permission == ledger.PermDeny {
 		perm = sarama.AclPermissionDeny
 	}
 	pattern := sarama.AclPatternLiteral
-	if a.Pattern == enforcer.PatternPrefixed {
+	if a.Pattern == ledger.PatternPrefixed {
 		pattern = sarama.AclPatternPrefixed
 	}
 	return sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: a.Topic, ResourcePatternType: pattern},
@@ -55,7 +56,7 @@ func toSarama(a enforcer.ACL) (sarama.Resource, sarama.Acl, error) {
 }
 
 // TopicACLs lists every ACL on topic resources, any pattern type.
-func (e *Enforce) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
+func (e *Enforce) TopicACLs(ctx context.Context) ([]ledger.ACL, error) {
 	c, err := e.src.conn()
 	if err != nil {
 		return nil, err
@@ -81,18 +82,18 @@ func (e *Enforce) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("describe acls: %w", err)
 	}
-	var out []enforcer.ACL
+	var out []ledger.ACL
 	for _, r := range res {
-		pattern := enforcer.PatternLiteral
+		pattern := ledger.PatternLiteral
 		switch r.ResourcePatternType {
 		case sarama.AclPatternPrefixed:
-			pattern = enforcer.PatternPrefixed
+			pattern = ledger.PatternPrefixed
 		case sarama.AclPatternLiteral:
 		default:
 			pattern = strings.ToLower(r.ResourcePatternType.String())
 		}
 		for _, a := range r.Acls {
-			out = append(out, enforcer.ACL{
+			out = append(out, ledger.ACL{
 				Topic: r.ResourceName, Pattern: pattern, Principal: a.Principal, Host: a.Host,
 				Operation: opName(a.Operation), Permission: permName(a.PermissionType),
 			})
@@ -108,13 +109,13 @@ const aclBatch = 1000
 // CreateACLs creates the bindings (creating an existing one is a no-op in
 // Kafka) and checks each creation's result. Without an authorizer it
 // answers enforcer.ErrNoAuthorizer.
-func (e *Enforce) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+func (e *Enforce) CreateACLs(ctx context.Context, acls []ledger.ACL) error {
 	return e.inBatches(ctx, acls, e.createACLs)
 }
 
 // inBatches sends the bindings aclBatch at a time; without an authorizer
 // it stops at the first batch.
-func (e *Enforce) inBatches(ctx context.Context, acls []enforcer.ACL, send func(*conn, []enforcer.ACL) error) error {
+func (e *Enforce) inBatches(ctx context.Context, acls []ledger.ACL, send func(*conn, []ledger.ACL) error) error {
 	c, err := e.src.conn()
 	if err != nil {
 		return err
@@ -134,7 +135,7 @@ func (e *Enforce) inBatches(ctx context.Context, acls []enforcer.ACL, send func(
 	return errors.Join(errs...)
 }
 
-func (e *Enforce) createACLs(c *conn, acls []enforcer.ACL) error {
+func (e *Enforce) createACLs(c *conn, acls []ledger.ACL) error {
 	req := &sarama.CreateAclsRequest{Version: 1}
 	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
 		req.Version = 2
@@ -183,11 +184,11 @@ func msg(s *string) string {
 // DeleteACLs deletes exactly the bindings given: one filter per binding,
 // fully specified (literal pattern, principal, host, operation,
 // permission), so no other ACL can match.
-func (e *Enforce) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
+func (e *Enforce) DeleteACLs(ctx context.Context, acls []ledger.ACL) error {
 	return e.inBatches(ctx, acls, e.deleteACLs)
 }
 
-func (e *Enforce) deleteACLs(c *conn, acls []enforcer.ACL) error {
+func (e *Enforce) deleteACLs(c *conn, acls []ledger.ACL) error {
 	req := &sarama.DeleteAclsRequest{Version: 1}
 	if c.client.Config().Version.IsAtLeast(sarama.V2_5_0_0) {
 		req.Version = 2

@@ -13,7 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // fakeCluster is a one-broker cluster that speaks the Kafka protocol
@@ -88,10 +88,10 @@ func notConnected(t *testing.T, l *Link) {
 	e := l.Enforce("__own")
 	_, err1 := e.TopicACLs(ctx)
 	_, err2 := e.LoadRecords(ctx)
-	err3 := e.StoreRecord(ctx, enforcer.Record{})
+	err3 := e.StoreRecord(ctx, ledger.Record{})
 	_, err4 := l.ConfigFetcher(func() int32 { return -1 }).FetchConfigs(ctx, []string{"orders"})
 	_, err5 := l.ClusterReader().ReadCluster(ctx)
-	err6 := e.StoreLift(ctx, enforcer.Lift{})
+	err6 := e.StoreLift(ctx, ledger.Lift{})
 	_, err7 := e.LiveBrokers(ctx)
 	_, err8 := e.AllowEveryoneIfNoACLFound(ctx)
 	for i, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8} {

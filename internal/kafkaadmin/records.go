@@ -12,12 +12,12 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // The ownership topic is compacted, one partition (a total order of
 // writes, which the lift protocol relies on), replicated min(3, brokers)
-// times. Its keys and values are the enforcer's (enforcer/record.go):
+// times. Its keys and values are the ledger's (enforcer/ledger):
 // "broker-<id>" holds that broker agent's record, "lift-broker-<id>" the
 // latest lift of its claims. Agents read it from where their last read
 // ended: it holds one live record per broker and key.
@@ -31,21 +31,21 @@ type ledgerCache struct {
 	valid   bool
 	topicID sarama.Uuid
 	next    int64
-	recs    enforcer.Records
+	recs    ledger.Records
 }
 
 // LoadRecords reads every record and lift to the topic's end (the high
 // watermark when asked, so a write acknowledged before the call is seen).
 // The topic is verified first (spec R8.7): missing, with more than one
 // partition, or not compacted, it is the ledger lost
-// (enforcer.ErrLedgerLost), never "no records". A record that does not
+// (ledger.ErrLedgerLost), never "no records". A record that does not
 // decode is skipped and counted in Records.Undecodable (its broker's
 // claims untouchable) until a decodable one replaces it. Reads are
 // incremental: from the offset the last read ended at.
-func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
+func (e *Enforce) LoadRecords(ctx context.Context) (ledger.Records, error) {
 	c, err := e.src.conn()
 	if err != nil {
-		return enforcer.NewRecords(), err
+		return ledger.NewRecords(), err
 	}
 	// DescribeTopics answers a missing topic with a per-topic error at
 	// once (a metadata refresh would retry).
@@ -56,17 +56,17 @@ func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
 		return err
 	})
 	if err != nil {
-		return enforcer.NewRecords(), fmt.Errorf("describe topic %s: %w", e.ownershipTopic, err)
+		return ledger.NewRecords(), fmt.Errorf("describe topic %s: %w", e.ownershipTopic, err)
 	}
 	if len(md) != 1 || errors.Is(md[0].Err, sarama.ErrUnknownTopicOrPartition) {
 		e.topicReady.Store(false) // the guard creates it again (Prepare, or its next write)
-		return enforcer.NewRecords(), fmt.Errorf("%w: %s", enforcer.ErrLedgerMissing, e.ownershipTopic)
+		return ledger.NewRecords(), fmt.Errorf("%w: %s", ledger.ErrLedgerMissing, e.ownershipTopic)
 	}
 	if !errors.Is(md[0].Err, sarama.ErrNoError) {
-		return enforcer.NewRecords(), fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
+		return ledger.NewRecords(), fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
 	}
 	if n := len(md[0].Partitions); n != 1 {
-		return enforcer.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1 (a total order of writes)", enforcer.ErrLedgerLost, e.ownershipTopic, n)
+		return ledger.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1 (a total order of writes)", ledger.ErrLedgerLost, e.ownershipTopic, n)
 	}
 	var policy string
 	err = c.viaController(func() error {
@@ -79,31 +79,31 @@ func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
 		return err
 	})
 	if err != nil {
-		return enforcer.NewRecords(), fmt.Errorf("describe configs of topic %s: %w", e.ownershipTopic, err)
+		return ledger.NewRecords(), fmt.Errorf("describe configs of topic %s: %w", e.ownershipTopic, err)
 	}
 	if !slices.Contains(strings.Split(policy, ","), "compact") {
-		return enforcer.NewRecords(), fmt.Errorf("%w: topic %s has cleanup.policy %q, want compact", enforcer.ErrLedgerLost, e.ownershipTopic, policy)
+		return ledger.NewRecords(), fmt.Errorf("%w: topic %s has cleanup.policy %q, want compact", ledger.ErrLedgerLost, e.ownershipTopic, policy)
 	}
 	if err := c.client.RefreshMetadata(e.ownershipTopic); err != nil {
-		return enforcer.NewRecords(), fmt.Errorf("metadata of %s: %w", e.ownershipTopic, err)
+		return ledger.NewRecords(), fmt.Errorf("metadata of %s: %w", e.ownershipTopic, err)
 	}
 	lo, err := c.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetOldest)
 	if err != nil {
-		return enforcer.NewRecords(), fmt.Errorf("oldest offset of %s: %w", e.ownershipTopic, err)
+		return ledger.NewRecords(), fmt.Errorf("oldest offset of %s: %w", e.ownershipTopic, err)
 	}
 	hw, err := c.client.GetOffset(e.ownershipTopic, 0, sarama.OffsetNewest)
 	if err != nil {
-		return enforcer.NewRecords(), fmt.Errorf("newest offset of %s: %w", e.ownershipTopic, err)
+		return ledger.NewRecords(), fmt.Errorf("newest offset of %s: %w", e.ownershipTopic, err)
 	}
 	e.ledger.mu.Lock()
 	defer e.ledger.mu.Unlock()
-	out, from := enforcer.NewRecords(), lo
+	out, from := ledger.NewRecords(), lo
 	if l := &e.ledger; l.valid && l.topicID == md[0].Uuid && l.next >= lo && l.next <= hw {
 		out, from = l.recs.Clone(), l.next
 	}
 	if err := e.fetchRecords(ctx, c, out, from, hw); err != nil {
 		e.ledger.valid = false
-		return enforcer.NewRecords(), err
+		return ledger.NewRecords(), err
 	}
 	l := &e.ledger
 	l.valid, l.topicID, l.next, l.recs = true, md[0].Uuid, max(hw, from), out.Clone()
@@ -113,7 +113,7 @@ func (e *Enforce) LoadRecords(ctx context.Context) (enforcer.Records, error) {
 const cleanupPolicyKey = "cleanup.policy"
 
 // fetchRecords folds the records at offsets [from, hw) into out.
-func (e *Enforce) fetchRecords(ctx context.Context, c *conn, out enforcer.Records, from, hw int64) error {
+func (e *Enforce) fetchRecords(ctx context.Context, c *conn, out ledger.Records, from, hw int64) error {
 	if hw <= from {
 		return nil
 	}
@@ -155,7 +155,7 @@ func (e *Enforce) fetchRecords(ctx context.Context, c *conn, out enforcer.Record
 					if rb.FirstOffset+r.OffsetDelta < off {
 						continue
 					}
-					enforcer.ApplyRecord(out, r.Key, r.Value)
+					ledger.ApplyRecord(out, r.Key, r.Value)
 				}
 			}
 			next = max(next, end)
@@ -173,28 +173,28 @@ func (e *Enforce) fetchRecords(ctx context.Context, c *conn, out enforcer.Record
 // whichever comes first; the write goes on in the background after ctx
 // ends (bounded by the producer's timeouts), and the next write waits for
 // it, so records are written in order.
-func (e *Enforce) StoreRecord(ctx context.Context, r enforcer.Record) error {
-	value, err := enforcer.EncodeRecord(r)
+func (e *Enforce) StoreRecord(ctx context.Context, r ledger.Record) error {
+	value, err := ledger.EncodeRecord(r)
 	if err != nil {
 		return fmt.Errorf("encode protection record: %w", err)
 	}
-	return e.produce(ctx, enforcer.RecordKey(r.BrokerID), value)
+	return e.produce(ctx, ledger.RecordKey(r.BrokerID), value)
 }
 
 // StoreLift writes a lift of a broker's claims (acks=all).
-func (e *Enforce) StoreLift(ctx context.Context, l enforcer.Lift) error {
-	value, err := enforcer.EncodeLift(l)
+func (e *Enforce) StoreLift(ctx context.Context, l ledger.Lift) error {
+	value, err := ledger.EncodeLift(l)
 	if err != nil {
 		return fmt.Errorf("encode lift: %w", err)
 	}
-	return e.produce(ctx, enforcer.LiftKey(l.BrokerID), value)
+	return e.produce(ctx, ledger.LiftKey(l.BrokerID), value)
 }
 
 // DeleteLift withdraws the lift of a broker's claims (a tombstone): its
 // agent may protect again in the current episode
 // (kafka-disk-guard protection resume).
 func (e *Enforce) DeleteLift(ctx context.Context, broker int32) error {
-	return e.produce(ctx, enforcer.LiftKey(broker), nil)
+	return e.produce(ctx, ledger.LiftKey(broker), nil)
 }
 
 // produce writes one record to the ownership topic, one write at a time.
@@ -362,13 +362,13 @@ const allowEveryoneKey = "allow.everyone.if.no.acl.found"
 // AllowEveryoneIfNoACLFound reads a broker's allow.everyone.if.no.acl.found:
 // absent means unset, Kafka's default false; present with a value, that
 // value; present and hidden, unknown.
-func (e *Enforce) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.AllowEveryone, error) {
+func (e *Enforce) AllowEveryoneIfNoACLFound(ctx context.Context) (ledger.AllowEveryone, error) {
 	c, err := e.src.conn()
 	if err != nil {
-		return enforcer.AllowEveryoneUnknown, err
+		return ledger.AllowEveryoneUnknown, err
 	}
 	if err := ctx.Err(); err != nil {
-		return enforcer.AllowEveryoneUnknown, err
+		return ledger.AllowEveryoneUnknown, err
 	}
 	// Any broker that answers: each reports its own static config.
 	var entries []sarama.ConfigEntry
@@ -384,7 +384,7 @@ func (e *Enforce) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.Allow
 		if len(errs) == 0 {
 			errs = append(errs, errors.New("no broker known"))
 		}
-		return enforcer.AllowEveryoneUnknown, errors.Join(errs...)
+		return ledger.AllowEveryoneUnknown, errors.Join(errs...)
 	}
 	for _, en := range entries {
 		if en.Name != allowEveryoneKey {
@@ -392,11 +392,11 @@ func (e *Enforce) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.Allow
 		}
 		if v, err := strconv.ParseBool(en.Value); err == nil && !en.Sensitive {
 			if v {
-				return enforcer.AllowEveryoneTrue, nil
+				return ledger.AllowEveryoneTrue, nil
 			}
-			return enforcer.AllowEveryoneFalse, nil
+			return ledger.AllowEveryoneFalse, nil
 		}
-		return enforcer.AllowEveryoneUnknown, nil
+		return ledger.AllowEveryoneUnknown, nil
 	}
-	return enforcer.AllowEveryoneFalse, nil
+	return ledger.AllowEveryoneFalse, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // TopicConfigOverrides reads one config key of each topic as a topic
@@ -71,7 +71,7 @@ func (e *Enforce) AlterTopicConfig(ctx context.Context, topic, key string, value
 		return c.admin.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{key: entry}, false)
 	}); err != nil {
 		if refused(err) {
-			return fmt.Errorf("incremental alter configs of topic %s: %w: %w", topic, enforcer.ErrConfigRefused, err)
+			return fmt.Errorf("incremental alter configs of topic %s: %w: %w", topic, ledger.ErrConfigRefused, err)
 		}
 		return fmt.Errorf("incremental alter configs of topic %s: %w", topic, err)
 	}

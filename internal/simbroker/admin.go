@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // Admin is the simulated broker's admin API: enforcer.Admin answered from
@@ -55,13 +56,13 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int
 	})
 }
 
-func (a *Admin) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
-	return call(ctx, a, func(b *Broker) ([]enforcer.ACL, error) {
+func (a *Admin) TopicACLs(ctx context.Context) ([]ledger.ACL, error) {
+	return call(ctx, a, func(b *Broker) ([]ledger.ACL, error) {
 		return slices.Collect(maps.Keys(b.acls)), nil
 	})
 }
 
-func (a *Admin) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+func (a *Admin) CreateACLs(ctx context.Context, acls []ledger.ACL) error {
 	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
 		for _, x := range acls {
 			b.acls[literal(x)] = true
@@ -71,7 +72,7 @@ func (a *Admin) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
 	return err
 }
 
-func (a *Admin) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
+func (a *Admin) DeleteACLs(ctx context.Context, acls []ledger.ACL) error {
 	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
 		for _, x := range acls {
 			delete(b.acls, literal(x))
@@ -97,31 +98,31 @@ func (a *Admin) RemoveDefaultProducerQuota(ctx context.Context) error {
 
 // LoadRecords reads every agent's protection record and lift (the broker
 // keeps the ownership topic in memory).
-func (a *Admin) LoadRecords(ctx context.Context) (enforcer.Records, error) {
-	return call(ctx, a, func(b *Broker) (enforcer.Records, error) {
+func (a *Admin) LoadRecords(ctx context.Context) (ledger.Records, error) {
+	return call(ctx, a, func(b *Broker) (ledger.Records, error) {
 		if b.ledgerLost {
-			return enforcer.NewRecords(), fmt.Errorf("%w: simulated", enforcer.ErrLedgerMissing)
+			return ledger.NewRecords(), fmt.Errorf("%w: simulated", ledger.ErrLedgerMissing)
 		}
 		return b.records.Clone(), nil
 	})
 }
 
 // StoreRecord writes an agent's record, as the topic holds it (encoded).
-func (a *Admin) StoreRecord(ctx context.Context, r enforcer.Record) error {
-	data, err := enforcer.EncodeRecord(r)
+func (a *Admin) StoreRecord(ctx context.Context, r ledger.Record) error {
+	data, err := ledger.EncodeRecord(r)
 	if err != nil {
 		return err
 	}
 	_, err = call(ctx, a, func(b *Broker) (struct{}, error) {
 		b.ledgerLost = false // a write creates the topic again
-		enforcer.ApplyRecord(b.records, []byte(enforcer.RecordKey(r.BrokerID)), data)
+		ledger.ApplyRecord(b.records, []byte(ledger.RecordKey(r.BrokerID)), data)
 		return struct{}{}, nil
 	})
 	return err
 }
 
 // StoreLift writes a lift of an agent's claims.
-func (a *Admin) StoreLift(ctx context.Context, l enforcer.Lift) error {
+func (a *Admin) StoreLift(ctx context.Context, l ledger.Lift) error {
 	_, err := call(ctx, a, func(b *Broker) (struct{}, error) {
 		b.ledgerLost = false
 		l.Topics = slices.Clone(l.Topics)
@@ -138,8 +139,8 @@ func (a *Admin) LiveBrokers(ctx context.Context) ([]int32, error) {
 
 // AllowEveryoneIfNoACLFound: the simulated broker allows nothing an ACL
 // does not (Kafka's default), so protection adds no ALLOW.
-func (a *Admin) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.AllowEveryone, error) {
-	return call(ctx, a, func(*Broker) (enforcer.AllowEveryone, error) { return enforcer.AllowEveryoneFalse, nil })
+func (a *Admin) AllowEveryoneIfNoACLFound(ctx context.Context) (ledger.AllowEveryone, error) {
+	return call(ctx, a, func(*Broker) (ledger.AllowEveryone, error) { return ledger.AllowEveryoneFalse, nil })
 }
 
 // TopicConfigOverrides reads key as set on each topic through the admin
@@ -175,12 +176,12 @@ func (a *Admin) AlterTopicConfig(ctx context.Context, topic, key string, value *
 }
 
 // DeleteOwnershipTopic deletes the ownership topic and every record in it:
-// reads answer enforcer.ErrLedgerMissing until the next write creates it
+// reads answer ledger.ErrLedgerMissing until the next write creates it
 // again, empty (a fault of spec R8.7).
 func (b *Broker) DeleteOwnershipTopic() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.records, b.ledgerLost = enforcer.NewRecords(), true
+	b.records, b.ledgerLost = ledger.NewRecords(), true
 }
 
 // WriteOwnershipValue writes a raw value under key to the ownership topic
@@ -188,5 +189,5 @@ func (b *Broker) DeleteOwnershipTopic() {
 func (b *Broker) WriteOwnershipValue(key string, value []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	enforcer.ApplyRecord(b.records, []byte(key), value)
+	ledger.ApplyRecord(b.records, []byte(key), value)
 }

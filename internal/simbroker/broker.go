@@ -25,6 +25,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
 )
 
@@ -80,9 +81,9 @@ type Broker struct {
 	topics  map[string]*topicState
 	order   []*topicState // as configured
 	parts   []*partState  // as generated: by topic, then partition
-	acls    map[enforcer.ACL]bool
-	quota   int64            // the default client's producer_byte_rate; 0: none
-	records enforcer.Records // the ownership topic, in memory
+	acls    map[ledger.ACL]bool
+	quota   int64          // the default client's producer_byte_rate; 0: none
+	records ledger.Records // the ownership topic, in memory
 	// ledgerLost: the ownership topic was deleted (DeleteOwnershipTopic).
 	ledgerLost bool
 	overrides  map[string]map[string]string // topic config overrides set through the admin API
@@ -128,7 +129,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	spec := logdirgen.Spec{Now: cfg.Now, NodeID: cfg.NodeID, ClusterID: cfg.ClusterID, Extras: true,
 		SegmentIndexBytes: cfg.SegmentIndexBytes}
 	b := &Broker{cfg: cfg, logger: logger.With("component", "simbroker"), topics: map[string]*topicState{},
-		acls: map[enforcer.ACL]bool{}, records: enforcer.NewRecords(), overrides: map[string]map[string]string{},
+		acls: map[ledger.ACL]bool{}, records: ledger.NewRecords(), overrides: map[string]map[string]string{},
 		nextCheck: cfg.Now.Add(cfg.InitialDelay), last: cfg.Now}
 	for _, t := range cfg.Topics {
 		if err := agent.ValidateTopicConfig(t.Config); err != nil {
@@ -266,8 +267,8 @@ func (b *Broker) Step(now time.Time) error {
 func (b *Broker) admitProducers(t *topicState) {
 	why := ""
 	for a := range b.acls {
-		if a.Permission == enforcer.PermDeny && (a.Operation == enforcer.OpWrite || a.Operation == "ALL") &&
-			a.Principal == enforcer.AnyPrincipal && aclMatches(a, t.Name) {
+		if a.Permission == ledger.PermDeny && (a.Operation == ledger.OpWrite || a.Operation == "ALL") &&
+			a.Principal == ledger.AnyPrincipal && aclMatches(a, t.Name) {
 			why = "TOPIC_AUTHORIZATION_FAILED"
 			break
 		}
@@ -283,8 +284,8 @@ func (b *Broker) admitProducers(t *topicState) {
 	t.refused = why
 }
 
-func aclMatches(a enforcer.ACL, topic string) bool {
-	if a.Pattern == enforcer.PatternPrefixed {
+func aclMatches(a ledger.ACL, topic string) bool {
+	if a.Pattern == ledger.PatternPrefixed {
 		return len(topic) >= len(a.Topic) && topic[:len(a.Topic)] == a.Topic
 	}
 	return a.Topic == topic || a.Topic == "*"
@@ -406,18 +407,18 @@ func (b *Broker) setQuota(rate int64) (int64, error) {
 }
 
 // literal is the binding as the broker stores it: a pattern type always.
-func literal(a enforcer.ACL) enforcer.ACL {
+func literal(a ledger.ACL) ledger.ACL {
 	if a.Pattern == "" {
-		a.Pattern = enforcer.PatternLiteral
+		a.Pattern = ledger.PatternLiteral
 	}
 	return a
 }
 
 // State is what the broker's admin side holds now.
 type State struct {
-	ACLs             []enforcer.ACL
+	ACLs             []ledger.ACL
 	ProducerByteRate int64
-	Ownership        map[int32]enforcer.Record
+	Ownership        map[int32]ledger.Record
 	// Refused lists the topics whose producers are refused now.
 	Refused []string
 	// LogStart is every partition's log start offset.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 const testCapacity = 256 << 20
@@ -206,8 +207,8 @@ func TestAdminProtection(t *testing.T) {
 	b, _ := newDemoBroker(t, 0)
 	a := b.Admin()
 	ctx := t.Context()
-	deny := enforcer.ACL{Topic: "orders", Principal: enforcer.AnyPrincipal, Host: "*", Operation: enforcer.OpWrite, Permission: enforcer.PermDeny}
-	if err := a.CreateACLs(ctx, []enforcer.ACL{deny}); err != nil {
+	deny := ledger.ACL{Topic: "orders", Principal: ledger.AnyPrincipal, Host: "*", Operation: ledger.OpWrite, Permission: ledger.PermDeny}
+	if err := a.CreateACLs(ctx, []ledger.ACL{deny}); err != nil {
 		t.Fatal(err)
 	}
 	end := func(topic string) int64 { return b.partition(topic, 0).log.LogEndOffset() }
@@ -219,7 +220,7 @@ func TestAdminProtection(t *testing.T) {
 	if end("orders") != o0 || end("payments.v1") == p0 {
 		t.Errorf("with DENY WRITE on orders: orders %d -> %d, payments %d -> %d", o0, end("orders"), p0, end("payments.v1"))
 	}
-	if st := b.State(); !slices.Equal(st.Refused, []string{"orders"}) || len(st.ACLs) != 1 || st.ACLs[0].Pattern != enforcer.PatternLiteral {
+	if st := b.State(); !slices.Equal(st.Refused, []string{"orders"}) || len(st.ACLs) != 1 || st.ACLs[0].Pattern != ledger.PatternLiteral {
 		t.Errorf("state %+v", st)
 	}
 	acls, err := a.TopicACLs(ctx)
@@ -245,13 +246,13 @@ func TestAdminProtection(t *testing.T) {
 	if err := a.RemoveDefaultProducerQuota(ctx); err != nil || len(b.State().Refused) != 0 || b.State().ProducerByteRate != 0 {
 		t.Errorf("after lifting: %v, %+v", err, b.State())
 	}
-	shape := enforcer.Shape{Deny: []string{enforcer.AnyPrincipal}}
-	own := enforcer.Record{BrokerID: 1, LogDirs: []string{"/d"}, Owned: []enforcer.Owned{{Kind: enforcer.OwnedACL, Shape: &shape, Topics: []string{"orders"}}}}
+	shape := ledger.Shape{Deny: []string{ledger.AnyPrincipal}}
+	own := ledger.Record{BrokerID: 1, LogDirs: []string{"/d"}, Owned: []ledger.Owned{{Kind: ledger.OwnedACL, Shape: &shape, Topics: []string{"orders"}}}}
 	if err := a.StoreRecord(ctx, own); err != nil {
 		t.Fatal(err)
 	}
 	own.LogDirs[0] = "/changed"
-	if err := a.StoreLift(ctx, enforcer.Lift{ID: "l", BrokerID: 1}); err != nil {
+	if err := a.StoreLift(ctx, ledger.Lift{ID: "l", BrokerID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := a.LoadRecords(ctx)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/rights"
 )
 
@@ -36,11 +37,11 @@ type Cluster struct {
 	brokers    map[int32]*simNode
 	controller int32
 	parts      []*simPart
-	acls       map[enforcer.ACL]bool
+	acls       map[ledger.ACL]bool
 	quota      int64
 	overrides  map[string]map[string]string
 	own        ownershipTopic
-	folded     *enforcer.Records // partition 0 as last read (nil: written since)
+	folded     *ledger.Records // partition 0 as last read (nil: written since)
 	// Deletions: every DeleteRecords that moved a log start offset.
 	Deletions []Deletion
 }
@@ -130,7 +131,7 @@ func NewCluster(cfg ClusterConfig, now time.Time) *Cluster {
 		cfg.OwnershipTopic = enforcer.DefaultOwnershipTopic
 	}
 	c := &Cluster{cfg: cfg, Faults: &Faults{}, now: now, brokers: map[int32]*simNode{},
-		acls: map[enforcer.ACL]bool{}, overrides: map[string]map[string]string{}}
+		acls: map[ledger.ACL]bool{}, overrides: map[string]map[string]string{}}
 	for _, id := range cfg.Brokers {
 		c.brokers[id] = &simNode{id: id, dir: fmt.Sprintf("/var/lib/kafka/broker-%d", id), alive: true}
 	}
@@ -161,7 +162,7 @@ func (c *Cluster) Step(now time.Time, producer string) {
 	}
 	c.now = now
 	for _, p := range c.parts {
-		if !c.brokers[p.leader].alive || !c.Authorize(producer, p.topic.Name, enforcer.OpWrite) {
+		if !c.brokers[p.leader].alive || !c.Authorize(producer, p.topic.Name, ledger.OpWrite) {
 			continue
 		}
 		rate := float64(p.topic.BytesPerSecond)
@@ -338,7 +339,7 @@ func (c *Cluster) Authorize(principal, topic, op string) bool {
 }
 
 // Authorize is Cluster.Authorize over any set of bindings.
-func Authorize(acls map[enforcer.ACL]bool, superUsers []string, allowEveryone bool, principal, topic, op string) bool {
+func Authorize(acls map[ledger.ACL]bool, superUsers []string, allowEveryone bool, principal, topic, op string) bool {
 	if slices.Contains(superUsers, principal) {
 		return true
 	}
@@ -348,15 +349,15 @@ func Authorize(acls map[enforcer.ACL]bool, superUsers []string, allowEveryone bo
 			continue
 		}
 		anyOnResource = true
-		if a.Principal != principal && a.Principal != enforcer.AnyPrincipal {
+		if a.Principal != principal && a.Principal != ledger.AnyPrincipal {
 			continue
 		}
-		opMatch := a.Operation == op || a.Operation == enforcer.OpAll
-		if a.Permission == enforcer.PermDeny && opMatch {
+		opMatch := a.Operation == op || a.Operation == ledger.OpAll
+		if a.Permission == ledger.PermDeny && opMatch {
 			return false
 		}
-		if a.Permission == enforcer.PermAllow && (opMatch || op == enforcer.OpDescribe &&
-			slices.Contains([]string{enforcer.OpRead, enforcer.OpWrite, enforcer.OpDelete, "ALTER"}, a.Operation)) {
+		if a.Permission == ledger.PermAllow && (opMatch || op == ledger.OpDescribe &&
+			slices.Contains([]string{ledger.OpRead, ledger.OpWrite, ledger.OpDelete, "ALTER"}, a.Operation)) {
 			allowed = true
 		}
 	}
@@ -364,7 +365,7 @@ func Authorize(acls map[enforcer.ACL]bool, superUsers []string, allowEveryone bo
 }
 
 // ACLs is every binding on the cluster.
-func (c *Cluster) ACLs() map[enforcer.ACL]bool { return maps.Clone(c.acls) }
+func (c *Cluster) ACLs() map[ledger.ACL]bool { return maps.Clone(c.acls) }
 
 // Quota is the default client's producer_byte_rate (0: none).
 func (c *Cluster) Quota() int64 { return c.quota }
@@ -450,21 +451,21 @@ func compacted(part []kv, key string) []kv {
 }
 
 // readOwnership reads the ownership topic as the adapter does: verified
-// first (missing: enforcer.ErrLedgerMissing; more than one partition:
-// enforcer.ErrLedgerLost), then partition 0 folded by
-// enforcer.ApplyRecord (an undecodable value is skipped and counted).
+// first (missing: ledger.ErrLedgerMissing; more than one partition:
+// ledger.ErrLedgerLost), then partition 0 folded by
+// ledger.ApplyRecord (an undecodable value is skipped and counted).
 // The fold is kept until the next write; each read gets its own copy.
-func (c *Cluster) readOwnership() (enforcer.Records, error) {
+func (c *Cluster) readOwnership() (ledger.Records, error) {
 	if !c.own.exists {
-		return enforcer.NewRecords(), fmt.Errorf("%w: %s", enforcer.ErrLedgerMissing, c.cfg.OwnershipTopic)
+		return ledger.NewRecords(), fmt.Errorf("%w: %s", ledger.ErrLedgerMissing, c.cfg.OwnershipTopic)
 	}
 	if n := len(c.own.partitions); n != 1 {
-		return enforcer.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1", enforcer.ErrLedgerLost, c.cfg.OwnershipTopic, n)
+		return ledger.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1", ledger.ErrLedgerLost, c.cfg.OwnershipTopic, n)
 	}
 	if c.folded == nil {
-		out := enforcer.NewRecords()
+		out := ledger.NewRecords()
 		for _, r := range c.own.partitions[0] {
-			enforcer.ApplyRecord(out, []byte(r.key), r.value)
+			ledger.ApplyRecord(out, []byte(r.key), r.value)
 		}
 		c.folded = &out
 	}
@@ -598,26 +599,26 @@ func (c *Cluster) deleteRecords(topic string, id int32, off int64) error {
 	return nil
 }
 
-func (a *ClusterAdmin) TopicACLs(ctx context.Context) ([]enforcer.ACL, error) {
+func (a *ClusterAdmin) TopicACLs(ctx context.Context) ([]ledger.ACL, error) {
 	if err := a.c.Faults.before(ctx, a.Who, "TopicACLs"); err != nil {
 		return nil, err
 	}
 	out := slices.Collect(maps.Keys(a.c.acls))
-	slices.SortFunc(out, func(x, y enforcer.ACL) int {
+	slices.SortFunc(out, func(x, y ledger.ACL) int {
 		return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.Principal, y.Principal), cmp.Compare(x.Operation, y.Operation),
 			cmp.Compare(x.Permission, y.Permission), cmp.Compare(x.Pattern, y.Pattern), cmp.Compare(x.Host, y.Host))
 	})
 	return out, a.c.Faults.after(a.Who, "TopicACLs")
 }
 
-func (a *ClusterAdmin) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+func (a *ClusterAdmin) CreateACLs(ctx context.Context, acls []ledger.ACL) error {
 	if err := a.c.Faults.before(ctx, a.Who, "CreateACLs"); err != nil {
 		return err
 	}
 	for _, x := range acls {
 		x = literal(x)
 		if x.Host == "" {
-			x.Host = enforcer.AnyHost
+			x.Host = ledger.AnyHost
 		}
 		a.c.acls[x] = true
 	}
@@ -625,14 +626,14 @@ func (a *ClusterAdmin) CreateACLs(ctx context.Context, acls []enforcer.ACL) erro
 	return a.c.Faults.after(a.Who, "CreateACLs")
 }
 
-func (a *ClusterAdmin) DeleteACLs(ctx context.Context, acls []enforcer.ACL) error {
+func (a *ClusterAdmin) DeleteACLs(ctx context.Context, acls []ledger.ACL) error {
 	if err := a.c.Faults.before(ctx, a.Who, "DeleteACLs"); err != nil {
 		return err
 	}
 	for _, x := range acls {
 		x = literal(x)
 		if x.Host == "" {
-			x.Host = enforcer.AnyHost
+			x.Host = ledger.AnyHost
 		}
 		delete(a.c.acls, x)
 	}
@@ -670,9 +671,9 @@ func (a *ClusterAdmin) RemoveDefaultProducerQuota(ctx context.Context) error {
 
 // LoadRecords reads the ownership topic as the adapter does
 // (readOwnership).
-func (a *ClusterAdmin) LoadRecords(ctx context.Context) (enforcer.Records, error) {
+func (a *ClusterAdmin) LoadRecords(ctx context.Context) (ledger.Records, error) {
 	if err := a.c.Faults.before(ctx, a.Who, "LoadRecords"); err != nil {
-		return enforcer.NewRecords(), err
+		return ledger.NewRecords(), err
 	}
 	recs, err := a.c.readOwnership()
 	if err != nil {
@@ -681,27 +682,27 @@ func (a *ClusterAdmin) LoadRecords(ctx context.Context) (enforcer.Records, error
 	return recs, a.c.Faults.after(a.Who, "LoadRecords")
 }
 
-func (a *ClusterAdmin) StoreRecord(ctx context.Context, r enforcer.Record) error {
-	data, err := enforcer.EncodeRecord(r)
+func (a *ClusterAdmin) StoreRecord(ctx context.Context, r ledger.Record) error {
+	data, err := ledger.EncodeRecord(r)
 	if err != nil {
 		return err
 	}
 	if err := a.c.Faults.before(ctx, a.Who, "StoreRecord"); err != nil {
 		return err
 	}
-	a.c.produce(enforcer.RecordKey(r.BrokerID), data)
+	a.c.produce(ledger.RecordKey(r.BrokerID), data)
 	return a.c.Faults.after(a.Who, "StoreRecord")
 }
 
-func (a *ClusterAdmin) StoreLift(ctx context.Context, l enforcer.Lift) error {
-	data, err := enforcer.EncodeLift(l)
+func (a *ClusterAdmin) StoreLift(ctx context.Context, l ledger.Lift) error {
+	data, err := ledger.EncodeLift(l)
 	if err != nil {
 		return err
 	}
 	if err := a.c.Faults.before(ctx, a.Who, "StoreLift"); err != nil {
 		return err
 	}
-	a.c.produce(enforcer.LiftKey(l.BrokerID), data)
+	a.c.produce(ledger.LiftKey(l.BrokerID), data)
 	return a.c.Faults.after(a.Who, "StoreLift")
 }
 
@@ -721,7 +722,7 @@ func (a *ClusterAdmin) DeleteLift(ctx context.Context, broker int32) error {
 	if err := a.c.Faults.before(ctx, a.Who, "DeleteLift"); err != nil {
 		return err
 	}
-	a.c.produce(enforcer.LiftKey(broker), nil)
+	a.c.produce(ledger.LiftKey(broker), nil)
 	return a.c.Faults.after(a.Who, "DeleteLift")
 }
 
@@ -738,13 +739,13 @@ func (a *ClusterAdmin) LiveBrokers(ctx context.Context) ([]int32, error) {
 	return out, a.c.Faults.after(a.Who, "LiveBrokers")
 }
 
-func (a *ClusterAdmin) AllowEveryoneIfNoACLFound(ctx context.Context) (enforcer.AllowEveryone, error) {
+func (a *ClusterAdmin) AllowEveryoneIfNoACLFound(ctx context.Context) (ledger.AllowEveryone, error) {
 	if err := a.c.Faults.before(ctx, a.Who, "AllowEveryoneIfNoACLFound"); err != nil {
-		return enforcer.AllowEveryoneUnknown, err
+		return ledger.AllowEveryoneUnknown, err
 	}
-	v := enforcer.AllowEveryoneFalse
+	v := ledger.AllowEveryoneFalse
 	if a.c.cfg.AllowEveryoneIfNoACLFound {
-		v = enforcer.AllowEveryoneTrue
+		v = ledger.AllowEveryoneTrue
 	}
 	return v, a.c.Faults.after(a.Who, "AllowEveryoneIfNoACLFound")
 }

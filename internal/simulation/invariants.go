@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 )
 
@@ -32,7 +33,7 @@ import (
 var (
 	gridPrincipals = []string{producer, "User:alice", "User:mallory", "User:bob", "User:admin"}
 	gridTopics     = []string{"orders", "events", "compacted", "_schemas", "other"}
-	gridOps        = []string{enforcer.OpRead, enforcer.OpWrite, enforcer.OpDescribe, enforcer.OpDelete, "ALTER", enforcer.OpCreate}
+	gridOps        = []string{ledger.OpRead, ledger.OpWrite, ledger.OpDescribe, ledger.OpDelete, "ALTER", ledger.OpCreate}
 )
 
 // Caps of unexpired bytes purged (enforcer.purge defaults).
@@ -60,7 +61,7 @@ func (s *sim) check() *Failure {
 		return s.fail("I2", "the operator's producer quota %d is now %d", s.op.quota, c.Quota())
 	}
 	// I3.
-	base := map[enforcer.ACL]bool{}
+	base := map[ledger.ACL]bool{}
 	for a := range acls {
 		if s.op.ever[a] {
 			base[a] = true
@@ -172,7 +173,7 @@ func (s *sim) unprotected(id int32) string {
 		if t == "_schemas" {
 			continue
 		}
-		if s.c.Authorize(producer, t, enforcer.OpWrite) {
+		if s.c.Authorize(producer, t, ledger.OpWrite) {
 			return fmt.Sprintf("%s may still write to %s", producer, t)
 		}
 	}
@@ -206,11 +207,11 @@ func (s *sim) checkEnd() *Failure {
 }
 
 func (s *sim) allowEveryone() bool {
-	return s.c.Authorize("User:nobody-has-acls", "__no_acl_topic", enforcer.OpRead)
+	return s.c.Authorize("User:nobody-has-acls", "__no_acl_topic", ledger.OpRead)
 }
 
-func keys(m map[enforcer.ACL]bool) []enforcer.ACL {
-	out := make([]enforcer.ACL, 0, len(m))
+func keys(m map[ledger.ACL]bool) []ledger.ACL {
+	out := make([]ledger.ACL, 0, len(m))
 	for a := range m {
 		out = append(out, a)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // TestInvariantsCatch: the checks fire on the state they forbid: a
@@ -13,17 +14,17 @@ import (
 // faults stopped (I1).
 func TestInvariantsCatch(t *testing.T) {
 	s := newTestSim(t)
-	widen := enforcer.ACL{Topic: "events", Pattern: enforcer.PatternLiteral, Principal: "User:mallory", Host: enforcer.AnyHost,
-		Operation: enforcer.OpAll, Permission: enforcer.PermAllow}
+	widen := ledger.ACL{Topic: "events", Pattern: ledger.PatternLiteral, Principal: "User:mallory", Host: ledger.AnyHost,
+		Operation: ledger.OpAll, Permission: ledger.PermAllow}
 	deny := operatorACLs[2] // DENY User:mallory READ on events
-	if err := s.c.Admin(1, "operator").CreateACLs(t.Context(), []enforcer.ACL{deny}); err != nil {
+	if err := s.c.Admin(1, "operator").CreateACLs(t.Context(), []ledger.ACL{deny}); err != nil {
 		t.Fatal(err)
 	}
 	s.op.acls[deny], s.op.ever[deny] = true, true
 	if f := s.check(); f != nil {
 		t.Fatalf("a clean state fails: %v", f)
 	}
-	if err := s.c.Admin(1, "agent-1").CreateACLs(t.Context(), []enforcer.ACL{widen}); err != nil {
+	if err := s.c.Admin(1, "agent-1").CreateACLs(t.Context(), []ledger.ACL{widen}); err != nil {
 		t.Fatal(err)
 	}
 	if f := s.check(); f == nil || f.Invariant != "I3" {
@@ -32,7 +33,7 @@ func TestInvariantsCatch(t *testing.T) {
 	if f := s.checkEnd(); f == nil || f.Invariant != "I1" {
 		t.Errorf("a guard binding left: %v, want I1", f)
 	}
-	_ = s.c.Admin(1, "agent-1").DeleteACLs(t.Context(), []enforcer.ACL{widen, deny})
+	_ = s.c.Admin(1, "agent-1").DeleteACLs(t.Context(), []ledger.ACL{widen, deny})
 	if f := s.check(); f == nil || f.Invariant != "I2" {
 		t.Errorf("the operator's binding deleted: %v, want I2", f)
 	}

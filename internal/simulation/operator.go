@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 )
 
@@ -22,7 +23,7 @@ type operator struct {
 	admin *simbroker.ClusterAdmin
 	// acls: the operator's bindings now; ever: every binding it created
 	// (the authorizer's baseline, I3).
-	acls, ever map[enforcer.ACL]bool
+	acls, ever map[ledger.ACL]bool
 	quota      int64   // the operator's producer quota (0: none)
 	localRet   *string // the operator's local.retention.bytes of the tiered topic (nil: none)
 	// pending: commands that failed, run again until they succeed; busy:
@@ -40,16 +41,16 @@ type command struct {
 // Operator's candidate bindings: a freeze of a topic identical to what
 // the guard sets (issue point 2), a grant, a denial, an ALLOW the guard
 // may want too.
-var operatorACLs = []enforcer.ACL{
-	{Topic: "orders", Pattern: enforcer.PatternLiteral, Principal: enforcer.AnyPrincipal, Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermDeny},
-	{Topic: "orders", Pattern: enforcer.PatternLiteral, Principal: "User:alice", Host: enforcer.AnyHost, Operation: enforcer.OpRead, Permission: enforcer.PermAllow},
-	{Topic: "events", Pattern: enforcer.PatternLiteral, Principal: "User:mallory", Host: enforcer.AnyHost, Operation: enforcer.OpRead, Permission: enforcer.PermDeny},
-	{Topic: "events", Pattern: enforcer.PatternLiteral, Principal: enforcer.AnyPrincipal, Host: enforcer.AnyHost, Operation: enforcer.OpRead, Permission: enforcer.PermAllow},
-	{Topic: "compacted", Pattern: enforcer.PatternLiteral, Principal: enforcer.AnyPrincipal, Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermDeny},
+var operatorACLs = []ledger.ACL{
+	{Topic: "orders", Pattern: ledger.PatternLiteral, Principal: ledger.AnyPrincipal, Host: ledger.AnyHost, Operation: ledger.OpWrite, Permission: ledger.PermDeny},
+	{Topic: "orders", Pattern: ledger.PatternLiteral, Principal: "User:alice", Host: ledger.AnyHost, Operation: ledger.OpRead, Permission: ledger.PermAllow},
+	{Topic: "events", Pattern: ledger.PatternLiteral, Principal: "User:mallory", Host: ledger.AnyHost, Operation: ledger.OpRead, Permission: ledger.PermDeny},
+	{Topic: "events", Pattern: ledger.PatternLiteral, Principal: ledger.AnyPrincipal, Host: ledger.AnyHost, Operation: ledger.OpRead, Permission: ledger.PermAllow},
+	{Topic: "compacted", Pattern: ledger.PatternLiteral, Principal: ledger.AnyPrincipal, Host: ledger.AnyHost, Operation: ledger.OpWrite, Permission: ledger.PermDeny},
 }
 
 func newOperator(s *sim) *operator {
-	return &operator{s: s, admin: s.c.Admin(1, "operator"), acls: map[enforcer.ACL]bool{}, ever: map[enforcer.ACL]bool{},
+	return &operator{s: s, admin: s.c.Admin(1, "operator"), acls: map[ledger.ACL]bool{}, ever: map[ledger.ACL]bool{},
 		busy: map[string]bool{}}
 }
 
@@ -62,10 +63,10 @@ func (o *operator) act() {
 		a := operatorACLs[r.IntN(len(operatorACLs))]
 		if o.acls[a] {
 			delete(o.acls, a)
-			o.do("acl", fmt.Sprintf("delete acl %v", a), func(ctx context.Context) error { return o.admin.DeleteACLs(ctx, []enforcer.ACL{a}) })
+			o.do("acl", fmt.Sprintf("delete acl %v", a), func(ctx context.Context) error { return o.admin.DeleteACLs(ctx, []ledger.ACL{a}) })
 		} else if !o.busy["acl"] {
 			o.s.tracef("operator: create acl %v", a)
-			err := o.admin.CreateACLs(context.Background(), []enforcer.ACL{a})
+			err := o.admin.CreateACLs(context.Background(), []ledger.ACL{a})
 			if s.c.ACLs()[a] {
 				o.acls[a], o.ever[a] = true, true
 			} else {
@@ -94,7 +95,7 @@ func (o *operator) act() {
 		})
 	}
 	if one(OperatorLift, 30) {
-		req := enforcer.LiftRequest{By: "operator", Reason: "simulated", All: true}
+		req := ledger.LiftRequest{By: "operator", Reason: "simulated", All: true}
 		switch r.IntN(3) {
 		case 1:
 			req.All, req.Broker = false, int32(1+r.IntN(3))
@@ -109,7 +110,7 @@ func (o *operator) act() {
 	if one(OperatorUninstall, 400) {
 		s.uninstalled = true
 		s.tracef("operator: uninstall (agents stop)")
-		o.lift(enforcer.LiftRequest{By: "operator", Reason: "uninstall", All: true})
+		o.lift(ledger.LiftRequest{By: "operator", Reason: "uninstall", All: true})
 	}
 }
 
@@ -121,7 +122,7 @@ func deref(v *string) string {
 }
 
 // lift runs kafka-disk-guard protection lift.
-func (o *operator) lift(req enforcer.LiftRequest) {
+func (o *operator) lift(req ledger.LiftRequest) {
 	o.do("lift", fmt.Sprintf("protection lift %+v", req), func(ctx context.Context) error {
 		// Each attempt may write the lift: the episode it holds for is
 		// the one under way at the attempt (a retry after the usage
@@ -133,7 +134,7 @@ func (o *operator) lift(req enforcer.LiftRequest) {
 			}
 		}
 		req.Now = o.s.now
-		res, err := enforcer.LiftProtection(ctx, o.admin, req)
+		res, err := ledger.LiftProtection(ctx, o.admin, req)
 		if err == nil {
 			o.s.tracef("operator: lifted %d, deleted %d acls, quota removed %v", len(res.Lifts), len(res.Released.ACLs), res.Released.QuotaRemoved)
 		}
@@ -148,7 +149,7 @@ func (o *operator) resume(ctx context.Context) error {
 		return err
 	}
 	for _, id := range slices.Sorted(maps.Keys(recs.Lifts)) {
-		if recs.Lifts[id].Kind != enforcer.LiftOperator {
+		if recs.Lifts[id].Kind != ledger.LiftOperator {
 			continue
 		}
 		if err := o.admin.DeleteLift(ctx, id); err != nil {

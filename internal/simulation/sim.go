@@ -22,6 +22,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 )
 
@@ -197,7 +198,7 @@ type sim struct {
 	uninstalled bool
 	// unattributed: bindings (and a quota) an agent set and died or
 	// stopped before recording (spec R8.4): I1 waives them.
-	unattributed      map[enforcer.ACL]bool
+	unattributed      map[ledger.ACL]bool
 	unattributedQuota int64
 	// suppressed: the operator lifted the broker's protection in this
 	// episode.
@@ -314,10 +315,10 @@ func (s *sim) build() {
 	if !cfg.AllowEveryoneIfNoACLFound {
 		// Without allow.everyone.if.no.acl.found the producer writes
 		// through the operator's grants.
-		var grants []enforcer.ACL
+		var grants []ledger.ACL
 		for _, t := range cfg.Topics {
-			grants = append(grants, enforcer.ACL{Topic: t.Name, Pattern: enforcer.PatternLiteral, Principal: producer,
-				Host: enforcer.AnyHost, Operation: enforcer.OpWrite, Permission: enforcer.PermAllow})
+			grants = append(grants, ledger.ACL{Topic: t.Name, Pattern: ledger.PatternLiteral, Principal: producer,
+				Host: ledger.AnyHost, Operation: ledger.OpWrite, Permission: ledger.PermAllow})
 		}
 		if err := s.c.Admin(1, "operator").CreateACLs(context.Background(), grants); err != nil {
 			panic(err)
@@ -535,7 +536,7 @@ func (s *sim) inject() {
 		s.lastFault[-1] = s.step
 	}
 	if one(LedgerGarbage, 60) {
-		keys := []string{enforcer.RecordKey(1), enforcer.RecordKey(2), enforcer.RecordKey(9), enforcer.LiftKey(2)}
+		keys := []string{ledger.RecordKey(1), ledger.RecordKey(2), ledger.RecordKey(9), ledger.LiftKey(2)}
 		k := keys[r.IntN(len(keys))]
 		v := []byte("\x00garbage\xff")
 		if r.IntN(2) == 0 {

@@ -3,7 +3,7 @@ package simulation
 import (
 	"context"
 
-	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 )
 
@@ -16,17 +16,17 @@ type trackedAdmin struct {
 	*simbroker.ClusterAdmin
 	// pending: bindings created, and the quota set, since no record
 	// written names them.
-	pending      map[enforcer.ACL]bool
+	pending      map[ledger.ACL]bool
 	pendingQuota int64
 }
 
 func newTrackedAdmin(a *simbroker.ClusterAdmin) *trackedAdmin {
-	return &trackedAdmin{ClusterAdmin: a, pending: map[enforcer.ACL]bool{}}
+	return &trackedAdmin{ClusterAdmin: a, pending: map[ledger.ACL]bool{}}
 }
 
 // CreateACLs remembers the bindings whatever the outcome (a reply lost
 // after the call took effect counts).
-func (t *trackedAdmin) CreateACLs(ctx context.Context, acls []enforcer.ACL) error {
+func (t *trackedAdmin) CreateACLs(ctx context.Context, acls []ledger.ACL) error {
 	for _, a := range acls {
 		t.pending[a] = true
 	}
@@ -39,10 +39,10 @@ func (t *trackedAdmin) SetDefaultProducerQuota(ctx context.Context, rate int64) 
 }
 
 // StoreRecord forgets what a record written names.
-func (t *trackedAdmin) StoreRecord(ctx context.Context, r enforcer.Record) error {
+func (t *trackedAdmin) StoreRecord(ctx context.Context, r ledger.Record) error {
 	err := t.ClusterAdmin.StoreRecord(ctx, r)
 	if err == nil {
-		r.Bindings(nil, func(a enforcer.ACL) { delete(t.pending, a) })
+		r.Bindings(nil, func(a ledger.ACL) { delete(t.pending, a) })
 		if q := t.pendingQuota; q > 0 && (r.Quota() == q || r.ReleasingQuota() == q) {
 			t.pendingQuota = 0
 		}
@@ -59,7 +59,7 @@ func (s *sim) orphan(a *agentSim) {
 	}
 	for b := range t.pending {
 		if s.unattributed == nil {
-			s.unattributed = map[enforcer.ACL]bool{}
+			s.unattributed = map[ledger.ACL]bool{}
 		}
 		s.unattributed[b] = true
 		s.tracef("%s left binding %v unrecorded (unattributed, R8.4)", a.name, b)

@@ -1,4 +1,4 @@
-package enforcer
+package ledger
 
 import (
 	"context"
@@ -12,13 +12,35 @@ import (
 	"time"
 )
 
-// ReleaseAdmin is what releasing claims needs of the admin API.
+// ReleaseAdmin is what releasing claims needs of the admin API (the
+// enforcer's Admin has it all).
 type ReleaseAdmin interface {
 	LoadRecords(ctx context.Context) (Records, error)
 	DeleteACLs(ctx context.Context, acls []ACL) error
 	DefaultProducerQuota(ctx context.Context) (int64, error)
 	RemoveDefaultProducerQuota(ctx context.Context) error
-	ConfigAdmin
+	// TopicConfigOverrides reads key of each topic as set on the topic
+	// itself (nil: not set there); a topic the cluster does not have is
+	// left out of the map.
+	TopicConfigOverrides(ctx context.Context, topics []string, key string) (map[string]*string, error)
+	// AlterTopicConfig sets key on topic, or deletes the topic's override
+	// when value is nil.
+	AlterTopicConfig(ctx context.Context, topic, key string, value *string) error
+}
+
+// ConfigRestore is one topic config a release restored (Value: the
+// operator's value; nil: the override deleted) or found changed by an
+// operator (Value: what is in place; From: the guard's value).
+type ConfigRestore struct {
+	Topic string
+	Key   string
+	Value *string
+	// From is the value in place before.
+	From *string
+	// Wanted: a restore Kafka refused (ErrConfigRefused) for the
+	// operator's value, which Wanted holds; Value is what was restored
+	// instead (nil: the override deleted, so the topic inherits).
+	Wanted *string
 }
 
 // Released is what ReleaseUnclaimed removed.
@@ -31,9 +53,9 @@ type Released struct {
 	// the override deleted); ConfigsKept: claims a live record still
 	// holds; ConfigsChanged: values an operator changed since the guard
 	// set them, left alone.
-	Configs        []ConfigChange
+	Configs        []ConfigRestore
 	ConfigsKept    int
-	ConfigsChanged []ConfigChange
+	ConfigsChanged []ConfigRestore
 	// Records as read before deleting.
 	Records Records
 }
@@ -57,7 +79,7 @@ func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quo
 	out.Records = recs
 	live := recs.LiveBindings()
 	for _, c := range candidates {
-		if c = normACL(c); live[c] {
+		if c = NormACL(c); live[c] {
 			out.Kept++
 		} else {
 			out.ACLs = append(out.ACLs, c)
@@ -124,11 +146,11 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 		if !ok {
 			continue // the topic is gone, and its config with it
 		}
-		if !recs.guardSet(c, v) && sameValue(v, c.Orig) {
+		if !recs.GuardSet(c, v) && SameValue(v, c.Orig) {
 			continue // the operator's value is in place: the guard's never took
 		}
-		if !recs.guardSet(c, v) {
-			out.ConfigsChanged = append(out.ConfigsChanged, ConfigChange{Topic: c.Topic, Key: c.Key, Value: v, From: strPtr(c.Value)})
+		if !recs.GuardSet(c, v) {
+			out.ConfigsChanged = append(out.ConfigsChanged, ConfigRestore{Topic: c.Topic, Key: c.Key, Value: v, From: strPtr(c.Value)})
 			continue
 		}
 		restored, wanted, err := restoreOrInherit(ctx, a, c)
@@ -136,7 +158,7 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 			errs = append(errs, fmt.Errorf("restore %s of topic %s: %w", c.Key, c.Topic, err))
 			continue
 		}
-		out.Configs = append(out.Configs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: restored, From: v, Wanted: wanted})
+		out.Configs = append(out.Configs, ConfigRestore{Topic: c.Topic, Key: c.Key, Value: restored, From: v, Wanted: wanted})
 	}
 	return errors.Join(errs...)
 }
@@ -232,7 +254,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 				live = true
 			}
 		}
-		for _, c := range r.allConfigClaims() {
+		for _, c := range r.AllConfigClaims() {
 			if scope(c.Topic) {
 				configs = append(configs, c)
 				live = live || (!c.Releasing && recs.Live(id, c.Topic))
@@ -293,12 +315,12 @@ func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]b
 		}
 		present := map[ACL]bool{}
 		for _, x := range acls {
-			present[normACL(x)] = true
+			present[NormACL(x)] = true
 		}
 		live := recs.LiveBindings()
 		seen := map[ACL]bool{}
 		for _, c := range cands {
-			c = normACL(c)
+			c = NormACL(c)
 			if present[c] && !live[c] && !seen[c] {
 				seen[c] = true
 				out = append(out, fmt.Sprintf("acl %s %s %s on topic %s", c.Permission, c.Operation, c.Principal, c.Topic))
@@ -311,7 +333,7 @@ func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]b
 		case err != nil:
 			errs = append(errs, fmt.Errorf("read the quota back: %w", err))
 		case quotas[cur] && !recs.LiveQuota(cur):
-			out = append(out, fmt.Sprintf("quota %s %s=%d", DefaultClientEntity, producerByteRateKey, cur))
+			out = append(out, fmt.Sprintf("quota %s %s=%d", DefaultClientEntity, ProducerByteRateKey, cur))
 		}
 	}
 	live := recs.LiveConfigClaims()
@@ -324,7 +346,7 @@ func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]b
 			errs = append(errs, fmt.Errorf("read %s of topic %s back: %w", c.Key, c.Topic, err))
 			continue
 		}
-		if v, ok := cur[c.Topic]; ok && recs.guardSet(c, v) {
+		if v, ok := cur[c.Topic]; ok && recs.GuardSet(c, v) {
 			out = append(out, fmt.Sprintf("topic config %s=%s on topic %s", c.Key, show(v), c.Topic))
 		}
 	}
@@ -337,4 +359,14 @@ func NewLiftID(kind string, now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%s-%s", kind, now.UTC().Format("20060102T150405.000Z"), hex.EncodeToString(b[:]))
+}
+
+func strPtr(s string) *string { return &s }
+
+// show renders a config value: "not set" for nil.
+func show(v *string) string {
+	if v == nil {
+		return "not set"
+	}
+	return *v
 }

@@ -1,12 +1,9 @@
-package enforcer
+package ledger
 
 import (
 	"cmp"
-	"path"
 	"slices"
 	"strings"
-
-	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 )
 
 // ACL is one ACL binding on a topic. The guard's own are always literal,
@@ -39,21 +36,21 @@ const (
 	PermDeny        = "DENY"
 )
 
-// opsButWrite are the topic operations a broker with
+// OpsButWrite are the topic operations a broker with
 // allow.everyone.if.no.acl.found=true gives everyone on a topic without
 // ACLs, WRITE left out: what the "absence" shape keeps. DESCRIBE and
 // DESCRIBE_CONFIGS need no binding of their own: an ALLOW of READ, DELETE
 // or ALTER implies DESCRIBE, one of ALTER_CONFIGS implies DESCRIBE_CONFIGS
 // (Kafka's StandardAuthorizer, and AclAuthorizer before it).
-var opsButWrite = []string{OpAlter, OpAlterConfigs, OpCreate, OpDelete, OpRead}
+var OpsButWrite = []string{OpAlter, OpAlterConfigs, OpCreate, OpDelete, OpRead}
 
-func literalACL(topic, principal, op, perm string) ACL {
+func LiteralACL(topic, principal, op, perm string) ACL {
 	return ACL{Topic: topic, Pattern: PatternLiteral, Principal: principal, Host: AnyHost, Operation: op, Permission: perm}
 }
 
 // matches reports whether the binding applies to topic as the authorizer
 // decides it: literal on the name or on "*", or prefixed.
-func (a ACL) matches(topic string) bool {
+func (a ACL) Matches(topic string) bool {
 	switch a.Pattern {
 	case PatternPrefixed:
 		return strings.HasPrefix(topic, a.Topic)
@@ -63,14 +60,14 @@ func (a ACL) matches(topic string) bool {
 	return false
 }
 
-func normACL(a ACL) ACL {
+func NormACL(a ACL) ACL {
 	if a.Pattern == "" {
 		a.Pattern = PatternLiteral
 	}
 	return a
 }
 
-func sortACLs(acls []ACL) {
+func SortACLs(acls []ACL) {
 	slices.SortFunc(acls, func(a, b ACL) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Permission, b.Permission),
 			cmp.Compare(a.Operation, b.Operation), cmp.Compare(a.Principal, b.Principal))
@@ -96,13 +93,13 @@ type Shape struct {
 func (s Shape) Bindings(topic string) []ACL {
 	out := make([]ACL, 0, len(s.Deny)+len(s.AllowOps)+len(s.AllowWrite))
 	for _, p := range s.Deny {
-		out = append(out, literalACL(topic, p, OpWrite, PermDeny))
+		out = append(out, LiteralACL(topic, p, OpWrite, PermDeny))
 	}
 	for _, op := range s.AllowOps {
-		out = append(out, literalACL(topic, AnyPrincipal, op, PermAllow))
+		out = append(out, LiteralACL(topic, AnyPrincipal, op, PermAllow))
 	}
 	for _, p := range s.AllowWrite {
-		out = append(out, literalACL(topic, p, OpWrite, PermAllow))
+		out = append(out, LiteralACL(topic, p, OpWrite, PermAllow))
 	}
 	return out
 }
@@ -110,7 +107,7 @@ func (s Shape) Bindings(topic string) []ACL {
 // Empty reports whether the shape adds no binding.
 func (s Shape) Empty() bool { return len(s.Deny)+len(s.AllowOps)+len(s.AllowWrite) == 0 }
 
-func (s Shape) canonical() Shape {
+func (s Shape) Canonical() Shape {
 	sorted := func(x []string) []string {
 		if len(x) == 0 {
 			return nil
@@ -122,7 +119,7 @@ func (s Shape) canonical() Shape {
 	return Shape{Deny: sorted(s.Deny), AllowOps: sorted(s.AllowOps), AllowWrite: sorted(s.AllowWrite)}
 }
 
-func (s Shape) key() string {
+func (s Shape) Key() string {
 	return strings.Join(s.Deny, ",") + "|" + strings.Join(s.AllowOps, ",") + "|" + strings.Join(s.AllowWrite, ",")
 }
 
@@ -166,16 +163,16 @@ func (a AllowEveryone) String() string {
 	return "unknown"
 }
 
-// shapeInputs are what decides a topic's shape.
-type shapeInputs struct {
-	// operator: every topic ACL not named by any guard record.
-	operator      []ACL
-	allowEveryone AllowEveryone
-	// exempt: principals that keep writing (enforcer.protection.exemptPrincipals).
-	exempt []string
+// ShapeInputs are what decides a topic's shape.
+type ShapeInputs struct {
+	// Operator: every topic ACL not named by any guard record.
+	Operator      []ACL
+	AllowEveryone AllowEveryone
+	// Exempt: principals that keep writing (enforcer.protection.exemptPrincipals).
+	Exempt []string
 }
 
-// shapeFor decides how to protect topic without widening access (spec
+// ShapeFor decides how to protect topic without widening access (spec
 // R8.3). Any ACL that matches a topic switches
 // allow.everyone.if.no.acl.found off for it, and a DENY beats every
 // ALLOW, so:
@@ -194,21 +191,21 @@ type shapeInputs struct {
 //     principal an ALLOW of WRITE or ALL matches, exempt ones left out;
 //     when such an ALLOW names User:* no principal can be left out, and
 //     the topic gets DENY WRITE User:* (impossible is true).
-func shapeFor(topic string, in shapeInputs) (s Shape, impossible bool) {
+func ShapeFor(topic string, in ShapeInputs) (s Shape, impossible bool) {
 	var matching []ACL
-	for _, a := range in.operator {
-		if a.matches(topic) {
+	for _, a := range in.Operator {
+		if a.Matches(topic) {
 			matching = append(matching, a)
 		}
 	}
 	deny := Shape{Deny: []string{AnyPrincipal}}
 	if len(matching) == 0 {
-		if in.allowEveryone == AllowEveryoneTrue {
-			return Shape{AllowOps: slices.Clone(opsButWrite), AllowWrite: slices.Clone(in.exempt)}.canonical(), false
+		if in.AllowEveryone == AllowEveryoneTrue {
+			return Shape{AllowOps: slices.Clone(OpsButWrite), AllowWrite: slices.Clone(in.Exempt)}.Canonical(), false
 		}
 		return deny, false
 	}
-	if len(in.exempt) == 0 {
+	if len(in.Exempt) == 0 {
 		return deny, false
 	}
 	var writers []string
@@ -219,20 +216,20 @@ func shapeFor(topic string, in shapeInputs) (s Shape, impossible bool) {
 		if a.Principal == AnyPrincipal {
 			return deny, true
 		}
-		if !slices.Contains(in.exempt, a.Principal) {
+		if !slices.Contains(in.Exempt, a.Principal) {
 			writers = append(writers, a.Principal)
 		}
 	}
-	return Shape{Deny: writers}.canonical(), false
+	return Shape{Deny: writers}.Canonical(), false
 }
 
-// looksLikeGuard reports whether a binding has the form of one the guard
+// LooksLikeGuard reports whether a binding has the form of one the guard
 // sets: literal, host *, DENY WRITE, or ALLOW for User:* of an operation
 // but WRITE. Such a binding that no record claims is shown as
 // unattributed (the guard may have set it and died before recording it,
 // or an operator made it); the guard never lifts it.
-func looksLikeGuard(a ACL) bool {
-	a = normACL(a)
+func LooksLikeGuard(a ACL) bool {
+	a = NormACL(a)
 	if a.Pattern != PatternLiteral || a.Host != AnyHost {
 		return false
 	}
@@ -240,20 +237,4 @@ func looksLikeGuard(a ACL) bool {
 		return a.Operation == OpWrite
 	}
 	return a.Principal == AnyPrincipal && a.Operation != OpWrite && a.Operation != OpAll
-}
-
-// exemptTopic reports whether topic is never protected: internal by
-// convention (agent.HasInternalPrefix: Kafka's own, the guard's ownership
-// topic), the ownership topic by its configured name, or matching one of
-// the exempt patterns (path.Match globs, e.g. "connect-*").
-func exemptTopic(topic, ownershipTopic string, patterns []string) bool {
-	if agent.HasInternalPrefix(topic) || topic == ownershipTopic {
-		return true
-	}
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, topic); ok {
-			return true
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package enforcer
+package ledger
 
 import (
 	"bytes"
@@ -149,7 +149,7 @@ type Record struct {
 	Ack        string       `json:"ack,omitempty"`
 	Suppressed *Suppression `json:"suppressed,omitempty"`
 	// Purged: the unexpired bytes this agent purged over the last day, by
-	// log dir and bucket (purge_record.go): restored at a restart, so the
+	// log dir and bucket (purge.go): restored at a restart, so the
 	// purge caps' windows (spec R7.3) survive it.
 	Purged  []PurgeBucket `json:"purged,omitempty"`
 	Updated time.Time     `json:"updated,omitzero"`
@@ -188,7 +188,7 @@ func (r Record) Releasing() []Owned {
 // up (0: none).
 func (r Record) ReleasingQuota() int64 {
 	for _, o := range r.Owned {
-		if o.Kind == OwnedQuota && o.Releasing && o.Entity == DefaultClientEntity && o.Key == producerByteRateKey {
+		if o.Kind == OwnedQuota && o.Releasing && o.Entity == DefaultClientEntity && o.Key == ProducerByteRateKey {
 			n, _ := strconv.ParseInt(o.Value, 10, 64)
 			return n
 		}
@@ -216,7 +216,7 @@ func (r Record) ACLTopics() []string {
 // holds: the value the guard set (0: none; a releasing claim is not held).
 func (r Record) Quota() int64 {
 	for _, o := range r.Owned {
-		if o.Kind == OwnedQuota && !o.Releasing && o.Entity == DefaultClientEntity && o.Key == producerByteRateKey {
+		if o.Kind == OwnedQuota && !o.Releasing && o.Entity == DefaultClientEntity && o.Key == ProducerByteRateKey {
 			n, _ := strconv.ParseInt(o.Value, 10, 64)
 			return n
 		}
@@ -263,10 +263,10 @@ func (r Record) TopicShapes() map[string]Shape {
 	return out
 }
 
-const producerByteRateKey = "producer_byte_rate"
+const ProducerByteRateKey = "producer_byte_rate"
 
-func quotaOwned(rate int64) Owned {
-	return Owned{Kind: OwnedQuota, Entity: DefaultClientEntity, Key: producerByteRateKey, Value: strconv.FormatInt(rate, 10)}
+func QuotaOwned(rate int64) Owned {
+	return Owned{Kind: OwnedQuota, Entity: DefaultClientEntity, Key: ProducerByteRateKey, Value: strconv.FormatInt(rate, 10)}
 }
 
 // Lift kinds.
@@ -555,9 +555,9 @@ func DecodeRecord(data []byte) (Record, error) {
 		if err := decodeJSON(data, &v1); err != nil {
 			return Record{}, err
 		}
-		r.Owned = ownedFromBindings(v1.ACLs)
+		r.Owned = OwnedFromBindings(v1.ACLs)
 		if v1.ProducerByteRate > 0 {
-			r.Owned = append(r.Owned, quotaOwned(v1.ProducerByteRate))
+			r.Owned = append(r.Owned, QuotaOwned(v1.ProducerByteRate))
 		}
 	case r.Version > RecordVersion:
 		return Record{}, fmt.Errorf("record version %d is newer than this guard's %d", r.Version, RecordVersion)
@@ -578,9 +578,9 @@ func DecodeLift(data []byte) (Lift, error) {
 	return l, nil
 }
 
-// ownedFromBindings groups explicit bindings (a version 1 record) into
+// OwnedFromBindings groups explicit bindings (a version 1 record) into
 // topic shapes.
-func ownedFromBindings(acls []ACL) []Owned {
+func OwnedFromBindings(acls []ACL) []Owned {
 	shapes := map[string]*Shape{}
 	for _, a := range acls {
 		s := shapes[a.Topic]
@@ -600,8 +600,8 @@ func ownedFromBindings(acls []ACL) []Owned {
 	byShape := map[string]*Owned{}
 	var out []*Owned
 	for _, t := range slices.Sorted(maps.Keys(shapes)) {
-		s := shapes[t].canonical()
-		k := s.key()
+		s := shapes[t].Canonical()
+		k := s.Key()
 		o := byShape[k]
 		if o == nil {
 			o = &Owned{Kind: OwnedACL, Shape: &s}
@@ -617,9 +617,9 @@ func ownedFromBindings(acls []ACL) []Owned {
 	return res
 }
 
-// sameOwned reports whether two owned lists are equal (topics and shapes
+// SameOwned reports whether two owned lists are equal (topics and shapes
 // as sets).
-func sameOwned(a, b []Owned) bool {
+func SameOwned(a, b []Owned) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -631,7 +631,7 @@ func sameOwned(a, b []Owned) bool {
 				k += "|" + *o.Orig
 			}
 			if o.Shape != nil {
-				k += "|" + o.Shape.key()
+				k += "|" + o.Shape.Key()
 			}
 			k += "|" + strings.Join(o.Topics, ",")
 			out = append(out, k)

@@ -1,8 +1,10 @@
-package enforcer
+package ledger
 
 import (
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -140,7 +142,7 @@ func BuildStatus(in StatusInput) Status {
 	st.NoAuthorizer, st.LedgerLost = in.NoAuthorizer, in.LedgerLost
 	present := map[ACL]bool{}
 	for _, a := range in.ACLs {
-		present[normACL(a)] = true
+		present[NormACL(a)] = true
 	}
 	ids := slices.Sorted(maps.Keys(in.Records.Agents))
 	for id := range in.Records.Lifts {
@@ -193,7 +195,7 @@ func BuildStatus(in StatusInput) Status {
 		for _, c := range r.ConfigClaims() {
 			cur, read := in.TopicConfigs[c.Topic]
 			cs := ConfigStatus{Topic: c.Topic, Key: c.Key, Value: c.Value, Original: c.Orig, Current: cur, Read: read,
-				InPlace: read && in.Records.guardSet(c, cur), Live: in.Records.Live(id, c.Topic)}
+				InPlace: read && in.Records.GuardSet(c, cur), Live: in.Records.Live(id, c.Topic)}
 			if r, ok := in.Replicas[c.Topic]; ok {
 				cs.Replicas = &r
 			}
@@ -227,7 +229,7 @@ func BuildStatus(in StatusInput) Status {
 			case OwnedTopicConfig:
 				cur, read := in.TopicConfigs[o.Topic]
 				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, Topic: o.Topic, What: o.Key + "=" + o.Value,
-					InPlace: !read || in.Records.guardSet(o, cur)})
+					InPlace: !read || in.Records.GuardSet(o, cur)})
 			}
 		}
 		b.Undecodable = in.Records.Undecodable[id]
@@ -253,11 +255,11 @@ func BuildStatus(in StatusInput) Status {
 	}
 	guard := in.Records.GuardBindings()
 	for _, a := range in.ACLs {
-		if a = normACL(a); looksLikeGuard(a) && !guard[a] {
+		if a = NormACL(a); LooksLikeGuard(a) && !guard[a] {
 			st.Unattributed = append(st.Unattributed, a)
 		}
 	}
-	sortACLs(st.Unattributed)
+	SortACLs(st.Unattributed)
 	claimsQuota := false
 	for _, r := range in.Records.Agents {
 		claimsQuota = claimsQuota || r.Quota() > 0 || r.ReleasingQuota() > 0
@@ -272,9 +274,27 @@ func BuildStatus(in StatusInput) Status {
 func (rs Records) ConfigTopics() []string {
 	set := map[string]bool{}
 	for _, r := range rs.Agents {
-		for _, c := range r.allConfigClaims() {
+		for _, c := range r.AllConfigClaims() {
 			set[c.Topic] = true
 		}
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// TopicReplicas is where a topic's replicas are, as the cluster's
+// metadata lists them.
+type TopicReplicas struct {
+	Partitions int `json:"partitions"`
+	// Replicas: every replica of every partition; Brokers: the distinct
+	// brokers holding one.
+	Replicas int `json:"replicas"`
+	Brokers  int `json:"brokers"`
+}
+
+func mustInt(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return n
 }
