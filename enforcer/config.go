@@ -61,6 +61,9 @@ type Config struct {
 	Evidence EvidenceConfig `yaml:"evidence"`
 	// Purge bounds purges of unexpired data (spec R7.3).
 	Purge PurgeConfig `yaml:"purge"`
+	// Relief: moves within the broker before any purge (spec R3.8;
+	// jbod_config.go).
+	Relief ReliefConfig `yaml:"relief"`
 }
 
 // EvidenceConfig is the `enforcer.evidence` section (spec R7.1, R7.2,
@@ -361,6 +364,9 @@ func (c PurgeConfig) Validate() error {
 // at fault.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
+	if err := c.Relief.validate(); err != nil {
+		return err
+	}
 	switch c.Profile {
 	case ProfileCloud, ProfileLocal, ProfileServerless:
 		if len(c.Bands) > 0 {
