@@ -22,3 +22,7 @@ func (e *Enforce) StoreThrottle(ctx context.Context, c ledger.ThrottleClaim) err
 func (e *Enforce) DeleteThrottle(ctx context.Context, broker int32) error {
 	return e.produce(ctx, ledger.ThrottleKey(broker), nil)
 }
+
+// LogDirMoves is the move adapter over the same connection (the
+// operator's commands restore throttle claims with it).
+func (e *Enforce) LogDirMoves() *LogDirMoves { return &LogDirMoves{src: e.src} }
