@@ -112,6 +112,12 @@ func (mv *Mover) Run(ctx context.Context) error {
 	defer t.Stop()
 	mv.logger.Info("mover started", "move", mv.cfg.Relief.MoveEnabled(), "dry_run", mv.dryRun,
 		"from", mv.pol.From, "target", mv.pol.Target, "purge_at", mv.pol.PurgeAt, "throttle_bytes_per_second", mv.pol.RateBytesPerSecond)
+	if p, ok := mv.d.Store.(Preparer); ok && !mv.dryRun {
+		// The ownership topic, created before the first claim needs it.
+		if err := p.Prepare(ctx); err != nil && ctx.Err() == nil {
+			mv.logger.Warn("prepare ledger", "err", err)
+		}
+	}
 	for {
 		if err := mv.Pass(ctx); err != nil && ctx.Err() == nil {
 			if err.Error() != mv.lastLog {
@@ -181,7 +187,12 @@ func (mv *Mover) Pass(ctx context.Context) error {
 	mv.m.report(snap, plan, inFlight, movingBytes)
 
 	recs, err := mv.d.Store.LoadRecords(ctx)
-	if err != nil {
+	switch {
+	case err != nil && mv.dryRun && errors.Is(err, ErrLedgerMissing):
+		// Observe mode on a cluster where the guard never wrote: no claim
+		// to release, and the plan is reported all the same.
+		recs = ledger.NewRecords()
+	case err != nil:
 		// Ledger lost or unreadable (spec R8.7): nothing is claimed, nothing
 		// released on its word; moves need the claim first.
 		return fmt.Errorf("load records: %w", err)

@@ -3,6 +3,7 @@ package enforcer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ type fakeMoves struct {
 	moves    []Move
 	claims   map[int32]ledger.ThrottleClaim
 	calls    []string
-	failRead bool
+	missing  bool // the ownership topic does not exist
 }
 
 func (f *fakeMoves) Move(_ context.Context, _ int32, ms []Move) (map[string]error, error) {
@@ -41,6 +42,9 @@ func (f *fakeMoves) SetThrottle(_ context.Context, _ int32, v string, set bool) 
 }
 func (f *fakeMoves) LoadRecords(context.Context) (Records, error) {
 	rs := ledger.NewRecords()
+	if f.missing {
+		return rs, ErrLedgerMissing
+	}
 	for k, v := range f.claims {
 		rs.Throttles[k] = v
 	}
@@ -113,6 +117,20 @@ func TestR3_8MoverObserveModeOnlyReports(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(mv.m.planned.WithLabelValues("/a")); got != 120*mib {
 		t.Fatalf("planned bytes of /a %v", got)
+	}
+
+	// Observe mode on a cluster where the guard never wrote its ledger
+	// reports all the same; enforcing, a missing ledger claims nothing.
+	f.missing = true
+	if err := mv.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(mv.m.moves.WithLabelValues(MoveResultPlanned)); got != 2 {
+		t.Fatalf("planned moves %v without a ledger, want 2", got)
+	}
+	enf, _, _ := newTestMover(t, true, f, fakeDirs{}, &staticSource{snap: jbodSnapshot(800)}, &clockAt{time.Unix(1e9, 0)})
+	if err := enf.Pass(t.Context()); !errors.Is(err, ErrLedgerLost) || len(f.calls) != 0 {
+		t.Fatalf("enforcing without a ledger: %v, calls %v", err, f.calls)
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
@@ -33,6 +31,8 @@ func TestR3_8MoveWithinBrokerOnRealCluster(t *testing.T) {
 	}
 	const topic = "jbod.flood"
 	cluster.CreateTopicAssigned(t, topic, [][]int32{{3}}, map[string]string{"segment.bytes": "4194304"})
+	adm := cluster.Admin(t)
+	t.Cleanup(func() { adm.DeleteTopic(topic) })
 
 	where := func() (live, future string) {
 		t.Helper()
@@ -65,7 +65,7 @@ func TestR3_8MoveWithinBrokerOnRealCluster(t *testing.T) {
 
 	// The flood: 32 MiB of 512 KiB records into the one dir.
 	const n, size = 64, 512 << 10
-	last := produceAs(t, node, topic, n, size)
+	produceTo(t, node, topic, 0, n, size)
 	usage := func(path string) uint64 {
 		fs, err := agent.ReadFilesystem(path)
 		if err != nil {
@@ -147,10 +147,7 @@ func TestR3_8MoveWithinBrokerOnRealCluster(t *testing.T) {
 
 	// Every record is there, none purged: the log starts at 0 and reads
 	// back in full.
-	got := consumeAs(t, node, topic, n)
-	if len(got) != n || last != n-1 {
-		t.Fatalf("read back %d records (last offset %d), want %d", len(got), last, n)
-	}
+	got := consumeFrom(t, node, topic, 0, n)
 	for i, v := range got {
 		if len(v) != size || !bytes.Equal(v[:26], want26(i)) {
 			t.Fatalf("record %d differs after the move", i)
@@ -165,61 +162,6 @@ func want26(i int) []byte {
 		out[j] = byte('a' + (i+j)%26)
 	}
 	return out
-}
-
-// produceAs floods partition 0 as the admin user (anonymous clients hold
-// no ACL on this cluster): n records of size bytes, record i starting
-// with want26(i). It returns the last offset.
-func produceAs(t *testing.T, b *kafkatest.Broker, topic string, n, size int) int64 {
-	t.Helper()
-	cfg := b.UserConfig(kafkatest.AdminUser, kafkatest.AdminPassword)
-	cfg.Producer.MaxMessageBytes = 2 * size
-	p, err := sarama.NewSyncProducer([]string{b.SASLAddr}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	var last int64
-	for i := range n {
-		v := bytes.Repeat(want26(i), size/26+1)[:size]
-		if _, last, err = p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: 0, Value: sarama.ByteEncoder(v)}); err != nil {
-			t.Fatalf("produce record %d: %v", i, err)
-		}
-	}
-	return last
-}
-
-// consumeAs reads n records from the start of partition 0 as the admin
-// user.
-func consumeAs(t *testing.T, b *kafkatest.Broker, topic string, n int) [][]byte {
-	t.Helper()
-	c, err := sarama.NewConsumer([]string{b.SASLAddr}, b.UserConfig(kafkatest.AdminUser, kafkatest.AdminPassword))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	var got [][]byte
-	timer := time.NewTimer(30 * time.Second)
-	defer timer.Stop()
-	for len(got) < n {
-		select {
-		case m := <-pc.Messages():
-			if len(got) == 0 && m.Offset != 0 {
-				t.Fatalf("the log starts at offset %d: records were purged", m.Offset)
-			}
-			got = append(got, m.Value)
-		case err := <-pc.Errors():
-			t.Fatal(err)
-		case <-timer.C:
-			t.Fatalf("read back %d of %d records", len(got), n)
-		}
-	}
-	return got
 }
 
 // waitThrottle polls until broker 3 reports value (a config change travels
