@@ -19,12 +19,12 @@ import (
 // fakeMoves is the broker's throttle and the moves it was asked for; it
 // also keeps the ledger's throttle claims and the order of the calls.
 type fakeMoves struct {
-	value    string
-	set      bool
-	moves    []Move
-	claims   map[int32]ledger.ThrottleClaim
-	calls    []string
-	missing  bool // the ownership topic does not exist
+	value   string
+	set     bool
+	moves   []Move
+	claims  map[int32]ledger.ThrottleClaim
+	calls   []string
+	missing bool // the ownership topic does not exist
 }
 
 func (f *fakeMoves) Move(_ context.Context, _ int32, ms []Move) (map[string]error, error) {
