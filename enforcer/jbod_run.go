@@ -75,6 +75,7 @@ type Mover struct {
 	// Owned by Run's goroutine.
 	peers   map[int32]peerSeen
 	lastLog string
+	skips   map[string]string // log dir: the reason last logged
 }
 
 type peerSeen struct {
@@ -103,7 +104,7 @@ func NewMover(cfg Config, logger *slog.Logger, reg prometheus.Registerer, d Move
 		d.Instance, _ = os.Hostname()
 	}
 	return &Mover{cfg: cfg, pol: cfg.Relief.policy(profile), logger: logger.With("component", "mover"), d: d,
-		dryRun: !cfg.Enabled, m: m, peers: map[int32]peerSeen{}}, nil
+		dryRun: !cfg.Enabled, m: m, peers: map[int32]peerSeen{}, skips: map[string]string{}}, nil
 }
 
 // Run runs a pass every Interval until ctx ends.
@@ -185,6 +186,7 @@ func (mv *Mover) Pass(ctx context.Context) error {
 		plan.Moves = nil
 	}
 	mv.m.report(snap, plan, inFlight, movingBytes)
+	mv.logSkips(plan)
 
 	recs, err := mv.d.Store.LoadRecords(ctx)
 	switch {
@@ -229,19 +231,27 @@ func (mv *Mover) Pass(ctx context.Context) error {
 func (mv *Mover) start(ctx context.Context, broker int32, plan MovePlan, brokerPath map[string]string, mine ledger.ThrottleClaim, held bool) error {
 	now := mv.d.Clock.Now()
 	rate := strconv.FormatInt(mv.pol.RateBytesPerSecond, 10)
-	if !held {
-		prev, set, err := mv.d.Admin.Throttle(ctx, broker)
-		if err != nil {
-			return err
-		}
+	prev, set, err := mv.d.Admin.Throttle(ctx, broker)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !held:
 		mine = ledger.ThrottleClaim{BrokerID: broker, Instance: mv.d.Instance, Key: ThrottleKey, Value: rate,
 			Since: now, LeaseMs: mv.cfg.Protection.LeaseDuration.Milliseconds()}
 		if set {
 			mine.Orig = &prev
 		}
+	case !set || prev != mine.Value:
+		// The value in place is not the guard's: an operator set it since
+		// the claim was made (or the guard's set never took effect). It is
+		// the value to give back at the end (found by the seeded
+		// simulation: the recorded one would have replaced it).
+		mine.Orig = nil
+		if set {
+			mine.Orig = &prev
+		}
 	}
-	// A claim held (or being released) keeps the operator's value it
-	// recorded: the value in place may be the guard's.
 	mine.Renewed, mine.Releasing = now, false
 	mine.Moves = mine.Moves[:0]
 	for _, m := range plan.Moves {
@@ -382,4 +392,17 @@ func growthOf(snap *agent.Snapshot) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// logSkips logs a log dir in the move band that gets no move, once per
+// reason.
+func (mv *Mover) logSkips(plan MovePlan) {
+	now := map[string]string{}
+	for _, sk := range plan.Skipped {
+		now[sk.Dir] = sk.Reason
+		if mv.skips[sk.Dir] != sk.Reason {
+			mv.logger.Info("no move for log dir", "log_dir", sk.Dir, "reason", sk.Reason)
+		}
+	}
+	mv.skips = now
 }

@@ -29,7 +29,7 @@ type scanSource struct {
 
 func (s scanSource) Snapshot() *agent.Snapshot {
 	dirs, h := s.scanner.ScanLogDirs(s.paths, 0)
-	snap := agent.BuildSnapshot(time.Now(), dirs, agent.ConfigSet{}, h)
+	snap := agent.BuildSnapshot(time.Now(), dirs, agent.ConfigSet{Defaults: agent.DefaultTopicConfig(), Time: time.Now()}, h)
 	return &snap
 }
 func (s scanSource) Updated() <-chan struct{} { return nil }
