@@ -270,7 +270,8 @@ func ratioOf(d MoveDir) float64 {
 // are live partitions that Kafka's retention visits (not held), not
 // tiered (their local log is freed by local retention instead) and not
 // compact-only (the cleaner, not time, bounds them). A -future log marks
-// its dir as receiving and the live log's dir as moving.
+// its dir as receiving and the live log's dir as moving. Bytes waiting
+// for deletion (-delete directories, *.deleted files) count as free.
 func MoveDirs(snap *agent.Snapshot, growth map[string]float64, confirmed func(path string) bool) []MoveDir {
 	out := make([]MoveDir, 0, len(snap.LogDirs))
 	futureOf := map[agent.TopicPartition]bool{}
@@ -283,8 +284,16 @@ func MoveDirs(snap *agent.Snapshot, growth map[string]float64, confirmed func(pa
 	}
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]
+		// A moved partition's old log is renamed -delete at the swap and
+		// removed after file.delete.delay.ms (60 s by default): the space
+		// is as good as free, and counting it would move a second
+		// partition for the same excess.
+		used := ld.Usage.UsedBytes
+		if p := uint64(max(ld.PendingDeleteBytes, 0)); p < used {
+			used -= p
+		}
 		d := MoveDir{
-			Path: ld.Path, CapacityBytes: ld.Usage.CapacityBytes, UsedBytes: ld.Usage.UsedBytes,
+			Path: ld.Path, CapacityBytes: ld.Usage.CapacityBytes, UsedBytes: used,
 			Online:               ld.Err == nil && ld.Usage.CapacityBytes > 0 && confirmed(ld.Path),
 			GrowthBytesPerSecond: growth[ld.Path],
 		}

@@ -150,7 +150,7 @@ func TestR3_8MoveDirsFromSnapshot(t *testing.T) {
 		Defaults: agent.DefaultTopicConfig(),
 		Configs:  map[string]agent.TopicConfig{"compacted": {CleanupPolicy: agent.CleanupPolicy{Compact: true}}},
 		LogDirs: []agent.LogDir{{
-			Path: "/a", Usage: agent.Usage{CapacityBytes: 100, UsedBytes: 80},
+			Path: "/a", Usage: agent.Usage{CapacityBytes: 100, UsedBytes: 90}, PendingDeleteBytes: 10,
 			Partitions: []agent.Partition{live("t", 0, 10), live("m", 0, 5), live("compacted", 0, 7), live("__consumer_offsets", 0, 3),
 				func() agent.Partition { p := live("tiered", 0, 4); p.Tiered = true; return p }()},
 		}, {

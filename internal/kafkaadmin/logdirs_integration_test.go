@@ -179,3 +179,80 @@ func waitThrottle(t *testing.T, m *LogDirMoves, value string, set bool) {
 		return nil
 	})
 }
+
+// What operating.md tells an operator: a move in flight is cancelled by
+// moving the partition to the log dir it is in (Kafka drops the -future
+// log; ReplicaManager.alterReplicaLogDirs).
+func TestR3_8MoveCancelledByMovingBack(t *testing.T) {
+	node := cluster.Node(3)
+	m, err := NewLogDirMoves(client(t, kafkatest.GuardUser, kafkatest.GuardPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const topic = "jbod.cancel"
+	cluster.CreateTopicAssigned(t, topic, [][]int32{{3}}, map[string]string{"segment.bytes": "4194304"})
+	adm := cluster.Admin(t)
+	t.Cleanup(func() { adm.DeleteTopic(topic) })
+	produceTo(t, node, topic, 0, 32, 512<<10) // 16 MiB
+	var from string
+	kafkatest.Eventually(t, 20*time.Second, func() error {
+		rs, err := m.Replicas(t.Context(), 3)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Topic == topic && !r.Future {
+				from = r.Dir
+				return nil
+			}
+		}
+		return errors.New("not listed yet")
+	})
+	to := node.LogDir
+	if from == node.LogDir {
+		to = node.ExtraLogDirs[0]
+	}
+	// 256 KiB/s: the 16 MiB copy would take a minute.
+	if err := m.SetThrottle(t.Context(), 3, "262144", true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.SetThrottle(t.Context(), 3, "", false) })
+	waitThrottle(t, m, "262144", true)
+	move := func(dir string) {
+		t.Helper()
+		res, err := m.Move(t.Context(), 3, []enforcer.Move{{Topic: topic, Partition: 0, To: dir}})
+		if err != nil || res[topic+"/0"] != nil {
+			t.Fatalf("move to %s: %v %v", dir, err, res)
+		}
+	}
+	state := func() (live, future string) {
+		rs, err := m.Replicas(t.Context(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Topic == topic && r.Future {
+				future = r.Dir
+			} else if r.Topic == topic {
+				live = r.Dir
+			}
+		}
+		return live, future
+	}
+	move(to)
+	kafkatest.Eventually(t, 20*time.Second, func() error {
+		if _, f := state(); f != to {
+			return fmt.Errorf("no -future log in %s yet", to)
+		}
+		return nil
+	})
+	move(from) // back: cancels
+	kafkatest.Eventually(t, 20*time.Second, func() error {
+		if l, f := state(); l != from || f != "" {
+			return fmt.Errorf("live in %q, future in %q", l, f)
+		}
+		return nil
+	})
+	got := consumeFrom(t, node, topic, 0, 32)
+	t.Logf("cancelled: the partition stays in %s, %d records read back", from, len(got))
+}

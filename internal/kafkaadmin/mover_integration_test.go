@@ -4,7 +4,6 @@ package kafkaadmin
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -209,7 +208,9 @@ func produceTo(t *testing.T, b *kafkatest.Broker, topic string, partition int32,
 // a log that does not start at 0 was purged.
 func consumeFrom(t *testing.T, b *kafkatest.Broker, topic string, partition int32, n int) [][]byte {
 	t.Helper()
-	c, err := sarama.NewConsumer([]string{b.SASLAddr}, b.UserConfig(kafkatest.AdminUser, kafkatest.AdminPassword))
+	cfg := b.UserConfig(kafkatest.AdminUser, kafkatest.AdminPassword)
+	cfg.Consumer.Return.Errors = true
+	c, err := sarama.NewConsumer([]string{b.SASLAddr}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func consumeFrom(t *testing.T, b *kafkatest.Broker, topic string, partition int3
 	}
 	defer pc.Close()
 	var got [][]byte
-	timer := time.NewTimer(30 * time.Second)
+	timer := time.NewTimer(60 * time.Second)
 	defer timer.Stop()
 	for len(got) < n {
 		select {
@@ -232,7 +233,7 @@ func consumeFrom(t *testing.T, b *kafkatest.Broker, topic string, partition int3
 		case err := <-pc.Errors():
 			t.Fatal(err)
 		case <-timer.C:
-			t.Fatal(errors.New("read back too few records before the deadline"))
+			t.Fatalf("%s-%d: read back %d of %d records before the deadline", topic, partition, len(got), n)
 		}
 	}
 	return got
