@@ -253,7 +253,7 @@ func (mv *Mover) start(ctx context.Context, broker int32, plan MovePlan, brokerP
 		}
 	}
 	mine.Renewed, mine.Releasing = now, false
-	mine.Moves = mine.Moves[:0]
+	mine.Moves = nil // not [:0]: the slice may be the ledger cache's
 	for _, m := range plan.Moves {
 		mine.Moves = append(mine.Moves, fmt.Sprintf("%s/%d %s -> %s", m.Topic, m.Partition, m.From, m.To))
 	}

@@ -191,6 +191,7 @@ func produceTo(t *testing.T, b *kafkatest.Broker, topic string, partition int32,
 	t.Helper()
 	cfg := b.UserConfig(kafkatest.AdminUser, kafkatest.AdminPassword)
 	cfg.Producer.MaxMessageBytes = 2 * size
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner // the default hash partitioner ignores Partition
 	p, err := sarama.NewSyncProducer([]string{b.SASLAddr}, cfg)
 	if err != nil {
 		t.Fatal(err)
