@@ -201,6 +201,11 @@ func (mv *Mover) Pass(ctx context.Context) error {
 	}
 	mine, held := recs.Throttles[broker]
 	mv.m.setClaim(mine, held)
+	if held && mine.Instance != "" && mine.Instance != mv.d.Instance && !mv.expired(broker, mine) {
+		// Another agent instance acts for this broker (spec R8.8): this
+		// one stands by until that claim goes unrenewed for its lease.
+		return nil
+	}
 	peerErr := mv.restorePeers(ctx, recs, broker)
 
 	if mv.dryRun {
@@ -220,7 +225,7 @@ func (mv *Mover) Pass(ctx context.Context) error {
 	case held && inFlight == 0:
 		return errors.Join(peerErr, mv.release(ctx, mine))
 	case held && mv.d.Clock.Now().Sub(mine.Renewed) > mv.cfg.Protection.LeaseDuration/3:
-		mine.Renewed = mv.d.Clock.Now()
+		mine.Renewed, mine.Instance = mv.d.Clock.Now(), mv.d.Instance
 		return errors.Join(peerErr, mv.d.Store.StoreThrottle(ctx, mine))
 	}
 	return peerErr
@@ -252,7 +257,7 @@ func (mv *Mover) start(ctx context.Context, broker int32, plan MovePlan, brokerP
 			mine.Orig = &prev
 		}
 	}
-	mine.Renewed, mine.Releasing = now, false
+	mine.Renewed, mine.Releasing, mine.Instance = now, false, mv.d.Instance
 	mine.Moves = nil // not [:0]: the slice may be the ledger cache's
 	for _, m := range plan.Moves {
 		mine.Moves = append(mine.Moves, fmt.Sprintf("%s/%d %s -> %s", m.Topic, m.Partition, m.From, m.To))
@@ -297,8 +302,8 @@ func (mv *Mover) start(ctx context.Context, broker int32, plan MovePlan, brokerP
 // removed. A value in place that is not the guard's (an operator changed
 // it meanwhile) is left as it is (spec R8.6).
 func (mv *Mover) release(ctx context.Context, c ledger.ThrottleClaim) error {
-	if !c.Releasing {
-		c.Releasing = true
+	if !c.Releasing || c.Instance != mv.d.Instance {
+		c.Releasing, c.Instance = true, mv.d.Instance
 		if err := mv.d.Store.StoreThrottle(ctx, c); err != nil {
 			return fmt.Errorf("record throttle release: %w", err)
 		}
@@ -348,18 +353,12 @@ func RestoreThrottle(ctx context.Context, a MoveAdmin, c ledger.ThrottleClaim) e
 // restorePeers restores the throttle of another broker whose claim was
 // not renewed for its lease on this mover's clock.
 func (mv *Mover) restorePeers(ctx context.Context, recs Records, self int32) error {
-	now := mv.d.Clock.Now()
 	var errs []error
 	for id, c := range recs.Throttles {
 		if id == self {
 			continue
 		}
-		seen, ok := mv.peers[id]
-		if !ok || !seen.renewed.Equal(c.Renewed) {
-			mv.peers[id] = peerSeen{renewed: c.Renewed, at: now}
-			continue
-		}
-		if now.Sub(seen.at) < c.Lease() {
+		if !mv.expired(id, c) {
 			continue
 		}
 		if err := RestoreThrottle(ctx, mv.d.Admin, c); err != nil {
@@ -405,4 +404,16 @@ func (mv *Mover) logSkips(plan MovePlan) {
 		}
 	}
 	mv.skips = now
+}
+
+// expired reports whether broker id's claim has gone unrenewed for its
+// lease on this mover's clock (a renewal seen restarts the count).
+func (mv *Mover) expired(id int32, c ledger.ThrottleClaim) bool {
+	now := mv.d.Clock.Now()
+	seen, ok := mv.peers[id]
+	if !ok || !seen.renewed.Equal(c.Renewed) {
+		mv.peers[id] = peerSeen{renewed: c.Renewed, at: now}
+		return false
+	}
+	return now.Sub(seen.at) >= c.Lease()
 }

@@ -237,3 +237,36 @@ func TestR3_8MoverSwitchedOff(t *testing.T) {
 		t.Fatalf("calls with moves off: %v", f.calls)
 	}
 }
+
+// R8.8: a claim of another instance for the same broker, renewed, makes
+// this mover stand by; unrenewed for its lease, this one takes it over
+// (keeping the operator's value it recorded).
+func TestR3_8MoverSecondInstanceStandsBy(t *testing.T) {
+	orig := "5000000"
+	f := &fakeMoves{value: "20971520", set: true, claims: map[int32]ledger.ThrottleClaim{
+		1: {BrokerID: 1, Instance: "other", Key: ThrottleKey, Value: "20971520", Orig: &orig, LeaseMs: 60000, Renewed: time.Unix(1e9, 0)}}}
+	clock := &clockAt{time.Unix(1e9, 0)}
+	mv, _, _ := newTestMover(t, true, f, fakeDirs{}, &staticSource{snap: jbodSnapshot(800)}, clock)
+	for _, step := range []time.Duration{0, 30 * time.Second, 29 * time.Second} {
+		clock.t = clock.t.Add(step)
+		if err := mv.Pass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.calls) != 0 {
+			t.Fatalf("standing by, %s in: calls %v", step, f.calls)
+		}
+	}
+	clock.t = clock.t.Add(2 * time.Second)
+	if err := mv.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c := f.claims[1]
+	if c.Instance != "test" || c.Orig == nil || *c.Orig != orig || len(f.moves) != 1 {
+		t.Fatalf("after the lease: claim %+v, moves %v", c, f.moves)
+	}
+	f.calls = nil
+	clock.t = clock.t.Add(time.Second)
+	if err := mv.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
