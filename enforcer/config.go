@@ -61,7 +61,8 @@ type Config struct {
 	Evidence EvidenceConfig `yaml:"evidence"`
 	// Purge bounds purges of unexpired data (spec R7.3).
 	Purge PurgeConfig `yaml:"purge"`
-	// Relief: the lossless rungs before any purge (spec R3.8; cordon.go).
+	// Relief: the lossless rungs before any purge (spec R3.8): the cordon
+	// (cordon.go) and moves within the broker (jbod_config.go).
 	Relief ReliefConfig `yaml:"relief"`
 }
 
@@ -363,6 +364,9 @@ func (c PurgeConfig) Validate() error {
 // at fault.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
+	if err := c.Relief.Move.validate(); err != nil {
+		return err
+	}
 	switch c.Profile {
 	case ProfileCloud, ProfileLocal, ProfileServerless:
 		if len(c.Bands) > 0 {

@@ -65,6 +65,7 @@ type CordonConfig struct {
 // the ladder (spec R3.8).
 type ReliefConfig struct {
 	Cordon CordonConfig `yaml:"cordon"`
+	Move   MoveConfig   `yaml:"move"`
 }
 
 // cordonEnabled reports whether cordoning is switched on.

@@ -48,6 +48,8 @@
 #   --nodes N                    number of nodes [3]
 #   --allow-everyone BOOL        allow.everyone.if.no.acl.found on every node [true]
 #   --node-tmpfs N=SIZE          put node N's log dir on a tmpfs of SIZE (repeatable; needs root)
+#   --node-second-dir N=SIZE     give node N a second log dir, DIR/node-N/data-2, on a tmpfs of
+#                                SIZE (JBOD: log.dirs=data,data-2; repeatable; needs root)
 #   --node-prop N:KEY=VALUE      extra server.properties line for node N (repeatable)
 #   --prop KEY=VALUE             extra server.properties line for every node (repeatable)
 #   --retention-check-ms N, --file-delete-delay-ms N   as for up
@@ -245,6 +247,7 @@ NODES=3
 NODE=
 ALLOW_EVERYONE=true
 NODE_TMPFS=()
+NODE_SECOND=()
 NODE_PROPS=()
 CLUSTER_PROPS=()
 
@@ -257,6 +260,7 @@ parse_cluster() {
       --node) NODE=$2; shift 2 ;;
       --allow-everyone) ALLOW_EVERYONE=$2; shift 2 ;;
       --node-tmpfs) NODE_TMPFS+=("$2"); shift 2 ;;
+      --node-second-dir) NODE_SECOND+=("$2"); shift 2 ;;
       --node-prop) NODE_PROPS+=("$2"); shift 2 ;;
       --prop) CLUSTER_PROPS+=("$2"); shift 2 ;;
       --retention-check-ms) RETENTION_CHECK_MS=$2; shift 2 ;;
@@ -343,12 +347,21 @@ cluster_up() {
   local rf=$(( NODES < 3 ? NODES : 3 ))
   for n in $(seq 1 "$NODES"); do
     d=$(node_dir "$n")
-    if mountpoint -q "$d/data" 2>/dev/null; then umount "$d/data" || die "cannot unmount old tmpfs at $d/data"; fi
+    for p in data data-2; do
+      if mountpoint -q "$d/$p" 2>/dev/null; then umount "$d/$p" || die "cannot unmount old tmpfs at $d/$p"; fi
+    done
     rm -rf "$d"; mkdir -p "$d/data" "$d/meta" "$d/logs"
     tmpfs=""
     for size in "${NODE_TMPFS[@]+"${NODE_TMPFS[@]}"}"; do [ "${size%%=*}" = "$n" ] && tmpfs=${size#*=}; done
     if [ -n "$tmpfs" ]; then
       mount -t tmpfs -o "size=$tmpfs,mode=0755" "kdg-kafka-node-$n" "$d/data" || die "cannot mount a tmpfs of $tmpfs at $d/data (needs root)"
+    fi
+    local logdirs="$d/data" second=""
+    for size in "${NODE_SECOND[@]+"${NODE_SECOND[@]}"}"; do [ "${size%%=*}" = "$n" ] && second=${size#*=}; done
+    if [ -n "$second" ]; then
+      mkdir -p "$d/data-2"
+      mount -t tmpfs -o "size=$second,mode=0755" "kdg-kafka-node-$n-2" "$d/data-2" || die "cannot mount a tmpfs of $second at $d/data-2 (needs root)"
+      logdirs+=",$d/data-2"
     fi
     local port; port=$(node_port "$n")
     local sasl=$((port + 1)) ctrl=$((port + 2)) internal=$((port + 3))
@@ -371,7 +384,7 @@ listener.name.controller.plain.sasl.jaas.config=$broker_jaas
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:guard;User:admin;User:broker
 allow.everyone.if.no.acl.found=$ALLOW_EVERYONE
-log.dirs=$d/data
+log.dirs=$logdirs
 metadata.log.dir=$d/meta
 num.partitions=1
 offsets.topic.replication.factor=$rf
@@ -419,7 +432,9 @@ cluster_down() {
   wait
   for n in $(seq 1 "$NODES"); do
     d=$(node_dir "$n")
-    if mountpoint -q "$d/data" 2>/dev/null; then umount "$d/data" 2>/dev/null || umount -l "$d/data" || true; fi
+    for p in data data-2; do
+      if mountpoint -q "$d/$p" 2>/dev/null; then umount "$d/$p" 2>/dev/null || umount -l "$d/$p" || true; fi
+    done
   done
 }
 

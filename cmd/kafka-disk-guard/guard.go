@@ -275,6 +275,7 @@ func offlineConfigs(cfg guardConfig, hooks serveHooks) (agent.ConfigSet, error) 
 type guardParts struct {
 	a        *agent.Agent
 	enf      *enforcer.Enforcer
+	mover    *enforcer.Mover // nil without a cluster
 	srv      *exporter.Server
 	link     *kafkaadmin.Link // nil without a cluster
 	admin    enforcer.Admin
@@ -342,7 +343,8 @@ func (p *guardParts) start(cfg guardConfig, logger *slog.Logger, reg *prometheus
 		Version: b.version, Revision: b.revision}, logger, reg, p.a); err != nil {
 		return "", err
 	}
-	if _, err := forecast.New(forecast.Config{Bands: forecastBands(cfg.Enforcer)}, logger, reg, p.a); err != nil {
+	fc, err := forecast.New(forecast.Config{Bands: forecastBands(cfg.Enforcer)}, logger, reg, p.a)
+	if err != nil {
 		return "", err
 	}
 	// Without a cluster the enforcer still runs: it computes and reports
@@ -356,6 +358,15 @@ func (p *guardParts) start(cfg guardConfig, logger *slog.Logger, reg *prometheus
 		Evidence: p.evidence, Features: p.features})
 	if err != nil {
 		return "", err
+	}
+	if p.link != nil && hooks.admin == nil {
+		// Moves within the broker (spec R3.8): the move rung of the ladder.
+		p.mover, err = enforcer.NewMover(cfg.Enforcer, logger, reg, enforcer.MoverDeps{Snapshots: p.a,
+			Admin: p.link.LogDirMoves(), Store: p.link.Enforce(cfg.Enforcer.OwnershipTopic), Evidence: p.link.Evidence(),
+			Growth: fc.Growth, Clock: clock})
+		if err != nil {
+			return "", err
+		}
 	}
 	routes := map[string]http.Handler{reservePath: p.admitter}
 	p.srv, err = exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.Web.ListenAddress, WebConfigFile: cfg.Web.ConfigFile,
@@ -411,6 +422,9 @@ func (p *guardParts) run(ctx context.Context, hooks serveHooks, addr string) err
 	}
 	g.Go(afterUp(p.refresh.Run))
 	g.Go(afterUp(p.tiered.Run))
+	if p.mover != nil {
+		g.Go(afterUp(p.mover.Run))
+	}
 	// A new topic's configs are fetched at once (spec R7.2).
 	g.Go(func() error { return followTopics(ctx, p.a.TopicsChanged(), p.refresh) })
 	if p.model != nil {

@@ -27,6 +27,18 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	req := ledger.LiftRequest{All: scope.all, Broker: int32(scope.broker), Topic: scope.topic,
 		By: operatorName(getenv), Reason: *why, Now: time.Now()}
 	res, err := ledger.LiftProtection(ctx, admin, req)
+	// The move throttles (spec R3.8) of the brokers lifted whole.
+	var throttlesRestored []string
+	if scope.topic == "" {
+		if recs, lerr := admin.LoadRecords(ctx); lerr == nil {
+			var left []string
+			throttlesRestored, left = liftThrottles(ctx, admin, recs, scope.all, int32(scope.broker))
+			res.Remaining = append(res.Remaining, left...)
+		}
+	}
+	for _, r := range throttlesRestored {
+		fmt.Fprintf(out.stdout, "Restored %s.\n", r)
+	}
 	logger := slog.New(slog.NewJSONHandler(out.stderr, nil))
 	var ids []int32
 	var liftIDs []string
@@ -58,7 +70,7 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 		logger.Error("protection lift by an operator failed", append(attrs, "remaining", res.Remaining, "err", err)...)
 		return err
 	}
-	released := len(res.Released.ACLs) > 0 || res.Released.QuotaRemoved || len(res.Released.Configs) > 0 || len(res.Uncordoned) > 0
+	released := len(res.Released.ACLs) > 0 || res.Released.QuotaRemoved || len(res.Released.Configs) > 0 || len(res.Uncordoned) > 0 || len(throttlesRestored) > 0
 	if len(res.Lifts) == 0 && released {
 		fmt.Fprintf(out.stdout, "Released what earlier lifts or releases left in place: %d binding(s) deleted.\n", len(res.Released.ACLs))
 		return nil

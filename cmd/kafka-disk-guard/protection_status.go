@@ -81,6 +81,7 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 		in.Cordons[id] = c
 	}
 	st := ledger.BuildStatus(in)
+	st.MoveThrottles = throttleStatus(ctx, admin, in.Records)
 	if *format == "json" {
 		enc := json.NewEncoder(out.stdout)
 		enc.SetIndent("", "  ")
@@ -89,6 +90,7 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 		}
 	} else {
 		writeStatus(out.stdout, st, *topics, in.Now)
+		writeThrottles(out.stdout, st.MoveThrottles, in.Now)
 	}
 	if st.LedgerLost != "" {
 		return fmt.Errorf("the protection ledger is lost: %s", st.LedgerLost)

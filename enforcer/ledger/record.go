@@ -338,11 +338,15 @@ type Records struct {
 	// (never lifted by a peer or an operator's lift) until a decodable
 	// value replaces them; Agents keeps their last decodable record.
 	Undecodable map[int32]int
+	// Throttles: each broker's throttle claim for moves within it
+	// (throttle.go).
+	Throttles map[int32]ThrottleClaim
 }
 
 // NewRecords returns an empty set.
 func NewRecords() Records {
-	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}, Undecodable: map[int32]int{}}
+	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}, Undecodable: map[int32]int{},
+		Throttles: map[int32]ThrottleClaim{}}
 }
 
 // ApplyRecord folds one value of the ownership topic into the set: the
@@ -350,6 +354,10 @@ func NewRecords() Records {
 // key; keys the guard does not know are left alone; a value that does not
 // decode is skipped and counted (Undecodable).
 func ApplyRecord(out Records, key, value []byte) {
+	if id, ok := ParseThrottleKey(string(key)); ok {
+		applyThrottle(out, id, value)
+		return
+	}
 	id, lift, ok := ParseKey(string(key))
 	if !ok {
 		return
@@ -392,6 +400,9 @@ func (rs Records) Clone() Records {
 	}
 	if out.Undecodable == nil {
 		out.Undecodable = map[int32]int{}
+	}
+	if out.Throttles = maps.Clone(rs.Throttles); out.Throttles == nil {
+		out.Throttles = map[int32]ThrottleClaim{}
 	}
 	return out
 }

@@ -66,6 +66,18 @@ type Status struct {
 	// LedgerLost: the ownership topic is missing, reshaped or not
 	// compacted (spec R8.7): the records shown are none.
 	LedgerLost string `json:"ledger_lost,omitempty"`
+	// MoveThrottles: the brokers' move throttles the guard holds (spec
+	// R3.8), with the value read on the broker now (filled by the
+	// command, not BuildStatus).
+	MoveThrottles []ThrottleStatus `json:"move_throttles,omitempty"`
+}
+
+// ThrottleStatus is one throttle claim and the broker's value now.
+type ThrottleStatus struct {
+	ThrottleClaim
+	// Current: the broker's own value now ("" with CurrentSet false: none).
+	Current    string `json:"current"`
+	CurrentSet bool   `json:"current_set"`
 }
 
 // ReleasingStatus is one claim being given up (spec R8.5).

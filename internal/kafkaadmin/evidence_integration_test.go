@@ -28,7 +28,11 @@ import (
 var cluster *kafkatest.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(kafkatest.MainCluster(m, kafkatest.ClusterOptions{DenyIfNoACL: true, Tmpfs: map[int32]string{3: "64m"}}, &cluster))
+	// Node 3 has two log dirs, each a tmpfs of 64 MiB (moves within a
+	// broker: logdirs_integration_test.go).
+	// A moved partition's old log is removed after 1 s, not Kafka's 60.
+	os.Exit(kafkatest.MainCluster(m, kafkatest.ClusterOptions{DenyIfNoACL: true, FileDeleteDelayMs: 1000,
+		Tmpfs: map[int32]string{3: "64m"}, SecondDir: map[int32]string{3: "64m"}}, &cluster))
 }
 
 // client connects as a SASL/PLAIN user, the way the guard does.
@@ -81,6 +85,8 @@ func TestIdentityEvidenceOnRealCluster(t *testing.T) {
 	}
 	for _, node := range cluster.Nodes {
 		var dirs []agent.BrokerLogDir
+		var mine []agent.TopicPartition
+		paths := append([]string{node.LogDir}, node.ExtraLogDirs...)
 		// A replica's directory appears on disk a moment before its broker
 		// lists the log.
 		kafkatest.Eventually(t, 20*time.Second, func() error {
@@ -88,34 +94,38 @@ func TestIdentityEvidenceOnRealCluster(t *testing.T) {
 			if dirs, err = e.BrokerLogDirs(t.Context(), node.NodeID); err != nil {
 				return err
 			}
-			if len(dirs) != 1 || dirs[0].Path != node.LogDir || dirs[0].Err != nil {
-				return fmt.Errorf("node %d log dirs %+v, want %s", node.NodeID, dirs, node.LogDir)
-			}
-			n := 0
-			for _, tp := range dirs[0].Partitions {
-				if tp.Topic == topic {
-					n++
+			mine = nil
+			var got []string
+			for _, d := range dirs {
+				if d.Err != nil {
+					return fmt.Errorf("node %d log dir %s: %w", node.NodeID, d.Path, d.Err)
+				}
+				got = append(got, d.Path)
+				for _, tp := range d.Partitions {
+					if tp.Topic == topic {
+						mine = append(mine, tp)
+					}
 				}
 			}
-			if n < len(want[node.NodeID]) {
-				return fmt.Errorf("node %d lists %d partitions of %s", node.NodeID, n, topic)
+			slices.Sort(got)
+			if !slices.Equal(got, paths) {
+				return fmt.Errorf("node %d log dirs %v, want %v", node.NodeID, got, paths)
+			}
+			if len(mine) < len(want[node.NodeID]) {
+				return fmt.Errorf("node %d lists %d partitions of %s", node.NodeID, len(mine), topic)
 			}
 			return nil
 		})
-		fs, err := agent.ReadFilesystem(node.LogDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if uint64(dirs[0].TotalBytes) != fs.TotalBytes || dirs[0].UsableBytes <= 0 {
-			t.Errorf("node %d: broker says %d total bytes, statfs %d", node.NodeID, dirs[0].TotalBytes, fs.TotalBytes)
-		}
-		if node.NodeID == 3 && dirs[0].TotalBytes != 64<<20 {
-			t.Errorf("node 3's tmpfs: %d total bytes", dirs[0].TotalBytes)
-		}
-		var mine []agent.TopicPartition
-		for _, tp := range dirs[0].Partitions {
-			if tp.Topic == topic {
-				mine = append(mine, tp)
+		for _, d := range dirs {
+			fs, err := agent.ReadFilesystem(d.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if uint64(d.TotalBytes) != fs.TotalBytes || d.UsableBytes <= 0 {
+				t.Errorf("node %d %s: broker says %d total bytes, statfs %d", node.NodeID, d.Path, d.TotalBytes, fs.TotalBytes)
+			}
+			if node.NodeID == 3 && d.TotalBytes != 64<<20 {
+				t.Errorf("node 3's tmpfs %s: %d total bytes", d.Path, d.TotalBytes)
 			}
 		}
 		slices.SortFunc(mine, func(a, b agent.TopicPartition) int { return int(a.Partition - b.Partition) })

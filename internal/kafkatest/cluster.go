@@ -37,6 +37,10 @@ type ClusterOptions struct {
 	DenyIfNoACL bool
 	// Tmpfs puts a node's log dir on a tmpfs of that size ("64m"), by node id.
 	Tmpfs map[int32]string
+	// SecondDir gives a node a second log dir (JBOD), node-N/data-2 on a
+	// tmpfs of that size ("64m"), by node id; it is the node's
+	// Broker.ExtraLogDirs[0].
+	SecondDir map[int32]string
 	// RetentionCheckMs, FileDeleteDelayMs: as in Options, for every node.
 	RetentionCheckMs  int
 	FileDeleteDelayMs int
@@ -103,14 +107,20 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 		}
 		port := base + 4*int(id-1)
 		nodeDir := filepath.Join(dir, fmt.Sprintf("node-%d", id))
+		var extra []string
+		if size := opts.SecondDir[id]; size != "" {
+			args = append(args, "--node-second-dir", fmt.Sprintf("%d=%s", id, size))
+			extra = []string{filepath.Join(nodeDir, "data-2")}
+		}
 		c.Nodes = append(c.Nodes, &Broker{
-			Dir:      nodeDir,
-			LogDir:   filepath.Join(nodeDir, "data"),
-			Addr:     fmt.Sprintf("127.0.0.1:%d", port),
-			SASLAddr: fmt.Sprintf("127.0.0.1:%d", port+1),
-			NodeID:   id,
-			script:   c.script,
-			cluster:  c,
+			ExtraLogDirs: extra,
+			Dir:          nodeDir,
+			LogDir:       filepath.Join(nodeDir, "data"),
+			Addr:         fmt.Sprintf("127.0.0.1:%d", port),
+			SASLAddr:     fmt.Sprintf("127.0.0.1:%d", port+1),
+			NodeID:       id,
+			script:       c.script,
+			cluster:      c,
 		})
 	}
 	start := time.Now()
@@ -288,7 +298,14 @@ func (c *Cluster) createTopic(t testing.TB, name string, detail *sarama.TopicDet
 				return fmt.Errorf("%s-%d: ISR %v of replicas %v", name, p.ID, p.Isr, p.Replicas)
 			}
 			for _, r := range p.Replicas {
-				if _, err := os.Stat(filepath.Join(c.Node(r).LogDir, fmt.Sprintf("%s-%d", name, p.ID))); err != nil {
+				n := c.Node(r)
+				var err error
+				for _, d := range append([]string{n.LogDir}, n.ExtraLogDirs...) {
+					if _, err = os.Stat(filepath.Join(d, fmt.Sprintf("%s-%d", name, p.ID))); err == nil {
+						break
+					}
+				}
+				if err != nil {
 					return err
 				}
 			}

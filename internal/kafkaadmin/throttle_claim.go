@@ -1,0 +1,28 @@
+package kafkaadmin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
+
+// StoreThrottle writes a broker's throttle claim to the ownership topic
+// (acks=all; key ledger.ThrottleKey).
+func (e *Enforce) StoreThrottle(ctx context.Context, c ledger.ThrottleClaim) error {
+	value, err := ledger.EncodeThrottle(c)
+	if err != nil {
+		return fmt.Errorf("encode throttle claim: %w", err)
+	}
+	return e.produce(ctx, ledger.ThrottleKey(c.BrokerID), value)
+}
+
+// DeleteThrottle removes a broker's throttle claim (a tombstone), once
+// the operator's value is back.
+func (e *Enforce) DeleteThrottle(ctx context.Context, broker int32) error {
+	return e.produce(ctx, ledger.ThrottleKey(broker), nil)
+}
+
+// LogDirMoves is the move adapter over the same connection (the
+// operator's commands restore throttle claims with it).
+func (e *Enforce) LogDirMoves() *LogDirMoves { return &LogDirMoves{src: e.src} }
