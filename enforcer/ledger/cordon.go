@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // Log dir cordons (KIP-1066, spec R3.8): a log dir of the agent's own
@@ -155,6 +156,13 @@ func cordonsInPlace(ctx context.Context, a CordonAdmin, broker int32, claims []O
 	return out, nil
 }
 
+// The read-back of an uncordon waits up to readBackTries x readBackPause
+// for the broker to apply the change.
+const (
+	readBackTries = 30
+	readBackPause = 100 * time.Millisecond
+)
+
 // liftCordons releases the cordon claims of a lift (by broker) and reads
 // back what is still in place. An admin without the cordon calls cannot
 // release them: each is reported remaining.
@@ -179,7 +187,17 @@ func liftCordons(ctx context.Context, a LiftAdmin, cordons map[int32][]Owned, re
 		for _, d := range done {
 			res.Uncordoned = append(res.Uncordoned, fmt.Sprintf("broker %d: %s", id, d))
 		}
+		// A config change reaches the broker through the metadata log:
+		// the read-back waits a bounded moment for what was subtracted.
 		left, err := cordonsInPlace(ctx, ca, id, cs)
+		for wait := 0; err == nil && len(left) > 0 && len(done) > 0 && wait < readBackTries; wait++ {
+			select {
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-time.After(readBackPause):
+				left, err = cordonsInPlace(ctx, ca, id, cs)
+			}
+		}
 		errs = append(errs, err)
 		for _, d := range left {
 			rem = append(rem, fmt.Sprintf("cordon of log dir %s on broker %d", d, id))

@@ -74,6 +74,10 @@ const (
 
 // Operator action classes.
 const (
+	// CordonFaults: the call faults (call_before, call_after,
+	// call_timeout) also hit the cordon calls (LogDirCordons,
+	// CordonLogDir, UncordonLogDir); without it those calls succeed.
+	CordonFaults           Class = "cordon_faults"
 	OperatorACLs           Class = "operator_acls"
 	OperatorQuota          Class = "operator_quota"
 	OperatorLocalRetention Class = "operator_local_retention"
@@ -85,7 +89,7 @@ const (
 // AllClasses is every class the simulation knows.
 var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDelete, LedgerReshape, LedgerGarbage,
 	ClockJump, ControllerMove, BrokerRestart, Disk, Burst, Duplicate, QuotaRateChange, TieredShared,
-	OperatorACLs, OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall}
+	OperatorACLs, OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall, CordonFaults}
 
 // DefaultMix is what go test runs: every class whose invariants hold on
 // the ledger of today's code. The classes left out break an invariant
@@ -138,6 +142,11 @@ var KnownBroken = map[Class]Known{
 		What: "an undecodable value under lift-broker-2 (after an operator's lift of broker 2), agent 2 then " +
 			"protects with the quota, is killed and restarts: the quota stays (seed 280 before the call faults and " +
 			"clock jumps joined DefaultMix; at 569 the lowered local retention stays)"},
+	CordonFaults: {Also: DefaultMix, Seed: 462, Invariant: "I6",
+		What: "new with the cordon (issue 22): faults on the cordon calls shift the fault stream, and seeds 462 and 486 " +
+			"then find an operator's lift of all claims whose suppression outlives the episode the simulator " +
+			"models (acknowledged at 80%, or never seen calm by a pass that could read the ledger): a log dir reaching " +
+			"the protect band stays unprotected; the cordon invariants hold"},
 }
 
 // Options configure one run.
@@ -467,6 +476,9 @@ func (s *sim) hook(who, method string, phase simbroker.CallPhase) error {
 		s.faulted(who)
 		s.tracef("%s %s fails: NOT_CONTROLLER", who, method)
 		return fmt.Errorf("%s: %w: NOT_CONTROLLER", method, simbroker.ErrInjected)
+	}
+	if !s.classes[CordonFaults] && strings.Contains(method, "ordon") {
+		return nil
 	}
 	if s.callFaultP == 0 || s.rng.Float64() >= s.callFaultP {
 		return nil
