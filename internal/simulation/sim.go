@@ -120,8 +120,8 @@ var KnownBroken = map[Class]Known{
 			"duplicate that lifted the active agent's quota (seed 1) is fixed: TestR8_8ObserveDuplicateWithTheSameInstanceLiftsNothing"},
 	Burst: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
 		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
-		Seed: 653, Invariant: "I4", What: "point 7, what is left: under call faults, agent 2 purges 72 MiB in an hour " +
-			"(cap 51 MiB plus a segment) without a restart; not yet explained. Fixed: a purge is recorded before it is " +
+		Seed: 2553, Invariant: "I4", What: "point 7, what is left: under call faults, an agent purges 64 MiB in an hour " +
+			"(cap 51 MiB plus a segment) without a restart (seed 653 before the cordon joined the simulation); not yet explained. Fixed: a purge is recorded before it is " +
 			"made (seed 15 with agent_kill), a failed DeleteRecords counts (seed 11 with call faults)"},
 	TieredShared: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
 		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
