@@ -150,7 +150,7 @@ type Enforcer struct {
 	// State below is owned by the single worker (Run / Reconcile).
 	lastScheduled time.Time
 	// prot: protection records, leases and what was set unrecorded.
-	prot protectionState
+	prot   protectionState
 	cordon cordonState
 	// brokerID: the broker this agent acts for and keeps its record
 	// under (learnBrokerID; -1 until known); BrokerID() reads its copy
