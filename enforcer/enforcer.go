@@ -245,7 +245,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, deps Deps) 
 		virtualLSO:    map[TopicPartition]int64{},
 		fractionPass:  map[TopicPartition]time.Time{},
 		evidence:      deps.Evidence,
-		features:      enforcerFeatures(profile, cfg.Protection.Strategy, deps.Features),
+		features:      enforcerFeatures(profile, cfg.Protection.Strategy, cfg.Relief, deps.Features),
 		ev:            evidenceState{node: -1},
 		instance:      deps.Instance,
 	}

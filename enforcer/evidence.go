@@ -3,6 +3,7 @@ package enforcer
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -366,19 +367,19 @@ func featureNames(r rights.Report) []string {
 // Features lists the rights features the enforcer uses with this
 // configuration (rights.Needs says what each needs): observe, deleting
 // records when a band frees space, the protection strategy's feature when
-// a band protects.
+// a band protects, and the relief rungs switched on (cordon, move).
 func Features(cfg Config) ([]rights.Feature, error) {
 	cfg = cfg.WithDefaults()
 	p, err := ProfileFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return enforcerFeatures(p, cfg.Protection.Strategy, nil), nil
+	return enforcerFeatures(p, cfg.Protection.Strategy, cfg.Relief, nil), nil
 }
 
 // enforcerFeatures lists the rights features the enforcer uses with this
 // profile and strategy, then extra (other parts of the guard).
-func enforcerFeatures(p Profile, strategy string, extra []rights.Feature) []rights.Feature {
+func enforcerFeatures(p Profile, strategy string, relief ReliefConfig, extra []rights.Feature) []rights.Feature {
 	fs := []rights.Feature{rights.Observe}
 	for _, b := range p.Bands {
 		if b.Action.frees() || b.Action == ActionScheduled {
@@ -391,6 +392,12 @@ func enforcerFeatures(p Profile, strategy string, extra []rights.Feature) []righ
 	}
 	if p.lowestPurgeBand() != "" {
 		fs = append(fs, rights.Tiered) // lowering tiered topics' local retention (R7.4)
+	}
+	if !math.IsInf(Policy{Profile: p}.cordonFrom(relief.Cordon), 1) {
+		fs = append(fs, rights.Cordon) // cordoning a filling log dir (R3.8)
+	}
+	if relief.Move.MoveEnabled() && purgeAt(p) > 0 {
+		fs = append(fs, rights.Move) // moves within the broker (R3.8)
 	}
 	for _, f := range extra {
 		if !slices.Contains(fs, f) {

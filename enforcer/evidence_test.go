@@ -3,6 +3,7 @@ package enforcer
 import (
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -147,7 +148,7 @@ func TestRightsThroughReconcile(t *testing.T) {
 	if v := gather(t, reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "protection_unavailable"}); v != 1 {
 		t.Errorf("blocked{protection_unavailable} %v", v)
 	}
-	if got := e.features; len(got) != 4 || got[2] != rights.ProtectACL || got[3] != rights.Tiered {
+	if got := e.features; !slices.Equal(got, []rights.Feature{rights.Observe, rights.DeleteRecords, rights.ProtectACL, rights.Tiered, rights.Cordon, rights.Move}) {
 		t.Errorf("features checked %v", got)
 	}
 }

@@ -213,9 +213,14 @@ func TestRightsGate(t *testing.T) {
 	if f := protectFeature(seed000, StrategyACL); f != "" {
 		t.Errorf("seed 000 (no protect band) waits for %q", f)
 	}
-	if got := enforcerFeatures(LocalProfile(), StrategyQuota, []rights.Feature{rights.Admission}); !slices.Equal(got,
-		[]rights.Feature{rights.Observe, rights.DeleteRecords, rights.ProtectQuota, rights.Tiered, rights.Admission}) {
+	if got := enforcerFeatures(LocalProfile(), StrategyQuota, ReliefConfig{}, []rights.Feature{rights.Admission}); !slices.Equal(got,
+		[]rights.Feature{rights.Observe, rights.DeleteRecords, rights.ProtectQuota, rights.Tiered, rights.Cordon, rights.Move, rights.Admission}) {
 		t.Errorf("local profile, quota strategy: features %v", got)
+	}
+	off := false
+	if got := enforcerFeatures(LocalProfile(), StrategyACL, ReliefConfig{Cordon: CordonConfig{Enabled: &off}, Move: MoveConfig{Enabled: &off}}, nil); !slices.Equal(got,
+		[]rights.Feature{rights.Observe, rights.DeleteRecords, rights.ProtectACL, rights.Tiered}) {
+		t.Errorf("local profile, relief off: features %v", got)
 	}
 }
 

@@ -67,11 +67,17 @@ const (
 	// Not in Features (no agent feature turns it on); its rights are a
 	// subset of theirs, so the guard's principal can run it.
 	Relief Feature = "relief"
+	// Cordon: cordoning a filling log dir of the guard's broker
+	// (KIP-1066, spec R3.8), recorded in the ownership topic.
+	Cordon Feature = "cordon"
+	// Move: moving partitions between the guard's broker's log dirs
+	// (JBOD, spec R3.8) under a throttle recorded in the ownership topic.
+	Move Feature = "move"
 )
 
 // Features lists every feature in a fixed order.
 func Features() []Feature {
-	return []Feature{Observe, DeleteRecords, ProtectACL, ProtectQuota, Tiered, Admission}
+	return []Feature{Observe, DeleteRecords, ProtectACL, ProtectQuota, Tiered, Cordon, Move, Admission}
 }
 
 // Scope says which resource of its type a right is needed on.
@@ -155,6 +161,18 @@ func table() []Need {
 	t = append(t,
 		Need{Tiered, ScopeTopics, DescribeConfigs, "DescribeConfigs of tiered topics"},
 		Need{Tiered, ScopeTopics, AlterConfigs, "IncrementalAlterConfigs of local.retention.* (R7.4)"},
+		Need{Cordon, ScopeCluster, DescribeConfigs, "DescribeConfigs of the broker: log.dirs, cordoned.log.dirs"},
+		Need{Cordon, ScopeCluster, AlterConfigs, "IncrementalAlterConfigs of the broker: cordoned.log.dirs APPEND, SUBTRACT (R3.8)"},
+	)
+	t = append(t, ownership(Cordon)...)
+	t = append(t,
+		Need{Move, ScopeCluster, Describe, "DescribeLogDirs of the broker: replicas by log dir"},
+		Need{Move, ScopeCluster, Alter, "AlterReplicaLogDirs (R3.8)"},
+		Need{Move, ScopeCluster, DescribeConfigs, "DescribeConfigs of the broker: replica.alter.log.dirs.io.max.bytes.per.second"},
+		Need{Move, ScopeCluster, AlterConfigs, "IncrementalAlterConfigs of the broker: replica.alter.log.dirs.io.max.bytes.per.second"},
+	)
+	t = append(t, ownership(Move)...)
+	t = append(t,
 		Need{Admission, ScopeCluster, Describe, "DescribeLogDirs of every broker: storage and replica sizes"},
 		Need{Admission, ScopeCluster, DescribeConfigs, "DescribeConfigs of a broker: segment and retention defaults"},
 		Need{Admission, ScopeTopics, Describe, "Metadata of every topic: replica placement"},

@@ -54,8 +54,10 @@ func TestEvaluate(t *testing.T) {
 		}, []Feature{Observe, DeleteRecords}, []string{
 			"observe topics:DESCRIBE clicks ?", "observe topics:DESCRIBE_CONFIGS clicks ?",
 			"delete_records topics:DESCRIBE clicks ?", "delete_records topics:DELETE clicks ?"}},
-		{"no ALTER on the cluster: ACL protection only", func(h *Held) { h.Cluster[Alter] = false },
-			Features(), []string{"protect_acl cluster:ALTER"}},
+		{"no ALTER on the cluster: ACL protection and moves within the broker", func(h *Held) { h.Cluster[Alter] = false },
+			Features(), []string{"protect_acl cluster:ALTER", "move cluster:ALTER"}},
+		{"cordon and move need the broker's configs", func(h *Held) { h.Cluster[AlterConfigs] = false },
+			[]Feature{Cordon, Move}, []string{"cordon cluster:ALTER_CONFIGS", "move cluster:ALTER_CONFIGS"}},
 		{"cluster operations unknown", func(h *Held) { h.Cluster, h.ClusterErr = nil, "broker unreachable" },
 			[]Feature{Observe}, []string{"observe cluster:DESCRIBE ?", "observe cluster:DESCRIBE_CONFIGS ?"}},
 		{"ownership topic absent, creatable through Cluster:CREATE", func(h *Held) {
