@@ -296,10 +296,17 @@ func (e *Enforcer) reportCordons(o Observed, goals []DirGoal, plan Plan) {
 			switch h.Reason {
 			case "":
 			case CordonHeldLastLogDir:
-				e.logger.Warn("log dir not cordoned: it is the broker's last uncordoned log dir; cordoning it would leave the broker out of every new partition",
+				// The usual state of a broker with one log dir: said once
+				// an episode, at INFO (the metric keeps it).
+				e.logger.Info("log dir not cordoned: it is the broker's last uncordoned log dir; cordoning it would leave the broker out of every new partition",
 					"log_dir", p, "entry", h.Dir, "broker_id", e.brokerID, "create_topics_answer", CreateTopicsAnswer)
-			default:
+			case CordonHeldReadFailed, CordonHeldUnmatched:
 				e.logger.Warn("log dir not cordoned", "log_dir", p, "entry", h.Dir, "broker_id", e.brokerID, "reason", h.Reason)
+			default:
+				// A Kafka that cannot cordon, an operator's own setting or
+				// lift: reported (the metric, check-config --online), not
+				// a problem of the guard's.
+				e.logger.Info("log dir not cordoned", "log_dir", p, "entry", h.Dir, "broker_id", e.brokerID, "reason", h.Reason)
 			}
 		}
 	}

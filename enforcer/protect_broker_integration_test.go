@@ -98,7 +98,11 @@ func TestR4_4ObserveModeLiftsWhatItSetEarlier(t *testing.T) {
 	)
 	src, capacity, full, _ := guardedTopic(t, shared, topic)
 	capacity.set(full)
-	live := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}, src: src, ownTopic: own})
+	// A short lease: observe mode lifts only once no process has renewed
+	// the record for a lease (R8.8: a duplicate with the same instance
+	// name may be renewing it).
+	lease := enforcer.ProtectionConfig{LeaseDuration: 3 * time.Second}
+	live := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond, Protection: lease}, src: src, ownTopic: own})
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		if len(topicACLs(t, live.admin, topic)) == 0 {
 			return errors.New("not protected yet")
@@ -107,7 +111,7 @@ func TestR4_4ObserveModeLiftsWhatItSetEarlier(t *testing.T) {
 	})
 	live.stop()
 	// Still full: an enforcing guard would keep it. Observe mode lifts.
-	obs := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Interval: 200 * time.Millisecond}, src: src, ownTopic: own})
+	obs := startGuard(t, shared, guardSpec{cfg: enforcer.Config{Interval: 200 * time.Millisecond, Protection: lease}, src: src, ownTopic: own})
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		if acls := topicACLs(t, obs.admin, topic); len(acls) != 0 {
 			return fmt.Errorf("R4.4/observe mode keeps %v", acls)

@@ -58,8 +58,12 @@ func TestMain(m *testing.M) {
 func evidenceCluster(t *testing.T) *kafkatest.Cluster {
 	t.Helper()
 	clusterOnce.Do(func() {
+		// Every node on its own tmpfs: node 1 small, to fill; nodes 2 and
+		// 3 roomy, so that the relief tests' usage of them does not
+		// depend on how full the machine's disk is (Kafka counts total
+		// minus usable bytes, other files included).
 		shared, clusterErr = kafkatest.StartCluster(kafkatest.ClusterOptions{
-			DenyIfNoACL: true, Tmpfs: map[int32]string{1: "96m"},
+			DenyIfNoACL: true, Tmpfs: map[int32]string{1: "96m", 2: "1g", 3: "1g"},
 			RetentionCheckMs: 1000, FileDeleteDelayMs: 1000,
 			Props: []string{"log.segment.delete.delay.ms=1000"},
 		})

@@ -236,9 +236,10 @@ func (c *conn) viaController(f func() error) error {
 	var err error
 	for attempt := range controllerAttempts {
 		if attempt > 0 {
-			if _, rerr := c.client.RefreshController(); rerr != nil {
-				return err
-			}
+			// Best effort: the refresh itself may meet the stopped
+			// broker; the next attempt may still reach a live one (a
+			// request any broker answers goes to a random one).
+			_, _ = c.client.RefreshController()
 		}
 		err = f()
 		var kerr sarama.KError
