@@ -443,3 +443,52 @@ func TestOperatingDocLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestReliefOnDashboardsAndAlerts: the cordon and move series (spec R3.8)
+// have a dashboard panel, and the states an operator must act on have an
+// alert.
+func TestReliefOnDashboardsAndAlerts(t *testing.T) {
+	var queries strings.Builder
+	files, _ := filepath.Glob(filepath.Join(root, "dashboards", "*.json"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := ParseDashboard(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range d.AllPanels() {
+			for _, tg := range p.Targets {
+				queries.WriteString(tg.Expr + "\n")
+			}
+		}
+	}
+	for _, m := range []string{
+		"kafka_disk_guard_log_dir_cordoned", "kafka_disk_guard_log_dir_cordon_held", "kafka_disk_guard_cordon_supported",
+		"kafka_disk_guard_relief_moves_in_progress", "kafka_disk_guard_relief_move_incoming_bytes",
+		"kafka_disk_guard_relief_move_planned_bytes", "kafka_disk_guard_relief_move_skipped", "kafka_disk_guard_relief_moves_total",
+		"kafka_disk_guard_relief_move_throttle_bytes_per_second", "kafka_disk_guard_relief_move_throttle_restore_failed",
+	} {
+		if !regexp.MustCompile(`\b` + m + `\b`).MatchString(queries.String()) {
+			t.Errorf("no dashboard panel reads %s", m)
+		}
+	}
+	exprs := map[string]string{}
+	for _, g := range loadRules(t).Groups {
+		for _, r := range g.Rules {
+			exprs[r.Alert] = r.Expr
+		}
+	}
+	for alert, m := range map[string]string{
+		"KafkaDiskGuardCordonHeld":              "kafka_disk_guard_log_dir_cordon_held",
+		"KafkaDiskGuardCordonUnsupported":       "kafka_disk_guard_log_dir_cordon_held",
+		"KafkaDiskGuardMoveThrottleNotRestored": "kafka_disk_guard_relief_move_throttle_restore_failed",
+		"KafkaDiskGuardMoveStalled":             "kafka_disk_guard_relief_moves_in_progress",
+	} {
+		if !strings.Contains(exprs[alert], m) {
+			t.Errorf("alert %s missing or not on %s", alert, m)
+		}
+	}
+}
