@@ -20,8 +20,10 @@ import (
 //
 // The guard cordons a log dir of its own broker once its usage reaches
 // enforcer.relief.cordon.atPercent (default: the lower bound of the
-// profile's second band, the first one that acts on usage), and
-// uncordons it under that bound minus hysteresisPoints. The cordon is a
+// profile's second band, the first one that acts on usage) or, when that
+// is lower and admission is on, admission.limitPercent (past which the
+// admission check refuses new topics anyway), and uncordons it under that
+// bound minus hysteresisPoints. The cordon is a
 // claim in the agent's record (ledger.OwnedCordon), written before the
 // APPEND; given up, it stays releasing until the SUBTRACT is read back.
 //
@@ -59,6 +61,10 @@ type CordonConfig struct {
 	// the lower bound of the profile's second band; none with a single
 	// band). Uncordoned under it minus hysteresisPoints.
 	AtPercent *float64 `yaml:"atPercent"`
+	// AdmissionLimitPercent: admission.limitPercent while admission is on
+	// (set by the guard, not a key of the file; 0: none). A log dir whose
+	// usage reaches it is cordoned too, when that is under AtPercent.
+	AdmissionLimitPercent float64 `yaml:"-"`
 }
 
 // ReliefConfig is the `enforcer.relief` section: the lossless rungs of
@@ -79,18 +85,27 @@ func (c CordonConfig) validate() error {
 	return nil
 }
 
-// cordonFrom is the usage (ratio) at which a log dir is cordoned: +Inf
-// when cordoning is off or the profile has one band only.
+// cordonFrom is the usage (ratio) at which a log dir is cordoned: the
+// lower of AtPercent (default: the profile's second band) and the
+// admission limit; +Inf when cordoning is off or the profile has one band
+// only and no AtPercent (the admission limit lowers the bound, it never
+// switches cordoning on by itself).
 func (p Policy) cordonFrom(c CordonConfig) float64 {
+	from := math.Inf(1)
 	switch {
 	case !c.cordonEnabled():
-		return math.Inf(1)
+		return from
 	case c.AtPercent != nil:
-		return *c.AtPercent / 100
+		from = *c.AtPercent / 100
 	case len(p.Profile.Bands) > 1:
-		return p.Profile.Bands[1].From
+		from = p.Profile.Bands[1].From
+	default:
+		return from
 	}
-	return math.Inf(1)
+	if c.AdmissionLimitPercent > 0 {
+		from = min(from, c.AdmissionLimitPercent/100)
+	}
+	return from
 }
 
 // Reasons a wanted cordon is held (kafka_disk_guard_log_dir_cordon_held).

@@ -258,10 +258,24 @@ func TestCordonBound(t *testing.T) {
 		{CordonConfig{}, 0.75},
 		{CordonConfig{Enabled: &on, AtPercent: &at}, 0.70},
 		{CordonConfig{Enabled: &off}, math.Inf(1)},
+		// The admission limit cordons too when it is the lower bound.
+		{CordonConfig{AdmissionLimitPercent: 90}, 0.75},
+		{CordonConfig{AdmissionLimitPercent: 60}, 0.60},
+		{CordonConfig{AtPercent: &at, AdmissionLimitPercent: 65}, 0.65},
+		{CordonConfig{Enabled: &off, AdmissionLimitPercent: 60}, math.Inf(1)},
 	} {
 		if got := p.cordonFrom(tc.c); got != tc.want {
 			t.Errorf("cordonFrom(%+v) = %v, want %v", tc.c, got, tc.want)
 		}
+	}
+	// A profile without a second band cordons nothing unless atPercent is
+	// set: the admission limit alone does not switch cordoning on.
+	one := Policy{Profile: Profile{Name: "one", Bands: CloudProfile().Bands[:1]}}
+	if got := one.cordonFrom(CordonConfig{AdmissionLimitPercent: 60}); !math.IsInf(got, 1) {
+		t.Errorf("one band, admission 60: cordonFrom = %v, want +Inf", got)
+	}
+	if got := one.cordonFrom(CordonConfig{AtPercent: &at, AdmissionLimitPercent: 60}); got != 0.60 {
+		t.Errorf("one band, atPercent 70, admission 60: cordonFrom = %v, want 0.6", got)
 	}
 	bad := 0.0
 	if err := (CordonConfig{AtPercent: &bad}).validate(); err == nil {

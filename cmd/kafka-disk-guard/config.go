@@ -142,6 +142,10 @@ func (c guardConfig) WithDefaults() guardConfig {
 	}
 	c.Enforcer = c.Enforcer.WithDefaults()
 	c.Admission = c.Admission.WithDefaults()
+	if c.Admission.IsEnabled() && c.Kafka.Enabled() {
+		// A log dir at the admission limit is cordoned too (spec R3.8).
+		c.Enforcer.Relief.Cordon.AdmissionLimitPercent = c.Admission.LimitPercent
+	}
 	c.Web = c.Web.WithDefaults()
 	c.Metrics = c.Metrics.WithDefaults()
 	c.Log = c.Log.WithDefaults()

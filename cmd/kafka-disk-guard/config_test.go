@@ -259,3 +259,26 @@ ssl.truststore.location=/etc/kafka/ca.pem
 		})
 	}
 }
+
+// TestAdmissionLimitIsACordonBound: with admission on, its limit reaches
+// the enforcer's cordon config (spec R3.8: a log dir at the admission
+// limit is cordoned); without a cluster or with admission off, it does not.
+func TestAdmissionLimitIsACordonBound(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want float64
+	}{
+		{"kafka:\n  bootstrapServers: [\"k:9092\"]\nadmission:\n  limitPercent: 70\n", 70},
+		{"kafka:\n  bootstrapServers: [\"k:9092\"]\n", 90},
+		{"kafka:\n  bootstrapServers: [\"k:9092\"]\nadmission:\n  enabled: false\n  limitPercent: 70\n", 0},
+		{"admission:\n  limitPercent: 70\n", 0},
+	} {
+		var c guardConfig
+		if err := decodeStrict([]byte(tc.doc), &c); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.WithDefaults().Enforcer.Relief.Cordon.AdmissionLimitPercent; got != tc.want {
+			t.Errorf("%q: AdmissionLimitPercent = %v, want %v", tc.doc, got, tc.want)
+		}
+	}
+}
