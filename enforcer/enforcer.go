@@ -461,7 +461,13 @@ func (e *Enforcer) setBlocked(reasons []BlockReason, dirs, topics []string) {
 		if len(topics) > 10 {
 			topics = append(topics[:10], fmt.Sprintf("... %d more", len(topics)-10))
 		}
-		e.logger.Warn("destructive actions held back", "reasons", reasons, "log_dirs", dirs, "topics", topics)
+		level := slog.LevelWarn
+		if slices.Equal(reasons, []BlockReason{BlockMoveInFlight}) {
+			// Purges waiting for a move out of the log dir: the ladder
+			// working as meant (R3.8), not a problem.
+			level = slog.LevelInfo
+		}
+		e.logger.Log(context.Background(), level, "destructive actions held back", "reasons", reasons, "log_dirs", dirs, "topics", topics)
 	} else {
 		e.logger.Info("destructive actions allowed again")
 	}

@@ -39,6 +39,12 @@ import (
 //     floor), stop short of the target by the bytes that other data than
 //     live partitions explains beyond an allowance (usage_not_kafka), and
 //     stop when deletions do not lower usage (purge_ineffective).
+//   - moves (R3.8): while a partition of the log dir is being moved to
+//     another log dir of the broker (its -future log elsewhere), nothing
+//     unexpired is purged in it under the protect band (move_in_flight):
+//     the move frees the dir without losing a record. At the protect band
+//     (and in a profile without one) purges go on as usual; expired data
+//     is deleted as usual.
 
 // Block reasons of the evidence gates.
 const (
@@ -54,13 +60,14 @@ const (
 	BlockPurgeCap              BlockReason = "purge_cap"
 	BlockPurgeIneffective      BlockReason = "purge_ineffective"
 	BlockProtectionUnavailable BlockReason = "protection_unavailable"
+	BlockMoveInFlight          BlockReason = "move_in_flight"
 )
 
 // evidenceReasons lists the gates' block reasons.
 func evidenceReasons() []BlockReason {
 	return []BlockReason{BlockIdentityUnconfirmed, BlockConfigUnknown, BlockConfigOffline, BlockConfigFetchFailed,
 		BlockConfigStale, BlockMissingRights, BlockClockJump, BlockFutureTimestamps, BlockUsageNotKafka,
-		BlockPurgeCap, BlockPurgeIneffective, BlockProtectionUnavailable}
+		BlockPurgeCap, BlockPurgeIneffective, BlockProtectionUnavailable, BlockMoveInFlight}
 }
 
 // topicReasons are the reasons a topic can be held for (the held_topics
@@ -263,7 +270,37 @@ func (p Policy) purgeLimit(o Observed, ld *agent.LogDir, other int64) PurgeLimit
 		l.Unexpired = 0
 		add(BlockProtectionUnavailable)
 	}
+	if pi := p.Profile.protectIndex(); pi >= 0 && ld.Usage.Ratio() < p.Profile.Bands[pi].From && movesOut(o.Snapshot, ld) {
+		l.Unexpired = 0
+		add(BlockMoveInFlight)
+	}
 	return l
+}
+
+// movesOut reports whether a partition of the log dir is being moved to
+// another log dir of the broker (AlterReplicaLogDirs in flight, the
+// guard's or an operator's): its -future log lives in another log dir.
+func movesOut(s *agent.Snapshot, ld *agent.LogDir) bool {
+	var future map[TopicPartition]bool
+	for i := range s.LogDirs {
+		if s.LogDirs[i].Path == ld.Path {
+			continue
+		}
+		for j := range s.LogDirs[i].Partitions {
+			if pt := &s.LogDirs[i].Partitions[j]; pt.Kind == agent.KindFuture {
+				if future == nil {
+					future = map[TopicPartition]bool{}
+				}
+				future[TopicPartition{pt.Topic, pt.Partition}] = true
+			}
+		}
+	}
+	for i := range ld.Partitions {
+		if pt := &ld.Partitions[i]; pt.Kind == agent.KindLive && future[TopicPartition{pt.Topic, pt.Partition}] {
+			return true
+		}
+	}
+	return false
 }
 
 // otherBytes gives, per log dir, the used bytes of its usage that live
