@@ -21,6 +21,9 @@
 #                                cached) keeps "remote" segments under DIR/remote; Kafka's default
 #                                topic-based metadata manager; copies checked every second
 #   --no-authorizer              run without an authorizer (ACL requests answer SECURITY_DISABLED)
+#   --release-version V          KDG_KAFKA_RELEASE_VERSION  format the storage at release V's
+#                                metadata.version (e.g. 4.2: an older cluster, no cordoned.log.dirs)
+#                                [the jars' latest production version]
 #   KDG_KAFKA_CLASSPATH=a.jar:b.jar  extra jars on the broker classpath (plugins)
 #
 # Listeners: PLAINTEXT on 127.0.0.1:PORT (anonymous, ordinary clients),
@@ -118,6 +121,7 @@ TMPFS=${KDG_KAFKA_TMPFS:-}
 RETENTION_CHECK_MS=${KDG_KAFKA_RETENTION_CHECK_MS:-300000}
 FILE_DELETE_DELAY_MS=${KDG_KAFKA_FILE_DELETE_DELAY_MS:-60000}
 TIERED=${KDG_KAFKA_TIERED:-}
+RELEASE_VERSION=${KDG_KAFKA_RELEASE_VERSION:-}
 AUTHORIZER=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 EXTRA_PROPS=()
 
@@ -132,6 +136,7 @@ parse() {
       --prop) EXTRA_PROPS+=("$2"); shift 2 ;;
       --tiered) TIERED=1; shift ;;
       --no-authorizer) AUTHORIZER=; shift ;;
+      --release-version) RELEASE_VERSION=$2; shift 2 ;;
       *) die "unknown option $1" ;;
     esac
   done
@@ -208,7 +213,7 @@ EOF
 
   "$java" -cp "$cp" -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$DIR/logs" \
     kafka.tools.StorageTool format --standalone -t "$("$java" -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)" \
-    -c "$DIR/server.properties" > "$DIR/logs/format.log" 2>&1 || { cat "$DIR/logs/format.log" >&2; die "storage format failed"; }
+    ${RELEASE_VERSION:+--release-version "$RELEASE_VERSION"} -c "$DIR/server.properties" > "$DIR/logs/format.log" 2>&1 || { cat "$DIR/logs/format.log" >&2; die "storage format failed"; }
 
   nohup "$java" -Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$DIR/logs" \

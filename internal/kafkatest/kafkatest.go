@@ -59,6 +59,10 @@ type Options struct {
 	// (scripts/kafka.sh --no-authorizer): ACL requests answer
 	// SECURITY_DISABLED.
 	NoAuthorizer bool
+	// ReleaseVersion formats the storage at that release's
+	// metadata.version ("4.2"; scripts/kafka.sh --release-version): an
+	// older cluster. Empty: the jars' latest.
+	ReleaseVersion string
 }
 
 // Broker is a running broker.
@@ -136,6 +140,9 @@ func Start(opts Options) (*Broker, error) {
 	}
 	if opts.NoAuthorizer {
 		args = append(args, "--no-authorizer")
+	}
+	if opts.ReleaseVersion != "" {
+		args = append(args, "--release-version", opts.ReleaseVersion)
 	}
 	for _, p := range opts.Props {
 		args = append(args, "--prop", p)
