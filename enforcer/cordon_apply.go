@@ -218,7 +218,8 @@ func (e *Enforcer) cordonAction(action Action, c CordonChange, err error) {
 		res = ResultDryRun
 	}
 	e.m.actions.WithLabelValues(string(action), string(res), c.Band).Inc()
-	attrs := []any{"log_dir", c.LogDir, "entry", c.Dir, "broker_id", e.brokerID, "band", c.Band, "usage", c.Usage, "dry_run", res == ResultDryRun}
+	attrs := []any{"log_dir", c.LogDir, "entry", c.Dir, "broker_id", e.brokerID, "band", c.Band, "usage", c.Usage, "dry_run", res == ResultDryRun,
+		eventAttr(CordonDone{CordonChange: c, Cordon: action == actionCordon, DryRun: res == ResultDryRun, Err: err})}
 	switch {
 	case err != nil:
 		e.logger.Error(string(action)+" failed", append(attrs, "err", err)...)

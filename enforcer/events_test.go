@@ -25,6 +25,11 @@ func TestEventsRideLogRecordsUnseen(t *testing.T) {
 	if !ok || got.Topic != "orders" || !got.On {
 		t.Errorf("Event = %#v, want the ProtectionChange", Event(eventAttr(ev)))
 	}
+	for _, e := range []slog.LogValuer{CordonDone{Cordon: true}, MoveDone{Move: Move{Topic: "orders"}}} {
+		if Event(eventAttr(e)) != e {
+			t.Errorf("Event(%#v) = %#v", e, Event(eventAttr(e)))
+		}
+	}
 	if Event(slog.String(EventKey, "x")) != nil || Event(slog.Any("other", ev)) != nil {
 		t.Error("Event found an event in an attribute that carries none")
 	}

@@ -211,7 +211,8 @@ func (mv *Mover) Pass(ctx context.Context) error {
 	if mv.dryRun {
 		for _, m := range plan.Moves {
 			mv.logger.Info("would move partition", "topic", m.Topic, "partition", m.Partition, "from", m.From, "to", m.To,
-				"bytes", m.Bytes, "cold", m.Cold, "duration", plan.Duration.Round(time.Second))
+				"bytes", m.Bytes, "cold", m.Cold, "duration", plan.Duration.Round(time.Second),
+				eventAttr(MoveDone{Move: m, DryRun: true, Duration: plan.Duration}))
 			mv.m.moves.WithLabelValues(MoveResultPlanned).Inc()
 		}
 		if held && inFlight == 0 {
@@ -286,13 +287,15 @@ func (mv *Mover) start(ctx context.Context, broker int32, plan MovePlan, brokerP
 		key := m.Topic + "/" + strconv.Itoa(int(m.Partition))
 		if perr := res[key]; perr != nil {
 			mv.m.moves.WithLabelValues(MoveResultRefused).Inc()
-			mv.logger.Warn("move refused", "topic", m.Topic, "partition", m.Partition, "from", m.From, "to", m.To, "err", perr)
+			mv.logger.Warn("move refused", "topic", m.Topic, "partition", m.Partition, "from", m.From, "to", m.To, "err", perr,
+				eventAttr(MoveDone{Move: m, Duration: plan.Duration, Err: perr}))
 			errs = append(errs, fmt.Errorf("move %s: %w", key, perr))
 			continue
 		}
 		mv.m.moves.WithLabelValues(MoveResultStarted).Inc()
 		mv.logger.Info("move started", "topic", m.Topic, "partition", m.Partition, "from", m.From, "to", m.To,
-			"bytes", m.Bytes, "cold", m.Cold, "throttle_bytes_per_second", mv.pol.RateBytesPerSecond)
+			"bytes", m.Bytes, "cold", m.Cold, "throttle_bytes_per_second", mv.pol.RateBytesPerSecond,
+			eventAttr(MoveDone{Move: m, Duration: plan.Duration}))
 	}
 	return errors.Join(errs...)
 }

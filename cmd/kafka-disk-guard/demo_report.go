@@ -111,6 +111,14 @@ func narrate(x slog.Attr) string {
 		if ev.Err == nil {
 			return protectionLine(ev)
 		}
+	case enforcer.CordonDone:
+		if ev.Err == nil {
+			return cordonLine(ev)
+		}
+	case enforcer.MoveDone:
+		if ev.Err == nil {
+			return moveLine(ev)
+		}
 	}
 	switch ev := simbroker.Event(x).(type) {
 	case simbroker.PhaseChange:
@@ -197,6 +205,33 @@ func protectionLine(ev enforcer.ProtectionChange) string {
 		acls = append(acls, a.Permission+" "+a.Operation+" "+a.Principal)
 	}
 	return fmt.Sprintf("    %s %s: %s", verb, ev.Topic, strings.Join(acls, ", "))
+}
+
+// cordonLine: "would cordon /data/1 (usage 75.4%): Kafka would place no
+// new partition in it (cordoned.log.dirs)".
+func cordonLine(ev enforcer.CordonDone) string {
+	switch {
+	case ev.Cordon && ev.DryRun:
+		return fmt.Sprintf("    would cordon %s (usage %s): Kafka would place no new partition in it (cordoned.log.dirs)", ev.LogDir, pct(ev.Usage))
+	case ev.Cordon:
+		return fmt.Sprintf("    cordoned %s (usage %s): Kafka places no new partition in it (cordoned.log.dirs)", ev.LogDir, pct(ev.Usage))
+	}
+	return fmt.Sprintf("    uncordoned %s (usage %s): new partitions may be placed in it again", ev.LogDir, pct(ev.Usage))
+}
+
+// moveLine: "would move orders-1 from /data/1 to /data/2: 1.00 MiB, cold;
+// the batch copies in 12s at the throttle, before the purge band".
+func moveLine(ev enforcer.MoveDone) string {
+	verb := "moving"
+	if ev.DryRun {
+		verb = "would move"
+	}
+	heat := "warm"
+	if ev.Cold {
+		heat = "cold"
+	}
+	return fmt.Sprintf("    %s %s-%d from %s to %s: %s, %s; the batch copies in %s at the throttle, before the purge band",
+		verb, ev.Topic, ev.Partition, ev.From, ev.To, human.Bytes(ev.Bytes), heat, ev.Duration.Round(time.Second))
 }
 
 func scenarioLine(ev simbroker.PhaseChange) string {

@@ -87,6 +87,7 @@ type Broker struct {
 	// ledgerLost: the ownership topic was deleted (DeleteOwnershipTopic).
 	ledgerLost bool
 	overrides  map[string]map[string]string // topic config overrides set through the admin API
+	cordoned   []string                     // the dynamic cordoned.log.dirs (broker_cordon.go)
 	pending    []pendingFile
 	nextCheck  time.Time
 	last       time.Time
