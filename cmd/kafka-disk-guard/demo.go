@@ -177,7 +177,8 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 		return err
 	}
 	lines := &lineWriter{w: out.stdout, held: true}
-	logger := slog.New(newDemoLog(lines, out.stderr))
+	dl := newDemoLog(lines, out.stderr)
+	logger := slog.New(dl)
 	version, revision := buildVersion()
 
 	gc := guardConfig{}
@@ -193,6 +194,7 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 			return err
 		}
 		defer cleanup()
+		dl.main = cfg.dir
 		if intro, err = simulate(cfg, &gc, &hooks, logger, out.stdout); err != nil {
 			return err
 		}
@@ -216,7 +218,7 @@ func runDemo(ctx context.Context, args []string, getenv env, out streams) error 
 		}
 		intro()
 		lines.release()
-		return narrateUsage(ctx, lines, ag, 10*time.Second)
+		return narrateUsage(ctx, lines, ag, 10*time.Second, dl.main)
 	})
 	err = serve(ctx, gc, logger, build{version, revision}, hooks)
 	fmt.Fprintln(out.stdout, "Stopped.")
@@ -243,6 +245,7 @@ func demoDir(dir string) (string, func(), error) {
 func simulate(cfg demoConfig, gc *guardConfig, hooks *serveHooks, logger *slog.Logger, stdout io.Writer) (intro func(), err error) {
 	dir := cfg.dir
 	bcfg, sc := simbroker.Demo(simbroker.DemoOptions{Dir: dir, Now: time.Now(), Capacity: cfg.capacity, Speed: cfg.speed})
+	bcfg.Spare = true
 	broker, err := simbroker.New(bcfg, logger)
 	if err != nil {
 		return nil, err
@@ -252,11 +255,22 @@ func simulate(cfg demoConfig, gc *guardConfig, hooks *serveHooks, logger *slog.L
 	}
 	cs := broker.Configs()
 	hooks.offline, hooks.admin, hooks.evidence, hooks.configs = &cs, broker.Admin(), broker.Evidence(), broker.ConfigSource()
+	// The broker's second log dir: the mover (spec R3.8) plans moves into
+	// it. The simulated broker does not copy replicas, so with --enforce
+	// the mover is off (observe mode says what it would move).
+	hooks.moves = &demoMoves{admin: broker.Admin(), store: broker.Admin(), evidence: broker.Evidence()}
+	if cfg.enforce {
+		off := false
+		gc.Enforcer.Relief.Move.Enabled = &off
+	}
 	// The scenario fills the disk in minutes what takes hours on a
 	// broker: the purge caps per hour and day (spec R7.3) are lifted
 	// so that every band shows.
 	gc.Enforcer.Purge = enforcer.PurgeConfig{MaxPercentPerPass: 100, MaxPercentPerHour: 100, MaxPercentPerDay: 100}
-	gc.LogDirs = []string{dir}
+	gc.LogDirs = []string{dir, broker.SpareLogDir()}
+	// The fill crosses the move band in seconds: the mover (whose pass
+	// runs every enforcer.interval) looks every second.
+	gc.Enforcer.Interval = time.Second
 	// The scenario moves fast: re-read growing partitions and
 	// reclassify more often than the defaults.
 	gc.GrowthInterval, gc.ReclassifyInterval = 200*time.Millisecond, time.Second

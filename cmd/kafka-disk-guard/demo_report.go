@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,31 @@ type demoLog struct {
 	out   *lineWriter
 	warn  slog.Handler
 	group bool // attributes are grouped: not ours to render
+	// main is the log dir the scenario fills; band changes of the others
+	// name their log dir. moves: when each move was last told (the mover
+	// plans the same moves every pass in observe mode).
+	main  string
+	moves *movesTold
+}
+
+// movesTold remembers the moves told, so each is told once a minute.
+type movesTold struct {
+	mu   sync.Mutex
+	last map[enforcer.Move]time.Time
+}
+
+// first reports whether m was not told in the last minute, and notes it.
+func (t *movesTold) first(m enforcer.Move, at time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		t.last = map[enforcer.Move]time.Time{}
+	}
+	if prev, ok := t.last[m]; ok && at.Sub(prev) < time.Minute {
+		return false
+	}
+	t.last[m] = at
+	return true
 }
 
 // lineWriter writes whole timestamped lines, one goroutine at a time;
@@ -62,7 +88,7 @@ func (l *lineWriter) release() {
 }
 
 func newDemoLog(out *lineWriter, errOut io.Writer) *demoLog {
-	return &demoLog{out: out, warn: slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})}
+	return &demoLog{out: out, warn: slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}), moves: &movesTold{}}
 }
 
 func (h *demoLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
@@ -71,7 +97,7 @@ func (h *demoLog) Handle(ctx context.Context, r slog.Record) error {
 	line := ""
 	if !h.group {
 		r.Attrs(func(x slog.Attr) bool {
-			line = narrate(x)
+			line = h.narrate(x, r.Time)
 			return line == ""
 		})
 	}
@@ -98,10 +124,14 @@ func (h *demoLog) WithGroup(name string) slog.Handler {
 }
 
 // narrate renders the event a record's attribute carries; "" when it
-// carries none, or a failed action (told on errOut).
-func narrate(x slog.Attr) string {
+// carries none, a failed action (told on errOut), or a move told in the
+// last minute.
+func (h *demoLog) narrate(x slog.Attr, at time.Time) string {
 	switch ev := enforcer.Event(x).(type) {
 	case enforcer.BandChange:
+		if h.main != "" && ev.LogDir != h.main {
+			return filepath.Base(ev.LogDir) + ": " + bandLine(ev)
+		}
 		return bandLine(ev)
 	case enforcer.DeletionDone:
 		if ev.Err == nil {
@@ -116,7 +146,7 @@ func narrate(x slog.Attr) string {
 			return cordonLine(ev)
 		}
 	case enforcer.MoveDone:
-		if ev.Err == nil {
+		if ev.Err == nil && h.moves.first(ev.Move, at) {
 			return moveLine(ev)
 		}
 	}
@@ -207,19 +237,19 @@ func protectionLine(ev enforcer.ProtectionChange) string {
 	return fmt.Sprintf("    %s %s: %s", verb, ev.Topic, strings.Join(acls, ", "))
 }
 
-// cordonLine: "would cordon /data/1 (usage 75.4%): Kafka would place no
+// cordonLine: "would cordon kafka-logs (usage 75.4%): Kafka would place no
 // new partition in it (cordoned.log.dirs)".
 func cordonLine(ev enforcer.CordonDone) string {
 	switch {
 	case ev.Cordon && ev.DryRun:
-		return fmt.Sprintf("    would cordon %s (usage %s): Kafka would place no new partition in it (cordoned.log.dirs)", ev.LogDir, pct(ev.Usage))
+		return fmt.Sprintf("    would cordon %s (usage %s): Kafka would place no new partition in it (cordoned.log.dirs)", filepath.Base(ev.LogDir), pct(ev.Usage))
 	case ev.Cordon:
-		return fmt.Sprintf("    cordoned %s (usage %s): Kafka places no new partition in it (cordoned.log.dirs)", ev.LogDir, pct(ev.Usage))
+		return fmt.Sprintf("    cordoned %s (usage %s): Kafka places no new partition in it (cordoned.log.dirs)", filepath.Base(ev.LogDir), pct(ev.Usage))
 	}
-	return fmt.Sprintf("    uncordoned %s (usage %s): new partitions may be placed in it again", ev.LogDir, pct(ev.Usage))
+	return fmt.Sprintf("    uncordoned %s (usage %s): new partitions may be placed in it again", filepath.Base(ev.LogDir), pct(ev.Usage))
 }
 
-// moveLine: "would move orders-1 from /data/1 to /data/2: 1.00 MiB, cold;
+// moveLine: "would move orders-1 from 1 to 2: 1.00 MiB, cold;
 // the batch copies in 12s at the throttle, before the purge band".
 func moveLine(ev enforcer.MoveDone) string {
 	verb := "moving"
@@ -231,7 +261,7 @@ func moveLine(ev enforcer.MoveDone) string {
 		heat = "cold"
 	}
 	return fmt.Sprintf("    %s %s-%d from %s to %s: %s, %s; the batch copies in %s at the throttle, before the purge band",
-		verb, ev.Topic, ev.Partition, ev.From, ev.To, human.Bytes(ev.Bytes), heat, ev.Duration.Round(time.Second))
+		verb, ev.Topic, ev.Partition, filepath.Base(ev.From), filepath.Base(ev.To), human.Bytes(ev.Bytes), heat, ev.Duration.Round(time.Second))
 }
 
 func scenarioLine(ev simbroker.PhaseChange) string {
@@ -277,16 +307,17 @@ func waitFirstSnapshot(ctx context.Context, a *agent.Agent) bool {
 	return true
 }
 
-// narrateUsage prints a line each time the log dirs' usage crosses 70%,
+// narrateUsage prints a line each time the usage of main (the log dir
+// the scenario fills; "": of every log dir) crosses 70%,
 // and a summary line every period, until ctx ends. The summary line ends
 // with the projection (spec R3.8) at the ingress the agent observed; the
 // demo's time runs fast, so its ingress estimate is the median of 5 s
 // rates over 30 s rather than the agent's 5 min over an hour.
-func narrateUsage(ctx context.Context, out *lineWriter, a *agent.Agent, period time.Duration) error {
+func narrateUsage(ctx context.Context, out *lineWriter, a *agent.Agent, period time.Duration, main string) error {
 	t := time.NewTicker(demoPoll)
 	defer t.Stop()
 	rates := forecast.NewRates(forecast.RateConfig{BucketWidth: 5 * time.Second, Buckets: 6})
-	above := false
+	above, foreseen := false, false
 	var last time.Time
 	for {
 		select {
@@ -299,13 +330,17 @@ func narrateUsage(ctx context.Context, out *lineWriter, a *agent.Agent, period t
 			continue
 		}
 		rates.Observe(snap)
+		// The usage of main (the log dir the scenario fills) or of every
+		// log dir (a real broker), the segments of all.
 		var sum agent.Summary
 		var used, capacity uint64
 		var pending int64
 		for _, ld := range snap.LogDirs {
-			used += ld.Usage.UsedBytes
-			capacity += ld.Usage.CapacityBytes
-			pending += ld.PendingDeleteBytes
+			if main == "" || ld.Path == main {
+				used += ld.Usage.UsedBytes
+				capacity += ld.Usage.CapacityBytes
+				pending += ld.PendingDeleteBytes
+			}
 			for _, ts := range ld.TopicSummaries() {
 				sum.Add(ts.Summary)
 			}
@@ -321,6 +356,12 @@ func narrateUsage(ctx context.Context, out *lineWriter, a *agent.Agent, period t
 			out.line(snap.Time, fmt.Sprintf("usage %.1f%%: back under 70%%", 100*ratio))
 		}
 		above = ratio >= demoAlertRatio
+		if f, ok := demoForesee(snap, rates, main); ok != foreseen {
+			foreseen = ok
+			if ok && ratio < demoPurgeBand {
+				out.line(snap.Time, f)
+			}
+		}
 		if now := time.Now(); now.Sub(last) >= period {
 			last = now
 			out.line(snap.Time, fmt.Sprintf("used %s of %s (%.1f%%)  segments: %d open, %d closed, %d eligible  expired still on disk %s  pending delete %s%s",
@@ -328,6 +369,35 @@ func narrateUsage(ctx context.Context, out *lineWriter, a *agent.Agent, period t
 				human.Bytes(sum.Expired.OpenSegment+sum.Expired.AwaitingDeletion), human.Bytes(pending), demoProjection(snap, rates)))
 		}
 	}
+}
+
+// demoPurgeBand is the demo's first purge band (cloud profile).
+const demoPurgeBand = 0.85
+
+// demoForesee is the foresee rung's line (spec R3.8) when the projection
+// of main (or the first log dir with a capacity) reaches the purge band:
+// "foresee: projected 93.9% at 3.07 MiB/s, past the 85% purge band: 85%
+// in 19s".
+func demoForesee(snap *agent.Snapshot, rates *forecast.Rates, main string) (string, bool) {
+	est := rates.Snapshot()
+	if len(est) == 0 {
+		return "", false
+	}
+	for _, d := range forecast.Project(snap, est) {
+		if !d.Known || main != "" && d.Path != main {
+			continue
+		}
+		if d.ProjectedRatio() < demoPurgeBand {
+			return "", false
+		}
+		s := fmt.Sprintf("foresee: projected %.1f%% at %s/s, past the %.0f%% purge band", 100*d.ProjectedRatio(),
+			human.Bytes(int64(d.IngressBytesPerSecond)), 100*demoPurgeBand)
+		if t, ok := d.TimeTo(demoPurgeBand); ok && t > 0 {
+			s += fmt.Sprintf(": %.0f%% in %s", 100*demoPurgeBand, t.Round(time.Second))
+		}
+		return s + "; the PurgeForeseen alert fires if it holds for an hour", true
+	}
+	return "", false
 }
 
 // demoProjection is the summary line's projection of the first log dir

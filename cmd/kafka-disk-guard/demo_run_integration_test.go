@@ -81,6 +81,11 @@ func TestDemo(t *testing.T) {
 	)
 	d.waitLines(t, time.Second, `band purge`, `would delete [a-z0-9._-]+-\d up to offset \d+: \d+ segments?, [0-9.]+ [KM]iB, NOT expired`)
 	d.waitLines(t, time.Second, `band protect`, `would lift write protection from telemetry`)
+	// The lossless rungs before any purge (spec R3.8): the projection past
+	// the purge band, the cordon, moves into the broker's second log dir.
+	d.waitLines(t, time.Second, `scenario: a replay floods`, `foresee: projected \d+\.\d% at [0-9.]+ [KM]iB/s, past the 85% purge band`, `band purge \(was periodic\)`)
+	d.waitLines(t, time.Second, `band periodic \(was scheduled\)`, `would cordon kafka-logs \(usage 7\d\.\d%\): Kafka would place no new partition in it`)
+	d.waitLines(t, time.Second, `would move [a-z0-9._-]+-\d from kafka-logs to kafka-logs-spare: [0-9.]+ [KM]iB, (cold|warm); the batch copies in`)
 	eventually(t, 10*time.Second, func() error {
 		if got := bands(); len(got) < 5 || !slices.Equal(got[:4], []string{"scheduled", "periodic", "purge", "protect"}) || got[len(got)-1] != "scheduled" {
 			return fmt.Errorf("kafka_disk_guard_band went through %v, want scheduled, periodic, purge, protect, ..., scheduled", got)
@@ -134,6 +139,10 @@ func TestDemoEnforce(t *testing.T) {
 		`usage \d+\.\d%: back under 70%`,
 	)
 	d.waitLines(t, time.Second, `band purge`, `    deleted [a-z0-9._-]+-\d up to offset \d+: \d+ segments?, [0-9.]+ [KM]iB, NOT expired`)
+	d.waitLines(t, time.Second, `band periodic \(was scheduled\)`, `    cordoned kafka-logs \(usage 7\d\.\d%\)`, `    uncordoned kafka-logs`)
+	if strings.Contains(d.stdout.String(), "would move") || strings.Contains(d.stdout.String(), "moving ") {
+		t.Errorf("--enforce moved, or planned moves, on a simulated broker that does not copy replicas:\n%s", d.stdout.String())
+	}
 	for _, tt := range []struct {
 		series string
 		want   func(float64) bool

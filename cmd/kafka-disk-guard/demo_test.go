@@ -183,8 +183,8 @@ func TestDemoNarratesTypedEvents(t *testing.T) {
 	logger.Info("move started", slog.Any(enforcer.EventKey, enforcer.MoveDone{
 		Move: enforcer.Move{Topic: "orders", Partition: 1, From: "/data/1", To: "/data/2", Bytes: 1 << 20, Cold: true}, Duration: 12 * time.Second}))
 	for _, want := range []string{
-		"    would cordon /data/1 (usage 75.8%): Kafka would place no new partition in it (cordoned.log.dirs)",
-		"    moving orders-1 from /data/1 to /data/2: 1.00 MiB, cold; the batch copies in 12s at the throttle, before the purge band",
+		"    would cordon 1 (usage 75.8%): Kafka would place no new partition in it (cordoned.log.dirs)",
+		"    moving orders-1 from 1 to 2: 1.00 MiB, cold; the batch copies in 12s at the throttle, before the purge band",
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout.String())

@@ -202,11 +202,21 @@ type serveHooks struct {
 	admin    enforcer.Admin
 	evidence enforcer.Evidence
 	configs  agent.TopicConfigSource
+	// moves, when set with admin, is the mover's side of the simulated
+	// broker (moves within it, spec R3.8).
+	moves *demoMoves
 	// extra parts run beside the guard's own, with the same lifetime.
 	extra []func(ctx context.Context, a *agent.Agent, addr string) error
 	// clock, when set, is the wall clock of the agent and the enforcer
 	// (tests that move it, spec R7.5).
 	clock enforcer.MonotonicClock
+}
+
+// demoMoves is what the mover acts through on the demo's simulated broker.
+type demoMoves struct {
+	admin    enforcer.MoveAdmin
+	store    enforcer.ThrottleStore
+	evidence enforcer.MoveEvidence
 }
 
 // firstAttemptWait bounds how long the enforcer waits for the Kafka
@@ -367,6 +377,12 @@ func (p *guardParts) start(cfg guardConfig, logger *slog.Logger, reg *prometheus
 		if err != nil {
 			return "", err
 		}
+	} else if hooks.moves != nil {
+		p.mover, err = enforcer.NewMover(cfg.Enforcer, logger, reg, enforcer.MoverDeps{Snapshots: p.a,
+			Admin: hooks.moves.admin, Store: hooks.moves.store, Evidence: hooks.moves.evidence, Growth: fc.Growth, Clock: clock})
+		if err != nil {
+			return "", err
+		}
 	}
 	routes := map[string]http.Handler{reservePath: p.admitter}
 	p.srv, err = exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.Web.ListenAddress, WebConfigFile: cfg.Web.ConfigFile,
@@ -395,6 +411,9 @@ func (p *guardParts) run(ctx context.Context, hooks serveHooks, addr string) err
 	g.Go(func() error { return p.srv.Run(ctx) })
 	if p.link == nil {
 		g.Go(func() error { return p.enf.Run(ctx) })
+		if p.mover != nil {
+			g.Go(func() error { return p.mover.Run(ctx) })
+		}
 		return g.Wait()
 	}
 	g.Go(func() error { return p.link.Run(ctx) })

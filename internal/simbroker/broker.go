@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -50,6 +52,10 @@ type Config struct {
 	FileDeleteDelay time.Duration
 	// SegmentIndexBytes is segment.index.bytes of every topic (default 1 MiB).
 	SegmentIndexBytes int64
+	// Spare generates the broker's second log dir (SpareLogDir: empty,
+	// with its meta.properties) and reports it, so the guard may watch
+	// it and plan moves into it (broker_move.go).
+	Spare bool
 }
 
 // Topic is one simulated topic.
@@ -88,6 +94,7 @@ type Broker struct {
 	ledgerLost bool
 	overrides  map[string]map[string]string // topic config overrides set through the admin API
 	cordoned   []string                     // the dynamic cordoned.log.dirs (broker_cordon.go)
+	throttle   *string                      // the dynamic replica.alter.log.dirs.io.max.bytes.per.second (broker_move.go)
 	pending    []pendingFile
 	nextCheck  time.Time
 	last       time.Time
@@ -143,6 +150,20 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	res, err := logdirgen.Generate(cfg.Dir, spec)
 	if err != nil {
 		return nil, fmt.Errorf("generate log dir: %w", err)
+	}
+	if cfg.Spare {
+		spare := logdirgen.Spec{Now: cfg.Now, NodeID: cfg.NodeID, ClusterID: cfg.ClusterID, DirectoryID: spareDirectoryID}
+		if _, err := logdirgen.Generate(b.SpareLogDir(), spare); err != nil {
+			return nil, fmt.Errorf("generate spare log dir: %w", err)
+		}
+		// The generated -future replica would be a move in flight that
+		// never ends: with a second log dir, real moves take its place.
+		futures, _ := filepath.Glob(filepath.Join(cfg.Dir, "*-future"))
+		for _, f := range futures {
+			if err := os.RemoveAll(f); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, pr := range res.Partitions {
 		t := b.topics[pr.Topic]

@@ -34,6 +34,9 @@ func (e *Evidence) BrokerLogDirs(ctx context.Context, node int32) ([]agent.Broke
 		for _, p := range b.parts {
 			d.Partitions = append(d.Partitions, agent.TopicPartition{Topic: p.topic.Name, Partition: p.log.Partition()})
 		}
+		if b.cfg.Spare {
+			return []agent.BrokerLogDir{d, {Path: b.SpareLogDir(), TotalBytes: -1, UsableBytes: -1}}, nil
+		}
 		return []agent.BrokerLogDir{d}, nil
 	})
 }
