@@ -311,6 +311,10 @@ func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
 		fmt.Fprintf(w, "  used %s of %s (%.1f%%, %s capacity), pending deletion %s\n\n",
 			human.Bytes(int64(ld.Usage.UsedBytes)), human.Bytes(int64(ld.Usage.CapacityBytes)), 100*ld.Usage.Ratio(), ld.Usage.Basis,
 			human.Bytes(ld.PendingDeleteBytes))
+		if len(ld.Partitions) == 0 {
+			fmt.Fprintln(w, "  no partitions")
+			continue
+		}
 		reserved := map[string]int64{}
 		bases := map[string][]string{}
 		var other []string
