@@ -330,3 +330,25 @@ func du(dir string) int64 {
 	})
 	return n
 }
+
+// R3.8: a log dir is cordoned at the admission limit too, when that is
+// under relief.cordon.atPercent (admission.limitPercent, wired by the
+// guard), and uncordoned under it minus the hysteresis.
+func TestR3_8GuardCordonsAtTheAdmissionLimit(t *testing.T) {
+	b := jbodBroker(t)
+	dirs := append([]string{b.LogDir}, b.ExtraLogDirs...)
+	ratio := &fixedCapacity{v: 50}
+	src := &scantest.Source{LogDir: b.LogDir, Capacity: func() uint64 { return uint64(float64(du(b.LogDir)) * 100 / float64(ratio.get())) }}
+	at := 95.0
+	cfg := enforcer.Config{Enabled: true, Interval: 200 * time.Millisecond}
+	cfg.Relief.Cordon = enforcer.CordonConfig{AtPercent: &at, AdmissionLimitPercent: 60}
+	g := startGuard(t, b, guardSpec{cfg: cfg, src: src, ownTopic: "__kdg_test_cordon_admission"})
+	g.waitReconciles(t, 3)
+	dynamicCordons(t, g.admin)
+	start := time.Now()
+	ratio.set(65) // over the admission limit, far under atPercent
+	dynamicCordons(t, g.admin, dirs[0])
+	t.Logf("cordoned %s after the admission limit was crossed", time.Since(start).Round(10*time.Millisecond))
+	ratio.set(50) // under 60 - 5
+	dynamicCordons(t, g.admin)
+}

@@ -37,7 +37,8 @@ type demoLog struct {
 	moves *movesTold
 }
 
-// movesTold remembers the moves told, so each is told once a minute.
+// movesTold remembers the moves told (partition, from, to), so each is
+// told once a minute.
 type movesTold struct {
 	mu   sync.Mutex
 	last map[enforcer.Move]time.Time
@@ -50,10 +51,11 @@ func (t *movesTold) first(m enforcer.Move, at time.Time) bool {
 	if t.last == nil {
 		t.last = map[enforcer.Move]time.Time{}
 	}
-	if prev, ok := t.last[m]; ok && at.Sub(prev) < time.Minute {
+	key := enforcer.Move{Topic: m.Topic, Partition: m.Partition, From: m.From, To: m.To}
+	if prev, ok := t.last[key]; ok && at.Sub(prev) < time.Minute {
 		return false
 	}
-	t.last[m] = at
+	t.last[key] = at
 	return true
 }
 

@@ -182,6 +182,12 @@ func TestDemoNarratesTypedEvents(t *testing.T) {
 		CordonChange: enforcer.CordonChange{LogDir: "/data/1", Dir: "/data/1", Band: "periodic", Usage: 0.758}, Cordon: true, DryRun: true}))
 	logger.Info("move started", slog.Any(enforcer.EventKey, enforcer.MoveDone{
 		Move: enforcer.Move{Topic: "orders", Partition: 1, From: "/data/1", To: "/data/2", Bytes: 1 << 20, Cold: true}, Duration: 12 * time.Second}))
+	// The same move planned again (its size grown) is told once.
+	logger.Info("move started", slog.Any(enforcer.EventKey, enforcer.MoveDone{
+		Move: enforcer.Move{Topic: "orders", Partition: 1, From: "/data/1", To: "/data/2", Bytes: 2 << 20, Cold: true}, Duration: 12 * time.Second}))
+	if n := strings.Count(stdout.String(), "moving orders-1"); n != 1 {
+		t.Errorf("a move told %d times:\n%s", n, stdout.String())
+	}
 	for _, want := range []string{
 		"    would cordon 1 (usage 75.8%): Kafka would place no new partition in it (cordoned.log.dirs)",
 		"    moving orders-1 from 1 to 2: 1.00 MiB, cold; the batch copies in 12s at the throttle, before the purge band",
