@@ -255,6 +255,7 @@ func createProblem(err error) ProtectionError {
 func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	ctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
 	defer cancel()
+	r.BrokerID = e.brokerID // the key it is written under
 	if err := e.admin.StoreRecord(ctx, r); err != nil {
 		e.prot.dirty = true
 		return fmt.Errorf("write the protection record: %w", err)

@@ -117,12 +117,17 @@ func (e *Enforcer) recordForMode() Record {
 }
 
 // clusterRecord is this agent's record on the cluster, as last read or
-// written.
+// written; without one, an empty record of this agent's broker (never
+// broker 0's: a record built on it is written under its BrokerID).
 func (e *Enforcer) clusterRecord() Record {
 	if e.prot.records == nil {
 		return Record{BrokerID: e.brokerID}
 	}
-	return e.prot.records.Agents[e.brokerID]
+	r, ok := e.prot.records.Agents[e.brokerID]
+	if !ok {
+		return Record{BrokerID: e.brokerID}
+	}
+	return r
 }
 
 // recordsDue reports whether the records must be read before anything

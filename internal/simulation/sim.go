@@ -95,7 +95,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // the ledger of today's code. The classes left out break an invariant
 // there (KnownBroken says which and how); each joins the mix when the
 // ledger's fix lands.
-var DefaultMix = []Class{Disk, AgentKill, BrokerRestart, QuotaRateChange,
+var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
 	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump}
 
@@ -118,11 +118,6 @@ var KnownBroken = map[Class]Known{
 			"once the active agent's lease is not renewed (its passes failing), while the active agent, alive, goes on " +
 			"purging: two processes purge one log dir, each within its own caps (no fencing of the lease). The observe-mode " +
 			"duplicate that lifted the active agent's quota (seed 1) is fixed: TestR8_8ObserveDuplicateWithTheSameInstanceLiftsNothing"},
-	Burst: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
-		Seed: 2553, Invariant: "I4", What: "point 7, what is left: under call faults, an agent purges 64 MiB in an hour " +
-			"(cap 51 MiB plus a segment) without a restart (seed 653 before the cordon joined the simulation); not yet explained. Fixed: a purge is recorded before it is " +
-			"made (seed 15 with agent_kill), a failed DeleteRecords counts (seed 11 with call faults)"},
 	TieredShared: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
 		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
 		Seed: 23, Invariant: "I1", What: "two agents lowering one tiered topic's (cluster-wide) local retention, with " +
@@ -142,7 +137,8 @@ var KnownBroken = map[Class]Known{
 		What: "an undecodable value under lift-broker-2 (after an operator's lift of broker 2), agent 2 then " +
 			"protects with the quota, is killed and restarts: the quota stays (seed 280 before the call faults and " +
 			"clock jumps joined DefaultMix; at 569 the lowered local retention stays)"},
-	CordonFaults: {Also: DefaultMix, Seed: 462, Invariant: "I6",
+	CordonFaults: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump}, Seed: 462, Invariant: "I6",
 		What: "new with the cordon (issue 22): faults on the cordon calls shift the fault stream, and seeds 462 and 486 " +
 			"then find an operator's lift of all claims whose suppression outlives the episode the simulator " +
 			"models (acknowledged at 80%, or never seen calm by a pass that could read the ledger): a log dir reaching " +
@@ -289,8 +285,8 @@ func Run(opts Options) *Failure {
 func (s *sim) tracef(format string, args ...any) {
 	line := fmt.Sprintf("step %3d %s ", s.step, s.now.Sub(start)) + fmt.Sprintf(format, args...)
 	s.trace = append(s.trace, line)
-	if len(s.trace) > 60 {
-		s.trace = s.trace[len(s.trace)-60:]
+	if len(s.trace) > traceLen {
+		s.trace = s.trace[len(s.trace)-traceLen:]
 	}
 }
 
@@ -425,8 +421,16 @@ func (s *sim) pass(a *agentSim) {
 	a.src.snap = s.c.Snapshot(a.broker)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
+	before := len(s.c.Deletions)
 	if err := a.enf.Reconcile(ctx); err != nil {
 		s.tracef("%s pass: %v", a.name, trim(err.Error()))
+	}
+	var unexpired int64
+	for _, d := range s.c.Deletions[before:] {
+		unexpired += d.Unexpired
+	}
+	if unexpired > 0 {
+		s.tracef("%s purged %d unexpired bytes", a.name, unexpired)
 	}
 }
 
@@ -623,3 +627,6 @@ func (o Options) Describe() string {
 	}
 	return strings.Join(cs, ",")
 }
+
+// traceLen: how many of the last events a failure shows.
+var traceLen = 60
