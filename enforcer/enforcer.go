@@ -447,6 +447,9 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 func (e *Enforcer) setBlocked(reasons []BlockReason, dirs, topics []string) {
 	slices.Sort(reasons)
 	for _, r := range blockReasons() {
+		if r == BlockLeaseFenced {
+			continue // decided in apply, after the pass's record writes (recordPurgesAhead)
+		}
 		v := 0.0
 		if slices.Contains(reasons, r) {
 			v = 1

@@ -84,6 +84,11 @@ type protectionState struct {
 	// retried before (capped backoff, spec R8.5).
 	releaseFailures int
 	releaseRetryAt  time.Duration // monotonic
+	// renewedMono: when (monotonic, at the call's start) this agent last
+	// wrote its record with a lease (Renewed set) and the write succeeded;
+	// renewed: it has. The lease fence (leaseLive) counts from it.
+	renewedMono time.Duration
+	renewed     bool
 }
 
 type leaseSeen struct {
@@ -299,6 +304,11 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 			lease = e.cfg.Protection.LeaseDuration
 		}
 		e.prot.standby = mono-e.prot.self.since < lease
+	}
+	if e.prot.standby {
+		// Taking over later, this agent counts the purges the active
+		// instance recorded (the caps are the log dir's, spec R7.3).
+		e.prot.purgesRestored = false
 	}
 	e.m.prot.standby.Set(gauge(e.prot.standby))
 	switch {

@@ -461,7 +461,10 @@ func (pl *protectionPlanner) decideWrite() {
 	if trusted(o) && (renew || (changed && rec.Claims())) {
 		rec.Renewed = o.Now
 	}
-	if !rec.Claims() {
+	if !rec.Claims() && len(rec.Purged) == 0 {
+		// A record with purges of the last day keeps its lease: a second
+		// instance stands by while it is renewed (lease fencing,
+		// purge_record.go).
 		rec.Renewed = time.Time{}
 	}
 	pl.pp.Write = changed || renew || po.RecordDirty
