@@ -89,6 +89,11 @@ type protectionState struct {
 	// renewed: it has. The lease fence (leaseLive) counts from it.
 	renewedMono time.Duration
 	renewed     bool
+	// calmSeen: a pass saw this agent's log dirs calm (calm) since its
+	// record was last written after planning protection: an operator's
+	// lift acknowledged earlier is over (its episode ended), even if every
+	// pass through the calm failed before planning protection.
+	calmSeen bool
 }
 
 type leaseSeen struct {
@@ -362,7 +367,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 	}
 	po := &ProtectionObserved{
 		BrokerID: e.brokerID, Instance: e.instance, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun, Purged: e.purgeHistory(o.Now),
-		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, UnrecordedQuota: e.prot.unrecordedQuota,
+		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, CalmSeen: e.prot.calmSeen, UnrecordedQuota: e.prot.unrecordedQuota,
 		ProducerByteRate: cfg.ProducerByteRate, Lease: cfg.LeaseDuration, OwnershipTopic: e.cfg.OwnershipTopic,
 		ExemptTopics: cfg.ExemptTopics, ExemptPrincipals: cfg.ExemptPrincipals,
 	}
