@@ -28,13 +28,17 @@ const (
 	BlockSnapshotStale     BlockReason = "snapshot_stale"
 	BlockBrokerUnreachable BlockReason = "broker_unreachable"
 	BlockScanErrors        BlockReason = "scan_errors"
+	// BlockLeaseFenced: this agent's lease, as last written and read
+	// back, is not live with the margin (leaseMargin) and the ledger was
+	// not read this pass: it purges nothing until it renews (spec R8.8).
+	BlockLeaseFenced BlockReason = "lease_fenced"
 )
 
 // blockReasons lists every block reason: enforcer_blocked has a series for
 // each, 0 or 1. A new reason is added here and in dirHolds (or as a topic
 // hold); the evidence gates' reasons (spec R7) are in gates.go.
 func blockReasons() []BlockReason {
-	return append([]BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors}, evidenceReasons()...)
+	return append([]BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors, BlockLeaseFenced}, evidenceReasons()...)
 }
 
 // Policy is what Desired decides by.

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"io"
 	"log/slog"
 	"testing"
@@ -53,5 +54,86 @@ func TestR8_8ObserveDuplicateWithTheSameInstanceLiftsNothing(t *testing.T) {
 	}
 	if len(f.acls) != 0 {
 		t.Fatalf("R8.8/not lifted after the lease: %v", f.acls)
+	}
+}
+
+// R8.8, R7.3 (lease fencing): two enforcing instances for one broker never
+// purge its log dir past the caps together. The active instance's record
+// holds its purges and keeps its lease without any claim, so the second
+// stands by; it takes over once the first stops renewing, counting the
+// purges the record holds; and the first, back, reads the second's
+// record and stands by (found by the simulation, duplicate_agent, seed
+// 18: with its claims released the active agent's record had no lease,
+// and the duplicate purged a fresh hour's cap beside it).
+func TestR8_8DuplicateInstanceNeverPurgesPastTheCaps(t *testing.T) {
+	C, O := agent.StateClosed, agent.StateOpen
+	var segs []agent.Segment
+	for i := range 30 {
+		segs = append(segs, sized(int64(i)*10, i, C, 100))
+	}
+	segs = append(segs, sized(300, 30, O, 100))
+	// In the purge band, under the protect band: no claim, only purges.
+	s := snap(8800, 10000, part("a", 0, 0, 310, segs...))
+	calm := snap(5000, 10000, part("a", 0, 0, 310, segs...))
+	f := newFakeAdmin(s)
+	clock := &monoClock{wall: t0}
+	cfg := Config{Enabled: true, BrokerID: new(int32(1)), Interval: 10 * time.Second,
+		Protection: ProtectionConfig{LeaseDuration: time.Minute},
+		Purge:      PurgeConfig{MaxPercentPerPass: 2, MaxPercentPerHour: 5, MaxPercentPerDay: 10, OtherBytesPercent: 100}}
+	srcs := map[*Enforcer]*staticSource{}
+	newAs := func(instance string) (*Enforcer, *prometheus.Registry) {
+		reg := prometheus.NewRegistry()
+		src := &staticSource{snap: calm, ch: make(chan struct{}, 1)}
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src,
+			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs[e] = src
+		return e, reg
+	}
+	pass := func(e *Enforcer) {
+		clock.at(s)
+		clock.at(calm)
+		_ = e.Reconcile(t.Context())
+	}
+	// At most one segment past the hour's cap (500 bytes: offset 50).
+	const maxLSO = 60
+	a, _ := newAs("pod-a")
+	b, regB := newAs("pod-b")
+	// Both start while the log dir is calm: neither record holds a purge.
+	clock.tick(10 * time.Second)
+	pass(a)
+	pass(b)
+	srcs[a].set(s)
+	srcs[b].set(s)
+	for range 6 {
+		clock.tick(10 * time.Second)
+		pass(a)
+		pass(b)
+	}
+	if lso := f.lso[TopicPartition{"a", 0}]; lso == 0 || lso > maxLSO {
+		t.Fatalf("R8.8/log start offset %d with both instances running: want some purged, at most the hour's cap (offset %d)", lso, maxLSO)
+	}
+	if v := gather(t, regB, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); v != 0 {
+		t.Errorf("R8.8/the second instance purged %v unexpired bytes while the first renewed its lease", v)
+	}
+	if v := gather(t, regB, "kafka_disk_guard_protection_standby", nil); v != 1 {
+		t.Errorf("R8.8/the second instance's standby %v while the first renews its lease", v)
+	}
+	// The first stops (its passes fail, or it died): after a lease the
+	// second takes over, with the first's purges counted.
+	for range 12 {
+		clock.tick(10 * time.Second)
+		pass(b)
+	}
+	// The first is back: it reads the second's record and stands by.
+	for range 6 {
+		clock.tick(10 * time.Second)
+		pass(a)
+		pass(b)
+	}
+	if lso := f.lso[TopicPartition{"a", 0}]; lso > maxLSO {
+		t.Fatalf("R7.3/log start offset %d: two instances purged past the hour's cap (offset %d)", lso, maxLSO)
 	}
 }

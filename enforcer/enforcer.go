@@ -343,6 +343,8 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 		return nil
 	}
 	goals := Desired(e.policy, o)
+	calm := e.calm(o, goals)
+	e.prot.calmSeen = e.prot.calmSeen || calm
 	plan := PlanActions(o, goals)
 	if e.report(goals, plan, o) {
 		result = ReconcileBlocked
@@ -354,6 +356,9 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	}
 	t := time.Now()
 	applyErr := e.apply(ctx, plan, goals, o)
+	if o.Protection != nil && !e.prot.dirty && !calm {
+		e.prot.calmSeen = false // the record written has answered it
+	}
 	if !plan.Empty() {
 		e.logger.Debug("reconcile pass", append(phases, "apply", time.Since(t))...)
 	}
@@ -363,6 +368,22 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	err = errors.Join(readErr, applyErr)
 	e.gate.record(e.policy, o.Snapshot, err == nil && plan.Empty())
 	return err
+}
+
+// calm reports whether the pass sees this agent's log dirs calm: a fresh
+// snapshot, and no log dir of its own under protection or above the
+// restore bound of lowered local retention (the end of an episode, for
+// an operator's lift: answerLift).
+func (e *Enforcer) calm(o Observed, goals []DirGoal) bool {
+	if o.Stale || len(goals) == 0 {
+		return false
+	}
+	for _, g := range goals {
+		if !g.Foreign && (g.Protect || g.Usage >= e.policy.lowerFrom()) {
+			return false
+		}
+	}
+	return true
 }
 
 // scheduledRan: the schedule was due and no log dir that would run it was
@@ -447,6 +468,9 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 func (e *Enforcer) setBlocked(reasons []BlockReason, dirs, topics []string) {
 	slices.Sort(reasons)
 	for _, r := range blockReasons() {
+		if r == BlockLeaseFenced {
+			continue // decided in apply, after the pass's record writes (recordPurgesAhead)
+		}
 		v := 0.0
 		if slices.Contains(reasons, r) {
 			v = 1

@@ -201,6 +201,8 @@ type guardSpec struct {
 	// wrap: the admin API the enforcer uses, built on the guard's (nil:
 	// the guard's itself); g.admin stays the guard's.
 	wrap func(*kafkaadmin.Enforce) enforcer.Admin
+	// instance: the agent instance's name (default: the host name).
+	instance string
 }
 
 // startGuard runs s.src and an enforcer until the test ends.
@@ -233,7 +235,8 @@ func newGuard(t testing.TB, b *kafkatest.Broker, s guardSpec) *guard {
 	if s.wrap != nil {
 		admin = s.wrap(g.admin)
 	}
-	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: admin, Clock: clock, Evidence: newEvidence(t, addrs, b.GuardConfig())})
+	e, err := enforcer.New(s.cfg, logger, g.reg, enforcer.Deps{Snapshots: src, Admin: admin, Clock: clock, Evidence: newEvidence(t, addrs, b.GuardConfig()),
+		Instance: s.instance})
 	if err != nil {
 		t.Fatal(err)
 	}

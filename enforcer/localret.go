@@ -334,12 +334,23 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 		cur, read := po.TopicConfigs[c.Topic]
 		// Held elsewhere, the key is the other record's to restore, once
 		// this claim's own value is handed back to it (ReleaseUnclaimed).
-		if read && po.Records.GuardSet(c, cur) && (!heldElsewhere[[2]string{c.Topic, c.Key}] || c.Sets(cur)) {
+		// Over another claim's value made on a newer operator's value,
+		// nothing is this claim's to restore: it leaves the record.
+		if read && po.Records.RestoresOver(c, cur) && (!heldElsewhere[[2]string{c.Topic, c.Key}] || c.Sets(cur)) {
 			release(c)
 		}
 	}
 	for _, c := range pl.me.ConfigClaims() {
 		cur, read := po.TopicConfigs[c.Topic]
+		if read && po.Records.GuardSet(c, cur) && !po.Records.RestoresOver(c, cur) {
+			// Another claim's value is in place, made on an operator's
+			// value newer than this claim's original (an operator changed
+			// it between the two claims, unseen here): that value is the
+			// one to restore.
+			if other, ok := po.Records.ValueClaim(c.Topic, c.Key, *cur); ok {
+				c.Orig = other.Orig
+			}
+		}
 		switch {
 		case !read:
 			// The topic is gone (deleted): so is its config; the claim

@@ -255,11 +255,16 @@ func createProblem(err error) ProtectionError {
 func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	ctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
 	defer cancel()
+	r.BrokerID = e.brokerID // the key it is written under
+	start := e.monotonic(e.clock.Now())
 	if err := e.admin.StoreRecord(ctx, r); err != nil {
 		e.prot.dirty = true
 		return fmt.Errorf("write the protection record: %w", err)
 	}
 	e.prot.dirty = false
+	if !r.Renewed.IsZero() && r.Instance == e.instance {
+		e.prot.renewed, e.prot.renewedMono = true, start
+	}
 	if e.prot.records == nil {
 		rs := ledger.NewRecords()
 		e.prot.records = &rs

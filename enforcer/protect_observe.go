@@ -84,6 +84,16 @@ type protectionState struct {
 	// retried before (capped backoff, spec R8.5).
 	releaseFailures int
 	releaseRetryAt  time.Duration // monotonic
+	// renewedMono: when (monotonic, at the call's start) this agent last
+	// wrote its record with a lease (Renewed set) and the write succeeded;
+	// renewed: it has. The lease fence (leaseLive) counts from it.
+	renewedMono time.Duration
+	renewed     bool
+	// calmSeen: a pass saw this agent's log dirs calm (calm) since its
+	// record was last written after planning protection: an operator's
+	// lift acknowledged earlier is over (its episode ended), even if every
+	// pass through the calm failed before planning protection.
+	calmSeen bool
 }
 
 type leaseSeen struct {
@@ -117,12 +127,17 @@ func (e *Enforcer) recordForMode() Record {
 }
 
 // clusterRecord is this agent's record on the cluster, as last read or
-// written.
+// written; without one, an empty record of this agent's broker (never
+// broker 0's: a record built on it is written under its BrokerID).
 func (e *Enforcer) clusterRecord() Record {
 	if e.prot.records == nil {
 		return Record{BrokerID: e.brokerID}
 	}
-	return e.prot.records.Agents[e.brokerID]
+	r, ok := e.prot.records.Agents[e.brokerID]
+	if !ok {
+		return Record{BrokerID: e.brokerID}
+	}
+	return r
 }
 
 // recordsDue reports whether the records must be read before anything
@@ -295,6 +310,11 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 		}
 		e.prot.standby = mono-e.prot.self.since < lease
 	}
+	if e.prot.standby {
+		// Taking over later, this agent counts the purges the active
+		// instance recorded (the caps are the log dir's, spec R7.3).
+		e.prot.purgesRestored = false
+	}
 	e.m.prot.standby.Set(gauge(e.prot.standby))
 	switch {
 	case e.prot.standby && !was:
@@ -347,7 +367,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 	}
 	po := &ProtectionObserved{
 		BrokerID: e.brokerID, Instance: e.instance, Strategy: cfg.Strategy, Records: recs, Enforcing: !e.dryRun, Purged: e.purgeHistory(o.Now),
-		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, UnrecordedQuota: e.prot.unrecordedQuota,
+		Expired: e.expired(o.Now), RecordDirty: e.prot.dirty, CalmSeen: e.prot.calmSeen, UnrecordedQuota: e.prot.unrecordedQuota,
 		ProducerByteRate: cfg.ProducerByteRate, Lease: cfg.LeaseDuration, OwnershipTopic: e.cfg.OwnershipTopic,
 		ExemptTopics: cfg.ExemptTopics, ExemptPrincipals: cfg.ExemptPrincipals,
 	}

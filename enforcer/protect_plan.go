@@ -44,6 +44,10 @@ type ProtectionObserved struct {
 	UnrecordedQuota int64
 	// RecordDirty: the last write of this agent's record failed.
 	RecordDirty bool
+	// CalmSeen: a pass has seen this agent's log dirs calm (no episode)
+	// since its record was last written: an operator's lift acknowledged
+	// before is over, even if no pass could plan protection meanwhile.
+	CalmSeen bool
 	// Enforcing: false in observe mode, where the agent wants nothing on
 	// the cluster and lifts what it owns (spec R4.4).
 	Enforcing bool
@@ -286,13 +290,14 @@ func (pl *protectionPlanner) lowering(goals []DirGoal) bool {
 }
 
 // answerLift acknowledges a lift of this agent's claims. An operator's is
-// honoured until the episode (protection or lowering) ends or it is
-// withdrawn; a peer's (expired lease) means: protect again only on
-// trusted inputs.
+// honoured until the episode (protection or lowering) ends, seen by this
+// pass or by any pass since the record was written (CalmSeen: its reads
+// may have failed through the calm), or it is withdrawn; a peer's
+// (expired lease) means: protect again only on trusted inputs.
 func (pl *protectionPlanner) answerLift(episode bool) {
 	po, rec := pl.po, &pl.rec
 	_, liftExists := po.Records.Lifts[po.BrokerID]
-	if rec.Suppressed != nil && (!episode || !liftExists) {
+	if rec.Suppressed != nil && (!episode || !liftExists || po.CalmSeen) {
 		rec.Suppressed = nil
 	}
 	l, ok := po.Records.PendingLift(po.BrokerID)
@@ -461,7 +466,10 @@ func (pl *protectionPlanner) decideWrite() {
 	if trusted(o) && (renew || (changed && rec.Claims())) {
 		rec.Renewed = o.Now
 	}
-	if !rec.Claims() {
+	if !rec.Claims() && len(rec.Purged) == 0 {
+		// A record with purges of the last day keeps its lease: a second
+		// instance stands by while it is renewed (lease fencing,
+		// purge_record.go).
 		rec.Renewed = time.Time{}
 	}
 	pl.pp.Write = changed || renew || po.RecordDirty

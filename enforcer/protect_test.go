@@ -410,3 +410,49 @@ func TestR8_2GaugesAfterTheLift(t *testing.T) {
 		}
 	}
 }
+
+// R8.1: an operator's lift holds for the episode it was made in. One that
+// ends while every pass of the agent fails (its admin calls refused, so
+// none plans protection) still ends it: the agent saw its disk calm in its
+// snapshots, and the next episode is protected (found by the simulation,
+// cordon_faults, seed 462: the lift acknowledged at 92% kept suppressing
+// protection at 96% after a dip to 50% the agent went through failing).
+func TestR8_1OperatorLiftEndsWithACalmNoPassCouldPlan(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: 10 * time.Second}, full(), f, clock)
+	passAt(t, e, clock, full())
+	if _, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{All: true, By: "operator", Now: clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		clock.t = clock.t.Add(10 * time.Second)
+		passAt(t, e, clock, full())
+	}
+	if f.acls[denyAll("a")] || f.records.Agents[1].Suppressed == nil {
+		t.Fatalf("R8.1/the lift not honoured: acls %v record %+v", f.acls, f.records.Agents[1])
+	}
+	// The disk calms down while every admin call fails.
+	f.mu.Lock()
+	f.down = true
+	f.mu.Unlock()
+	for range 3 {
+		clock.t = clock.t.Add(10 * time.Second)
+		s := calm()
+		s.Time = clock.t
+		e.src.(*staticSource).set(s)
+		_ = e.Reconcile(t.Context())
+	}
+	f.mu.Lock()
+	f.down = false
+	f.mu.Unlock()
+	// A new episode.
+	for range 2 {
+		clock.t = clock.t.Add(10 * time.Second)
+		passAt(t, e, clock, full())
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatalf("R8.1/the operator's lift of an earlier episode still suppresses protection: acls %v record %+v", f.acls, f.records.Agents[1])
+	}
+}

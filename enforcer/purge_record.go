@@ -89,21 +89,82 @@ func (e *Enforcer) restorePurges(r Record, now time.Time) bool {
 // agent killed) counts until the next record corrects it: the safe side.
 // Without a ledger read (never read, lost) or while standing by, the
 // deletions go on as planned.
+//
+// The write renews this agent's lease (spec R8.8): the record names this
+// instance and Renewed. It is read back, and the unexpired deletions go
+// on only if it is still this instance's record with that renewal and
+// the lease is live with the margin (leaseLive): a second instance for
+// the broker that took the broker over in between (it saw no renewal for
+// a lease) wrote its own, and this one stands by. Fenced (the lease not
+// live with the margin after the pass's other record writes, and the
+// ledger not read this pass: Enforcer.fenced), the unexpired deletions
+// wait, and enforcer_blocked{reason="lease_fenced"} is 1.
 func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []Deletion) []Deletion {
-	if e.dryRun || e.prot.records == nil || e.prot.ledgerLost || e.prot.standby || !slices.ContainsFunc(dels, isPurge) {
+	fenced := e.fenced(now) && slices.ContainsFunc(dels, isPurge)
+	e.m.blocked.WithLabelValues(string(BlockLeaseFenced)).Set(gauge(fenced))
+	if e.dryRun || !slices.ContainsFunc(dels, isPurge) {
+		return dels
+	}
+	hold := func(msg string, attrs ...any) []Deletion {
+		e.logger.Warn(msg, attrs...)
+		return slices.DeleteFunc(slices.Clone(dels), isPurge)
+	}
+	if fenced {
+		return hold("unexpired records not purged this pass: this agent's lease is not live with its margin and the ledger could not be read (lease fencing)",
+			"lease", e.cfg.Protection.LeaseDuration.String(), "margin", leaseMargin(e.cfg.Protection.LeaseDuration).String())
+	}
+	if e.prot.records == nil || e.prot.ledgerLost || e.prot.standby {
 		return dels
 	}
 	rec := e.clusterRecord()
 	rec.Purged = e.purgeHistoryWith(now, dels)
-	if ledger.SamePurges(e.clusterRecord().Purged, rec.Purged) {
-		return dels
-	}
-	rec.Instance, rec.Updated = e.instance, now
+	rec.Instance, rec.Updated, rec.Renewed = e.instance, now, now
+	rec.LeaseMs = e.cfg.Protection.LeaseDuration.Milliseconds()
 	if err := e.storeRecord(ctx, rec); err != nil {
-		e.logger.Warn("unexpired records not purged this pass: the purge could not be recorded first", "err", err)
-		return slices.DeleteFunc(slices.Clone(dels), isPurge)
+		return hold("unexpired records not purged this pass: the purge could not be recorded first", "err", err)
+	}
+	recs, err := e.admin.LoadRecords(ctx)
+	if err != nil {
+		return hold("unexpired records not purged this pass: this agent's record could not be read back (lease fencing)", "err", err)
+	}
+	if r := recs.Agents[e.brokerID]; r.Instance != e.instance || !r.Renewed.Equal(rec.Renewed) {
+		e.followInstance(recs, now)
+		return hold("unexpired records not purged this pass: another agent instance wrote this broker's record (lease fencing)",
+			"instance", e.instance, "record_instance", r.Instance)
+	}
+	if !e.leaseLive(e.clock.Now()) {
+		return hold("unexpired records not purged this pass: the lease's renewal took longer than the lease minus its margin (lease fencing)",
+			"lease", e.cfg.Protection.LeaseDuration.String(), "margin", leaseMargin(e.cfg.Protection.LeaseDuration).String())
 	}
 	return dels
+}
+
+// leaseMargin is how long before its lease would expire an agent stops
+// purging unexpired data until it renews (a quarter of the lease): a
+// second instance for the broker takes over once it has seen no renewal
+// for a whole lease, on its own clock, so the two never purge at once,
+// whatever the time a pass takes between renewal and deletion.
+func leaseMargin(lease time.Duration) time.Duration { return lease / 4 }
+
+// leaseLive reports whether this agent's lease, as last written (and read
+// back), is live with the margin: renewed less than the lease minus
+// leaseMargin ago on the monotonic clock.
+func (e *Enforcer) leaseLive(now time.Time) bool {
+	lease := e.cfg.Protection.LeaseDuration
+	return e.prot.renewed && e.monotonic(now)-e.prot.renewedMono < lease-leaseMargin(lease)
+}
+
+// fenced reports whether this pass may not purge unexpired data (lease
+// fencing, spec R8.8): enforcing with a ledger, its lease not live with
+// the margin, and the ledger not read this pass (a read shows whether
+// another instance holds the broker: without one, this agent cannot tell
+// that no other took over). Without a ledger (never read, lost) purges go
+// on as before (recordPurgesAhead).
+func (e *Enforcer) fenced(now time.Time) bool {
+	if e.dryRun || e.prot.records == nil || e.prot.ledgerLost || e.prot.loaded.Equal(now) {
+		return false
+	}
+	return !e.leaseLive(now)
 }
 
 // isPurge reports whether a deletion deletes unexpired bytes.

@@ -90,3 +90,52 @@ func TestR7_3FailedPurgeCountsInTheCaps(t *testing.T) {
 		t.Fatalf("R7.3/log start offset %d: more than the hour's cap (500 bytes, offset 50) purged", lso)
 	}
 }
+
+// storeFailsOnce is an admin whose first StoreRecord fails before taking
+// effect.
+type storeFailsOnce struct {
+	*fakeAdmin
+	failed bool
+}
+
+func (s *storeFailsOnce) StoreRecord(ctx context.Context, r Record) error {
+	if !s.failed {
+		s.failed = true
+		return errors.New("StoreRecord: NOT_CONTROLLER")
+	}
+	return s.fakeAdmin.StoreRecord(ctx, r)
+}
+
+// R7.3: the purge history of an agent that has no record in the ledger
+// yet (its protection record's write failed that pass) goes into its own
+// broker's record, and a restart counts it (found by the simulation,
+// burst with call faults, seed 2553: the record was written under broker
+// id 0, the restart found none of its own and purged a fresh hour's cap).
+func TestR7_3PurgeRecordedUnderItsOwnBroker(t *testing.T) {
+	clock, s, f, cfg := purgeCapSetup()
+	a := &storeFailsOnce{fakeAdmin: f}
+	e, reg, _ := evidenceEnforcer(t, cfg, s, a, newFakeEvidence(s), clock)
+	clock.tick(time.Second)
+	clock.at(s)
+	_ = e.Reconcile(t.Context())
+	first := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil)
+	if first == 0 {
+		t.Fatal("the first pass purged nothing")
+	}
+	if r, ok := f.records.Agents[0]; ok {
+		t.Fatalf("R7.3/a record written under broker 0: %+v", r)
+	}
+	if len(f.records.Agents[1].Purged) == 0 {
+		t.Fatalf("R7.3/broker 1's record holds no purge history: %+v", f.records.Agents[1])
+	}
+	clock = &monoClock{wall: clock.wall.Add(10 * time.Second)}
+	e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	for range 6 {
+		clock.tick(time.Second)
+		clock.at(s)
+		_ = e.Reconcile(t.Context())
+	}
+	if got := first + gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got > 500 {
+		t.Fatalf("R7.3/%v unexpired bytes purged in the hour across the restart, want at most 500 (the cap)", got)
+	}
+}

@@ -116,6 +116,29 @@ func (rs Records) GuardSet(c ConfigClaim, cur *string) bool {
 	return ok
 }
 
+// RestoresOver reports whether a release of claim c puts c.Orig back
+// over cur, the value in place: cur is c's own value, or another claim's
+// made on the same operator's value. Another claim's value made on
+// another operator's value (an operator changed the value between the
+// two claims) is that claim's to restore: its original is the newer one,
+// and c's would overwrite the operator's change.
+func (rs Records) RestoresOver(c ConfigClaim, cur *string) bool {
+	if cur == nil {
+		return false
+	}
+	if c.Sets(cur) {
+		return true
+	}
+	for _, r := range rs.Agents {
+		for _, o := range r.Configs {
+			if o.Topic == c.Topic && o.Key == c.Key && o.Sets(cur) && SameValue(o.Orig, c.Orig) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ErrConfigRefused marks an AlterTopicConfig error that is Kafka refusing
 // the value (INVALID_CONFIG, POLICY_VIOLATION, INVALID_REQUEST), not a
 // failure to reach it: the admin adapter wraps those with it. A refused

@@ -155,6 +155,12 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 			out.ConfigsChanged = append(out.ConfigsChanged, ConfigRestore{Topic: c.Topic, Key: c.Key, Value: v, From: strPtr(c.Value)})
 			continue
 		}
+		if !recs.RestoresOver(c, v) {
+			// Another claim's value, made on a newer operator's value:
+			// that claim's release restores it (re-read here, just now).
+			out.ConfigsKept++
+			continue
+		}
 		restored, wanted, err := restoreOrInherit(ctx, a, c)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore %s of topic %s: %w", c.Key, c.Topic, err))
@@ -359,7 +365,7 @@ func remaining(ctx context.Context, a LiftAdmin, cands []ACL, quotas map[int64]b
 			errs = append(errs, fmt.Errorf("read %s of topic %s back: %w", c.Key, c.Topic, err))
 			continue
 		}
-		if v, ok := cur[c.Topic]; ok && recs.GuardSet(c, v) {
+		if v, ok := cur[c.Topic]; ok && recs.RestoresOver(c, v) {
 			out = append(out, fmt.Sprintf("topic config %s=%s on topic %s", c.Key, ShowValue(v), c.Topic))
 		}
 	}

@@ -415,6 +415,10 @@ func (c *Cluster) AppendOwnershipRecord(key string, value []byte) {
 // missing).
 func (c *Cluster) OwnershipPartitions() int { return len(c.own.partitions) }
 
+// Records reads the ownership topic as protection status does, without
+// faults.
+func (c *Cluster) Records() (ledger.Records, error) { return c.readOwnership() }
+
 func (c *Cluster) ensureOwnership() {
 	if !c.own.exists {
 		c.own, c.folded = ownershipTopic{exists: true, partitions: make([][]kv, 1)}, nil

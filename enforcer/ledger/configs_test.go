@@ -1,0 +1,81 @@
+package ledger
+
+import (
+	"context"
+	"testing"
+)
+
+// configAdmin is a ReleaseAdmin holding one topic's configs.
+type configAdmin struct {
+	recs    Records
+	configs map[string]*string // topic -> local.retention.bytes
+	alters  int
+}
+
+func (f *configAdmin) LoadRecords(context.Context) (Records, error)        { return f.recs.Clone(), nil }
+func (f *configAdmin) DeleteACLs(context.Context, []ACL) error             { return nil }
+func (f *configAdmin) DefaultProducerQuota(context.Context) (int64, error) { return 0, nil }
+func (f *configAdmin) RemoveDefaultProducerQuota(context.Context) error    { return nil }
+
+func (f *configAdmin) TopicConfigOverrides(_ context.Context, topics []string, _ string) (map[string]*string, error) {
+	out := map[string]*string{}
+	for _, t := range topics {
+		if v, ok := f.configs[t]; ok {
+			out[t] = v
+		}
+	}
+	return out, nil
+}
+
+func (f *configAdmin) AlterTopicConfig(_ context.Context, topic, _ string, value *string) error {
+	f.alters++
+	f.configs[topic] = value
+	return nil
+}
+
+// R8.5, R7.4: a claim given up restores its operator's value only over a
+// value it set itself, or one set by a claim made on the same operator's
+// value. Over another claim's value made on a newer operator's value, a
+// stale claim's restore would put its older original back over the
+// operator's newer one (found by the simulation, tiered_shared with call
+// faults, seed 23: broker 3 lowered a topic with no override, an operator
+// then set 200 MiB, broker 1 lowered that, and the operator's lift of
+// broker 3 deleted the override while broker 1's value was in place).
+func TestR8_5StaleConfigClaimRestoresNotOverANewerOriginal(t *testing.T) {
+	operators := "209715200"
+	stale := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "4669440"}                   // Orig: not set
+	newer := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "5611520", Orig: &operators} // made on the operator's 200 MiB
+	recs := NewRecords()
+	recs.Agents[1] = Record{BrokerID: 1, Configs: []ConfigClaim{newer}}
+	recs.Agents[3] = Record{BrokerID: 3, Configs: []ConfigClaim{stale}}
+	// Both lifted (broker 1's lease expired, broker 3 lifted by the
+	// operator): no live record holds the key.
+	recs.Lifts[1] = Lift{ID: "l1", BrokerID: 1}
+	recs.Lifts[3] = Lift{ID: "l3", BrokerID: 3}
+	in := newer.Value
+	a := &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{stale}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != newer.Value {
+		t.Fatalf("R8.5/broker 3's stale claim set events' local.retention.bytes to %s over broker 1's %s (operator's 200 MiB to restore)",
+			ShowValue(v), newer.Value)
+	}
+	// Broker 1's claim, given up, restores the operator's newer value.
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{newer}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != operators {
+		t.Fatalf("R8.5/events' local.retention.bytes is %s after broker 1's release, want the operator's %s", ShowValue(v), operators)
+	}
+	// A claim made on the same operator's value restores over the other's
+	// value (either release puts the same original back).
+	same := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "6000000", Orig: &operators}
+	a.configs["events"] = &in
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{same}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != operators {
+		t.Fatalf("R8.5/events' local.retention.bytes is %s, want the operator's %s restored", ShowValue(v), operators)
+	}
+}
