@@ -181,27 +181,38 @@ func writeStatus(w io.Writer, st ledger.Status, topics bool, now time.Time) {
 // writeConfigs lists the tiered topics' local retention the guard lowered
 // (spec R7.4), with the operator's value it restores.
 func writeConfigs(w io.Writer, st ledger.Status) {
-	found := false
-	for _, b := range st.Brokers {
-		found = found || len(b.Configs) > 0
+	brokerTable(w, st.Brokers, "Local retention lowered on tiered topics (restored when the disk calms down, by a peer after the lease, or by `protection lift`):",
+		"BROKER\tTOPIC\tCONFIG\tSET TO\tOPERATOR'S VALUE\tNOW\tREACHES (CLUSTER-WIDE)\tLIFTED",
+		func(b ledger.BrokerStatus) (rows []string) {
+			for _, c := range b.Configs {
+				now := "not read"
+				if c.Read {
+					now = ledger.ShowValue(c.Current)
+					if !c.InPlace {
+						now += " (changed by an operator: left alone)"
+					}
+				}
+				rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v", b.BrokerID, c.Topic, c.Key, c.Value, ledger.ShowValue(c.Original), now, reaches(c.Replicas), !c.Live))
+			}
+			return rows
+		})
+}
+
+// brokerTable writes a table under a title, with the rows each broker
+// gives; nothing when no broker gives one.
+func brokerTable(w io.Writer, brokers []ledger.BrokerStatus, title, header string, rows func(ledger.BrokerStatus) []string) {
+	var all []string
+	for _, b := range brokers {
+		all = append(all, rows(b)...)
 	}
-	if !found {
+	if len(all) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nLocal retention lowered on tiered topics (restored when the disk calms down, by a peer after the lease, or by `protection lift`):")
+	fmt.Fprintln(w, "\n"+title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKER\tTOPIC\tCONFIG\tSET TO\tOPERATOR'S VALUE\tNOW\tREACHES (CLUSTER-WIDE)\tLIFTED")
-	for _, b := range st.Brokers {
-		for _, c := range b.Configs {
-			now := "not read"
-			if c.Read {
-				now = ledger.ShowValue(c.Current)
-				if !c.InPlace {
-					now += " (changed by an operator: left alone)"
-				}
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", b.BrokerID, c.Topic, c.Key, c.Value, ledger.ShowValue(c.Original), now, reaches(c.Replicas), !c.Live)
-		}
+	fmt.Fprintln(tw, header)
+	for _, r := range all {
+		fmt.Fprintln(tw, r)
 	}
 	tw.Flush()
 }
@@ -268,27 +279,19 @@ func reaches(r *ledger.TopicReplicas) string {
 // writeCordons lists the log dirs the guard cordoned (KIP-1066), and the
 // operator's cordons beside them.
 func writeCordons(w io.Writer, st ledger.Status) {
-	found := false
-	for _, b := range st.Brokers {
-		found = found || len(b.Cordons) > 0 || len(b.OperatorCordons) > 0
-	}
-	if !found {
-		return
-	}
-	fmt.Fprintln(w, "\nCordoned log dirs (no new partition is placed in them; uncordoned when the disk calms down, by a peer after the lease, or by `protection lift`):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKER\tLOG DIR\tBY\tIN PLACE\tLIFTED")
-	for _, b := range st.Brokers {
-		for _, c := range b.Cordons {
-			in := "not read"
-			if c.Read {
-				in = fmt.Sprint(c.InPlace)
+	brokerTable(w, st.Brokers, "Cordoned log dirs (no new partition is placed in them; uncordoned when the disk calms down, by a peer after the lease, or by `protection lift`):",
+		"BROKER\tLOG DIR\tBY\tIN PLACE\tLIFTED",
+		func(b ledger.BrokerStatus) (rows []string) {
+			for _, c := range b.Cordons {
+				in := "not read"
+				if c.Read {
+					in = fmt.Sprint(c.InPlace)
+				}
+				rows = append(rows, fmt.Sprintf("%d\t%s\tguard\t%s\t%v", b.BrokerID, c.Dir, in, !c.Live))
 			}
-			fmt.Fprintf(tw, "%d\t%s\tguard\t%s\t%v\n", b.BrokerID, c.Dir, in, !c.Live)
-		}
-		for _, d := range b.OperatorCordons {
-			fmt.Fprintf(tw, "%d\t%s\toperator (never removed by the guard)\ttrue\t-\n", b.BrokerID, d)
-		}
-	}
-	tw.Flush()
+			for _, d := range b.OperatorCordons {
+				rows = append(rows, fmt.Sprintf("%d\t%s\toperator (never removed by the guard)\ttrue\t-", b.BrokerID, d))
+			}
+			return rows
+		})
 }
