@@ -185,17 +185,22 @@ func writeConfigs(w io.Writer, st ledger.Status) {
 		"BROKER\tTOPIC\tCONFIG\tSET TO\tOPERATOR'S VALUE\tNOW\tREACHES (CLUSTER-WIDE)\tLIFTED",
 		func(b ledger.BrokerStatus) (rows []string) {
 			for _, c := range b.Configs {
-				now := "not read"
-				if c.Read {
-					now = ledger.ShowValue(c.Current)
-					if !c.InPlace {
-						now += " (changed by an operator: left alone)"
-					}
+				now := ledger.ShowValue(c.Current)
+				if !c.InPlace {
+					now += " (changed by an operator: left alone)"
 				}
-				rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v", b.BrokerID, c.Topic, c.Key, c.Value, ledger.ShowValue(c.Original), now, reaches(c.Replicas), !c.Live))
+				rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v", b.BrokerID, c.Topic, c.Key, c.Value, ledger.ShowValue(c.Original), ifRead(c.Read, now), reaches(c.Replicas), !c.Live))
 			}
 			return rows
 		})
+}
+
+// ifRead is v, or "not read".
+func ifRead(read bool, v string) string {
+	if !read {
+		return "not read"
+	}
+	return v
 }
 
 // brokerTable writes a table under a title, with the rows each broker
@@ -283,11 +288,7 @@ func writeCordons(w io.Writer, st ledger.Status) {
 		"BROKER\tLOG DIR\tBY\tIN PLACE\tLIFTED",
 		func(b ledger.BrokerStatus) (rows []string) {
 			for _, c := range b.Cordons {
-				in := "not read"
-				if c.Read {
-					in = fmt.Sprint(c.InPlace)
-				}
-				rows = append(rows, fmt.Sprintf("%d\t%s\tguard\t%s\t%v", b.BrokerID, c.Dir, in, !c.Live))
+				rows = append(rows, fmt.Sprintf("%d\t%s\tguard\t%s\t%v", b.BrokerID, c.Dir, ifRead(c.Read, fmt.Sprint(c.InPlace)), !c.Live))
 			}
 			for _, d := range b.OperatorCordons {
 				rows = append(rows, fmt.Sprintf("%d\t%s\toperator (never removed by the guard)\ttrue\t-", b.BrokerID, d))
