@@ -271,7 +271,8 @@ func (p Policy) purgeLimit(o Observed, ld *agent.LogDir, other int64) PurgeLimit
 // for a log dir whose usage is its filesystem's, the filesystem's used
 // bytes minus the live partitions and pending deletes of every log dir on
 // it (agent.Snapshot.Filesystems); for a configured capacity (usage is the
-// bytes under the log dir), or a filesystem not known, the log dir's own.
+// bytes under the log dir), or a filesystem not known, the log dir's own
+// (agent.LogDir.Bytes). The agent accounts for the bytes by kind.
 // What it counts: files elsewhere on the filesystem, files deleted but
 // held open, filesystem overhead, -future and -stray replicas, the
 // metadata log, checkpoints and unrecognised files under the log dirs.
@@ -285,13 +286,8 @@ func otherBytes(s *agent.Snapshot) map[string]int64 {
 			out[ld.Path] = max(0, used-f.Live-f.PendingDelete)
 			continue
 		}
-		var live int64
-		for k := range ld.Partitions {
-			if pt := &ld.Partitions[k]; pt.Kind == agent.KindLive {
-				live += pt.DiskBytes - pt.PendingDeleteBytes
-			}
-		}
-		out[ld.Path] = max(0, used-live-ld.PendingDeleteBytes)
+		b := ld.Bytes()
+		out[ld.Path] = max(0, used-b.Live-b.PendingDelete)
 	}
 	return out
 }
