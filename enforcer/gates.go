@@ -16,7 +16,7 @@ import (
 //
 //   - identity (R7.1): a log dir whose meta.properties does not name the
 //     connected cluster and this broker, or that the broker does not
-//     confirm, is never acted on (dirHolds: identity_unconfirmed, and
+//     confirm, is never acted on (dirView.holds: identity_unconfirmed, and
 //     Policy.protects never switches protection on for it). A log dir
 //     found by a glob that belongs to another cluster or broker is
 //     observed only (DirGoal.Foreign), not held: a kubelet pods glob
@@ -134,8 +134,8 @@ func foreign(o Observed, ld *agent.LogDir) bool {
 
 // gate fills the per-topic, time and purge holds of a log dir that frees
 // space.
-func (p Policy) gate(o Observed, ld *agent.LogDir, other int64, g *DirGoal) {
-	g.HeldTopics = p.topicHolds(o, ld)
+func (p Policy) gate(o Observed, ld *agent.LogDir, v *dirView, other int64, g *DirGoal) {
+	g.HeldTopics = v.topics
 	g.TimeHeldTopics = p.futureHolds(o, ld)
 	if o.ClockJump > 0 {
 		g.TimeBlocked = []BlockReason{BlockClockJump}
