@@ -12,6 +12,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 )
 
 // runProtectionStatus prints every protection in place as the records and
@@ -31,54 +32,9 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	}
 	defer done()
 
-	in := ledger.StatusInput{Now: time.Now()}
-	in.Records, err = admin.LoadRecords(ctx)
-	switch {
-	case errors.Is(err, ledger.ErrLedgerLost):
-		// Shown, with what the cluster holds; the command fails.
-		in.Records, in.LedgerLost = ledger.NewRecords(), err.Error()
-	case err != nil:
-		return fmt.Errorf("read the protection records: %w", err)
-	}
-	switch acls, err := admin.TopicACLs(ctx); {
-	case errors.Is(err, enforcer.ErrNoAuthorizer):
-		in.NoAuthorizer = true
-	case err != nil:
-		return fmt.Errorf("list acls: %w", err)
-	default:
-		in.ACLs = acls
-	}
-	if in.DefaultProducerByteRate, err = admin.DefaultProducerQuota(ctx); err != nil {
-		return fmt.Errorf("describe client quotas: %w", err)
-	}
-	live, err := admin.LiveBrokers(ctx)
+	in, err := readStatusInput(ctx, admin, out.stderr)
 	if err != nil {
-		return fmt.Errorf("list brokers: %w", err)
-	}
-	in.Live = map[int32]bool{}
-	for _, id := range live {
-		in.Live[id] = true
-	}
-	if ts := in.Records.ConfigTopics(); len(ts) > 0 {
-		if in.TopicConfigs, err = admin.TopicConfigOverrides(ctx, ts, enforcer.LocalRetentionBytesKey); err != nil {
-			return fmt.Errorf("describe topic configs: %w", err)
-		}
-		// The reach of a lowered value is information: without it the
-		// status still shows, saying "not read".
-		if in.Replicas, err = admin.TopicReplicas(ctx, ts); err != nil {
-			fmt.Fprintf(out.stderr, "protection status: the topics' replicas not read: %v\n", err)
-		}
-	}
-	for _, id := range in.Records.CordonBrokers() {
-		c, err := admin.LogDirCordons(ctx, id)
-		if err != nil {
-			fmt.Fprintf(out.stderr, "protection status: cordoned.log.dirs of broker %d not read: %v\n", id, err)
-			continue
-		}
-		if in.Cordons == nil {
-			in.Cordons = map[int32]ledger.BrokerCordons{}
-		}
-		in.Cordons[id] = c
+		return err
 	}
 	st := ledger.BuildStatus(in)
 	st.MoveThrottles = throttleStatus(ctx, admin, in.Records)
@@ -96,6 +52,64 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 		return fmt.Errorf("the protection ledger is lost: %s", st.LedgerLost)
 	}
 	return nil
+}
+
+// readStatusInput reads what the status is made of: the records, the
+// topic ACLs, the default quota, the live brokers, the claimed topics'
+// configs and replicas and the claimed brokers' cordons. What is only
+// information (replicas, cordons) is reported on stderr when not read.
+func readStatusInput(ctx context.Context, admin *kafkaadmin.Enforce, stderr io.Writer) (ledger.StatusInput, error) {
+	in := ledger.StatusInput{Now: time.Now()}
+	var err error
+	in.Records, err = admin.LoadRecords(ctx)
+	switch {
+	case errors.Is(err, ledger.ErrLedgerLost):
+		// Shown, with what the cluster holds; the command fails.
+		in.Records, in.LedgerLost = ledger.NewRecords(), err.Error()
+	case err != nil:
+		return in, fmt.Errorf("read the protection records: %w", err)
+	}
+	switch acls, err := admin.TopicACLs(ctx); {
+	case errors.Is(err, enforcer.ErrNoAuthorizer):
+		in.NoAuthorizer = true
+	case err != nil:
+		return in, fmt.Errorf("list acls: %w", err)
+	default:
+		in.ACLs = acls
+	}
+	if in.DefaultProducerByteRate, err = admin.DefaultProducerQuota(ctx); err != nil {
+		return in, fmt.Errorf("describe client quotas: %w", err)
+	}
+	live, err := admin.LiveBrokers(ctx)
+	if err != nil {
+		return in, fmt.Errorf("list brokers: %w", err)
+	}
+	in.Live = map[int32]bool{}
+	for _, id := range live {
+		in.Live[id] = true
+	}
+	if ts := in.Records.ConfigTopics(); len(ts) > 0 {
+		if in.TopicConfigs, err = admin.TopicConfigOverrides(ctx, ts, enforcer.LocalRetentionBytesKey); err != nil {
+			return in, fmt.Errorf("describe topic configs: %w", err)
+		}
+		// The reach of a lowered value is information: without it the
+		// status still shows, saying "not read".
+		if in.Replicas, err = admin.TopicReplicas(ctx, ts); err != nil {
+			fmt.Fprintf(stderr, "protection status: the topics' replicas not read: %v\n", err)
+		}
+	}
+	for _, id := range in.Records.CordonBrokers() {
+		c, err := admin.LogDirCordons(ctx, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "protection status: cordoned.log.dirs of broker %d not read: %v\n", id, err)
+			continue
+		}
+		if in.Cordons == nil {
+			in.Cordons = map[int32]ledger.BrokerCordons{}
+		}
+		in.Cordons[id] = c
+	}
+	return in, nil
 }
 
 // writeStatus prints the status as tables.
