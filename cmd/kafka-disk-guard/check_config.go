@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -90,7 +91,9 @@ func runCheckConfig(ctx context.Context, args []string, getenv env, out streams)
 				for _, b := range info.Brokers {
 					ids = append(ids, b.ID)
 				}
-				checkCordon(rctx, out, path, c, link.Enforce(c.Enforcer.OwnershipTopic), ids)
+				if cc := c.Enforcer.Relief.Cordon; cc.Enabled == nil || *cc.Enabled {
+					checkCordon(rctx, out.stdout, path, link.Enforce(c.Enforcer.OwnershipTopic), ids)
+				}
 			}
 			cancel()
 			link.Close()
@@ -158,23 +161,21 @@ func checkRights(ctx context.Context, out streams, path string, c guardConfig, e
 
 // checkCordon reports whether the brokers can cordon a log dir
 // (cordoned.log.dirs, KIP-1066: metadata.version 4.3-IV0 or later) when
-// enforcer.relief.cordon is on. A cluster that cannot is reported, never
-// failed: the guard then only reports what it would cordon.
-func checkCordon(ctx context.Context, out streams, path string, c guardConfig, a enforcer.CordonAdmin, brokers []int32) {
-	if cc := c.Enforcer.Relief.Cordon; cc.Enabled != nil && !*cc.Enabled || len(brokers) == 0 {
-		return
-	}
+// enforcer.relief.cordon is on (the caller checks). A cluster that cannot
+// is reported, never failed: the guard then only reports what it would
+// cordon.
+func checkCordon(ctx context.Context, w io.Writer, path string, a enforcer.CordonAdmin, brokers []int32) {
 	for _, id := range brokers {
 		st, err := a.LogDirCordons(ctx, id)
 		switch {
 		case err != nil:
-			fmt.Fprintf(out.stdout, "%s: cordon: broker %d: cordoned.log.dirs not read: %v\n", path, id, err)
+			fmt.Fprintf(w, "%s: cordon: broker %d: cordoned.log.dirs not read: %v\n", path, id, err)
 		case !st.Supported():
-			fmt.Fprintf(out.stdout, "%s: cordon: not supported: metadata.version feature level %d < %d (4.3-IV0); log dirs are not cordoned, kafka_disk_guard_cordon_supported reads 0\n",
+			fmt.Fprintf(w, "%s: cordon: not supported: metadata.version feature level %d < %d (4.3-IV0); log dirs are not cordoned, kafka_disk_guard_cordon_supported reads 0\n",
 				path, st.MetadataVersion, enforcer.CordonMinMetadataVersion)
 			return
 		default:
-			fmt.Fprintf(out.stdout, "%s: cordon: broker %d: ok (metadata.version feature level %d), %d log dir(s), cordoned now: %v\n",
+			fmt.Fprintf(w, "%s: cordon: broker %d: ok (metadata.version feature level %d), %d log dir(s), cordoned now: %v\n",
 				path, id, st.MetadataVersion, len(st.LogDirs), append(st.Dynamic, st.Inherited...))
 		}
 	}
