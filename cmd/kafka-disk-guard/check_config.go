@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -92,7 +91,7 @@ func runCheckConfig(ctx context.Context, args []string, getenv env, out streams)
 					ids = append(ids, b.ID)
 				}
 				if cc := c.Enforcer.Relief.Cordon; cc.Enabled == nil || *cc.Enabled {
-					checkCordon(rctx, out.stdout, path, link.Enforce(c.Enforcer.OwnershipTopic), ids)
+					checkCordon(rctx, out, path, link.Enforce(c.Enforcer.OwnershipTopic), ids)
 				}
 			}
 			cancel()
@@ -164,18 +163,18 @@ func checkRights(ctx context.Context, out streams, path string, c guardConfig, e
 // enforcer.relief.cordon is on (the caller checks). A cluster that cannot
 // is reported, never failed: the guard then only reports what it would
 // cordon.
-func checkCordon(ctx context.Context, w io.Writer, path string, a enforcer.CordonAdmin, brokers []int32) {
+func checkCordon(ctx context.Context, out streams, path string, a enforcer.CordonAdmin, brokers []int32) {
 	for _, id := range brokers {
 		st, err := a.LogDirCordons(ctx, id)
 		switch {
 		case err != nil:
-			fmt.Fprintf(w, "%s: cordon: broker %d: cordoned.log.dirs not read: %v\n", path, id, err)
+			fmt.Fprintf(out.stdout, "%s: cordon: broker %d: cordoned.log.dirs not read: %v\n", path, id, err)
 		case !st.Supported():
-			fmt.Fprintf(w, "%s: cordon: not supported: metadata.version feature level %d < %d (4.3-IV0); log dirs are not cordoned, kafka_disk_guard_cordon_supported reads 0\n",
+			fmt.Fprintf(out.stdout, "%s: cordon: not supported: metadata.version feature level %d < %d (4.3-IV0); log dirs are not cordoned, kafka_disk_guard_cordon_supported reads 0\n",
 				path, st.MetadataVersion, enforcer.CordonMinMetadataVersion)
 			return
 		default:
-			fmt.Fprintf(w, "%s: cordon: broker %d: ok (metadata.version feature level %d), %d log dir(s), cordoned now: %v\n",
+			fmt.Fprintf(out.stdout, "%s: cordon: broker %d: ok (metadata.version feature level %d), %d log dir(s), cordoned now: %v\n",
 				path, id, st.MetadataVersion, len(st.LogDirs), append(st.Dynamic, st.Inherited...))
 		}
 	}
