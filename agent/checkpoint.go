@@ -25,6 +25,28 @@ type Checkpoints struct {
 	HighWatermark map[TopicPartition]int64
 }
 
+// Offsets looks a partition's log start offset and high watermark up in
+// its log dir's checkpoints, -1 where the checkpoint has no entry. Only a
+// live or -future log takes them: a -future log's offsets are
+// checkpointed in its own log dir (ReplicaManager checkpoints the future
+// log's high watermark there), which never also holds the live log; a
+// -delete or -stray directory of the same partition is not that log. The
+// scanner and the live agent's checkpoint re-read both use it.
+func (cp Checkpoints) Offsets(p *Partition) (logStart, hw int64) {
+	logStart, hw = -1, -1
+	if p.Kind != KindLive && p.Kind != KindFuture {
+		return logStart, hw
+	}
+	tp := TopicPartition{Topic: p.Topic, Partition: p.Partition}
+	if v, ok := cp.LogStart[tp]; ok {
+		logStart = v
+	}
+	if v, ok := cp.HighWatermark[tp]; ok {
+		hw = v
+	}
+	return logStart, hw
+}
+
 // Checkpoint file names at a log dir's root.
 const (
 	logStartOffsetCheckpoint = "log-start-offset-checkpoint"

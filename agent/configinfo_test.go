@@ -94,7 +94,7 @@ func TestMergeConfigs(t *testing.T) {
 		Errors: map[string]error{"b": errors.New("denied")}, Defaults: brokerDefaults, DefaultsFetched: t1}
 
 	t.Run("R7.2/partial: new topics only", func(t *testing.T) {
-		next := mergeConfigs(prev, got, errors.New("1 failed"), []string{"a", "b", "c"}, false, t1)
+		next := mergeConfigs(prev, configFetch{topics: []string{"a", "b", "c"}, got: got, err: errors.New("1 failed")}, t1)
 		if next.Topics["a"] != c(10) || !next.Fetched["a"].Equal(t1) || next.Errors["a"] != nil {
 			t.Errorf("a: %+v", next.Info("a"))
 		}
@@ -115,7 +115,7 @@ func TestMergeConfigs(t *testing.T) {
 		}
 	})
 	t.Run("full: topics gone from disk are dropped, file entries kept", func(t *testing.T) {
-		next := mergeConfigs(prev, got, nil, []string{"a", "b", "filed"}, true, t1)
+		next := mergeConfigs(prev, configFetch{topics: []string{"a", "b", "filed"}, all: true, got: got}, t1)
 		if _, ok := next.Topics["gone"]; ok || next.Errors["gone"] != nil {
 			t.Errorf("gone: %+v", next.Info("gone"))
 		}
@@ -125,7 +125,7 @@ func TestMergeConfigs(t *testing.T) {
 	})
 	t.Run("nothing succeeded: time and defaults stay", func(t *testing.T) {
 		fail := errors.New("unreachable")
-		next := mergeConfigs(prev, ConfigSet{}, fail, []string{"a"}, true, t1)
+		next := mergeConfigs(prev, configFetch{topics: []string{"a"}, all: true, err: fail}, t1)
 		if !next.Time.Equal(t0) || next.Defaults != prev.Defaults || !errors.Is(next.DefaultsErr, fail) {
 			t.Errorf("time %v, defaults %+v, err %v", next.Time, next.Defaults, next.DefaultsErr)
 		}

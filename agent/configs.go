@@ -312,12 +312,21 @@ func (r *ConfigRefresher) fetch(ctx context.Context, topics []string, all bool) 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	next := mergeConfigs(*r.current.Load(), got, err, topics, all, r.now())
+	next := mergeConfigs(*r.current.Load(), configFetch{topics: topics, all: all, got: got, err: err}, r.now())
 	r.current.Store(&next)
 	if err != nil {
 		return fmt.Errorf("fetch topic configs: %w", err)
 	}
 	return nil
+}
+
+// configFetch is one lookup of topics: all says topics is every topic on
+// disk; got and err are what the fetcher answered.
+type configFetch struct {
+	topics []string
+	all    bool
+	got    ConfigSet
+	err    error
 }
 
 // mergeConfigs applies a fetch of topics (its result got and error
@@ -327,7 +336,8 @@ func (r *ConfigRefresher) fetch(ctx context.Context, topics []string, all bool) 
 // configs of topics not looked up (no longer on disk) are dropped.
 // Defaults are taken when the fetch read them (DefaultsFetched set). The
 // result shares no map with prev.
-func mergeConfigs(prev, got ConfigSet, fetchErr error, topics []string, all bool, now time.Time) ConfigSet {
+func mergeConfigs(prev ConfigSet, f configFetch, now time.Time) ConfigSet {
+	got, fetchErr, topics, all := f.got, f.err, f.topics, f.all
 	next := ConfigSet{
 		Topics:          maps.Clone(prev.Topics),
 		Defaults:        prev.Defaults,

@@ -102,42 +102,60 @@ func (s *Snapshot) Filesystems() []FilesystemBytes {
 		}
 		f := &out[j]
 		f.LogDirs = append(f.LogDirs, ld.Path)
-		var parts int64
-		for k := range ld.Partitions {
-			p := &ld.Partitions[k]
-			parts += p.DiskBytes
-			switch p.Kind {
-			case KindLive:
-				f.Live += p.DiskBytes - p.PendingDeleteBytes
-				f.PendingDelete += p.PendingDeleteBytes
-			case KindDeleted:
-				f.PendingDelete += p.DiskBytes
-			case KindFuture:
-				f.Future += p.DiskBytes - p.PendingDeleteBytes
-				f.PendingDelete += p.PendingDeleteBytes
-			case KindStray:
-				f.Stray += p.DiskBytes - p.PendingDeleteBytes
-				f.PendingDelete += p.PendingDeleteBytes
-			case KindMetadata:
-				f.Metadata += p.DiskBytes - p.PendingDeleteBytes
-				f.PendingDelete += p.PendingDeleteBytes
-			default:
-				f.Other += p.DiskBytes
-			}
-		}
-		// The root's own entries: .deleted files are pending, the rest other.
-		root := ld.DiskBytes - parts
-		rootPending := ld.PendingDeleteBytes
-		for k := range ld.Partitions {
-			rootPending -= ld.Partitions[k].PendingDeleteBytes
-		}
-		rootPending = min(max(rootPending, 0), max(root, 0))
-		f.PendingDelete += rootPending
-		f.Other += max(root-rootPending, 0)
+		f.add(ld.Bytes())
 	}
 	for i := range out {
 		slices.Sort(out[i].LogDirs)
 	}
 	slices.SortFunc(out, func(a, b FilesystemBytes) int { return strings.Compare(a.LogDirs[0], b.LogDirs[0]) })
 	return out
+}
+
+// Bytes accounts for the disk bytes under the log dir alone, by kind, as
+// Filesystems does for a filesystem (Filesystem and LogDirs left zero).
+func (ld *LogDir) Bytes() FilesystemBytes {
+	var f FilesystemBytes
+	var parts int64
+	for k := range ld.Partitions {
+		p := &ld.Partitions[k]
+		parts += p.DiskBytes
+		switch p.Kind {
+		case KindLive:
+			f.Live += p.DiskBytes - p.PendingDeleteBytes
+			f.PendingDelete += p.PendingDeleteBytes
+		case KindDeleted:
+			f.PendingDelete += p.DiskBytes
+		case KindFuture:
+			f.Future += p.DiskBytes - p.PendingDeleteBytes
+			f.PendingDelete += p.PendingDeleteBytes
+		case KindStray:
+			f.Stray += p.DiskBytes - p.PendingDeleteBytes
+			f.PendingDelete += p.PendingDeleteBytes
+		case KindMetadata:
+			f.Metadata += p.DiskBytes - p.PendingDeleteBytes
+			f.PendingDelete += p.PendingDeleteBytes
+		default:
+			f.Other += p.DiskBytes
+		}
+	}
+	// The root's own entries: .deleted files are pending, the rest other.
+	root := ld.DiskBytes - parts
+	rootPending := ld.PendingDeleteBytes
+	for k := range ld.Partitions {
+		rootPending -= ld.Partitions[k].PendingDeleteBytes
+	}
+	rootPending = min(max(rootPending, 0), max(root, 0))
+	f.PendingDelete += rootPending
+	f.Other += max(root-rootPending, 0)
+	return f
+}
+
+// add adds b's bytes by kind to f.
+func (f *FilesystemBytes) add(b FilesystemBytes) {
+	f.Live += b.Live
+	f.PendingDelete += b.PendingDelete
+	f.Future += b.Future
+	f.Stray += b.Stray
+	f.Metadata += b.Metadata
+	f.Other += b.Other
 }

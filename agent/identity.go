@@ -130,88 +130,113 @@ func GuardedNode(dirs []LogDir, clusterID string, configured int32) (int32, erro
 // CheckIdentity checks each of dirs against what the cluster says (spec
 // R7.1) and returns one result per dir, in the order of dirs. Pure.
 func CheckIdentity(dirs []LogDir, ev IdentityEvidence) []LogDirIdentity {
-	out := make([]LogDirIdentity, len(dirs))
+	m := identityMatch{dirs: dirs, ev: ev, out: make([]LogDirIdentity, len(dirs)), used: make([]bool, len(ev.LogDirs))}
 	var pending []int // dirs whose meta.properties passed, to be matched
 	for i := range dirs {
-		d := &dirs[i]
-		r := LogDirIdentity{Path: d.Path}
-		switch {
-		case d.Err != nil:
-			r.Reason, r.Detail = IdentityUnreadable, d.Err.Error()
-		case d.ClusterID == "" || d.BrokerID < 0:
-			r.Reason, r.Detail = IdentityNoMeta, "meta.properties gives no cluster.id or no node.id"
-		case d.ClusterID != ev.ClusterID:
-			r.Reason, r.Detail = IdentityOtherCluster, fmt.Sprintf("meta.properties names cluster %s, connected to %s", d.ClusterID, ev.ClusterID)
-		case d.BrokerID != ev.NodeID:
-			r.Reason, r.Detail = IdentityOtherNode, fmt.Sprintf("meta.properties names node %d, guarding node %d", d.BrokerID, ev.NodeID)
-		default:
-			r.Reason = IdentityNotConfirmed
+		m.out[i] = metaIdentity(&dirs[i], ev)
+		if m.out[i].Reason == IdentityNotConfirmed {
 			pending = append(pending, i)
 		}
-		out[i] = r
-	}
-	used := make([]bool, len(ev.LogDirs))
-	confirm := func(i, j int, by string) {
-		used[j] = true
-		b := &ev.LogDirs[j]
-		out[i].BrokerPath, out[i].MatchedBy = b.Path, by
-		if b.Err != nil {
-			out[i].Reason, out[i].Detail = IdentityBrokerOffline, fmt.Sprintf("node %d reports log dir %s offline: %v", ev.NodeID, b.Path, b.Err)
-			return
-		}
-		out[i].Reason, out[i].Detail = IdentityConfirmed, ""
 	}
 	// 1. By path.
 	for _, i := range pending {
 		for j := range ev.LogDirs {
-			if !used[j] && ev.LogDirs[j].Path == dirs[i].Path {
-				confirm(i, j, "path")
+			if !m.used[j] && ev.LogDirs[j].Path == dirs[i].Path {
+				m.confirm(i, j, "path")
 				break
 			}
 		}
 	}
 	// 2. By contents, 3. empty dirs by size.
 	for _, i := range pending {
-		if out[i].MatchedBy != "" {
-			continue
-		}
-		mine := dirPartitions(&dirs[i])
-		var fits, empties []int
-		closest := ""
-		for j := range ev.LogDirs {
-			b := &ev.LogDirs[j]
-			if used[j] || b.Err != nil || !sameSize(&dirs[i], b) {
-				continue
-			}
-			theirs := brokerPartitions(b)
-			if len(mine) == 0 && len(theirs) == 0 {
-				empties = append(empties, j)
-				continue
-			}
-			shared, only := overlap(mine, theirs)
-			if shared > 0 && only <= max(2, (shared+only)/20) {
-				fits = append(fits, j)
-			} else if shared > 0 && closest == "" {
-				closest = fmt.Sprintf("; closest: %s shares %d partitions, %d differ", b.Path, shared, only)
-			}
-		}
-		switch {
-		case len(fits) == 1:
-			confirm(i, fits[0], "partitions")
-		case len(fits) > 1:
-			out[i].Detail = fmt.Sprintf("%d log dirs of node %d hold the same partitions", len(fits), ev.NodeID)
-		case len(mine) == 0 && len(empties) == 1:
-			confirm(i, empties[0], "size")
-		default:
-			var paths []string
-			for _, b := range ev.LogDirs {
-				paths = append(paths, b.Path)
-			}
-			out[i].Detail = fmt.Sprintf("node %d reports no log dir with its %d partitions and filesystem size (its log dirs: %s)%s",
-				ev.NodeID, len(mine), strings.Join(paths, ", "), closest)
+		if m.out[i].MatchedBy == "" {
+			m.byContents(i)
 		}
 	}
-	return out
+	return m.out
+}
+
+// metaIdentity checks a log dir's meta.properties against the cluster and
+// the guarded node: IdentityNotConfirmed when they agree (the log dir is
+// then matched against the broker's).
+func metaIdentity(d *LogDir, ev IdentityEvidence) LogDirIdentity {
+	r := LogDirIdentity{Path: d.Path}
+	switch {
+	case d.Err != nil:
+		r.Reason, r.Detail = IdentityUnreadable, d.Err.Error()
+	case d.ClusterID == "" || d.BrokerID < 0:
+		r.Reason, r.Detail = IdentityNoMeta, "meta.properties gives no cluster.id or no node.id"
+	case d.ClusterID != ev.ClusterID:
+		r.Reason, r.Detail = IdentityOtherCluster, fmt.Sprintf("meta.properties names cluster %s, connected to %s", d.ClusterID, ev.ClusterID)
+	case d.BrokerID != ev.NodeID:
+		r.Reason, r.Detail = IdentityOtherNode, fmt.Sprintf("meta.properties names node %d, guarding node %d", d.BrokerID, ev.NodeID)
+	default:
+		r.Reason = IdentityNotConfirmed
+	}
+	return r
+}
+
+// identityMatch matches the agent's log dirs with the broker's: each of
+// the broker's log dirs confirms one of the agent's at most.
+type identityMatch struct {
+	dirs []LogDir
+	ev   IdentityEvidence
+	out  []LogDirIdentity
+	used []bool // of ev.LogDirs
+}
+
+// confirm matches dir i with the broker's log dir j.
+func (m *identityMatch) confirm(i, j int, by string) {
+	m.used[j] = true
+	b := &m.ev.LogDirs[j]
+	m.out[i].BrokerPath, m.out[i].MatchedBy = b.Path, by
+	if b.Err != nil {
+		m.out[i].Reason, m.out[i].Detail = IdentityBrokerOffline, fmt.Sprintf("node %d reports log dir %s offline: %v", m.ev.NodeID, b.Path, b.Err)
+		return
+	}
+	m.out[i].Reason, m.out[i].Detail = IdentityConfirmed, ""
+}
+
+// byContents matches dir i with the one broker log dir of the same size
+// holding the same partitions (a few may differ), or, empty, with the
+// one empty broker log dir of its size; otherwise it says why not.
+func (m *identityMatch) byContents(i int) {
+	ev := m.ev
+	mine := dirPartitions(&m.dirs[i])
+	var fits, empties []int
+	closest := ""
+	for j := range ev.LogDirs {
+		b := &ev.LogDirs[j]
+		if m.used[j] || b.Err != nil || !sameSize(&m.dirs[i], b) {
+			continue
+		}
+		theirs := brokerPartitions(b)
+		if len(mine) == 0 && len(theirs) == 0 {
+			empties = append(empties, j)
+			continue
+		}
+		shared, only := overlap(mine, theirs)
+		if shared > 0 && only <= max(2, (shared+only)/20) {
+			fits = append(fits, j)
+		} else if shared > 0 && closest == "" {
+			closest = fmt.Sprintf("; closest: %s shares %d partitions, %d differ", b.Path, shared, only)
+		}
+	}
+	switch {
+	case len(fits) == 1:
+		m.confirm(i, fits[0], "partitions")
+	case len(fits) > 1:
+		m.out[i].Detail = fmt.Sprintf("%d log dirs of node %d hold the same partitions", len(fits), ev.NodeID)
+	case len(mine) == 0 && len(empties) == 1:
+		m.confirm(i, empties[0], "size")
+	default:
+		var paths []string
+		for _, b := range ev.LogDirs {
+			paths = append(paths, b.Path)
+		}
+		m.out[i].Detail = fmt.Sprintf("node %d reports no log dir with its %d partitions and filesystem size (its log dirs: %s)%s",
+			ev.NodeID, len(mine), strings.Join(paths, ", "), closest)
+	}
 }
 
 func sameSize(d *LogDir, b *BrokerLogDir) bool {

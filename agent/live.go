@@ -457,7 +457,7 @@ func (l *loop) flush(growth bool) {
 			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path), digest
 			for _, ps := range d.parts {
 				p := *ps.part
-				p.LogStartOffset, p.HighWatermark = checkpointOffsets(d.cp, p)
+				p.LogStartOffset, p.HighWatermark = d.cp.Offsets(&p)
 				if p.LogStartOffset == ps.part.LogStartOffset && p.HighWatermark == ps.part.HighWatermark {
 					continue // Kafka rewrites the files whole: most lines did not change
 				}
@@ -501,22 +501,6 @@ func (l *loop) checkpointDigest(logDir string) cpDigest {
 		d[i] = maphash.Bytes(l.seed, b)
 	}
 	return d
-}
-
-// checkpointOffsets looks a partition's offsets up in its log dir's
-// checkpoints, as the scanner does.
-func checkpointOffsets(cp Checkpoints, p Partition) (logStart, hw int64) {
-	tp := TopicPartition{Topic: p.Topic, Partition: p.Partition}
-	logStart, hw = -1, -1
-	if v, ok := cp.LogStart[tp]; ok {
-		logStart = v
-	} else if len(p.Segments) > 0 {
-		logStart = p.Segments[0].BaseOffset
-	}
-	if v, ok := cp.HighWatermark[tp]; ok {
-		hw = v
-	}
-	return logStart, hw
 }
 
 // reread re-reads one partition directory, adding or dropping it.

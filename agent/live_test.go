@@ -601,6 +601,50 @@ func TestLiveCheckpointRewrite(t *testing.T) {
 	})
 }
 
+// A checkpoint re-read gives each partition the offsets the scanner
+// gives it (one rule, Checkpoints.Offsets): a partition missing from
+// log-start-offset-checkpoint keeps -1 (the live agent used to fall back
+// to its first base offset), and a -stray directory of a checkpointed
+// partition takes none of the live log's offsets.
+func TestLiveCheckpointOffsetsAsScanned(t *testing.T) {
+	dir := genLogDir(t)
+	stray := filepath.Join(dir, "orders-0.4b2a7c3f1e0d4d6c9a8b7c6d5e4f3a2b-stray")
+	if err := os.Mkdir(stray, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, filepath.Join(stray, logdirgen.FileName(0, ".log")), 0)
+	a := startAgent(t, fastConfig(dir), nil)
+	tmp := filepath.Join(dir, "replication-offset-checkpoint.tmp")
+	if err := os.WriteFile(tmp, []byte("0\n1\norders 0 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "replication-offset-checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	s := waitFor(t, 3*time.Second, a, func(s *Snapshot) error {
+		if p, _ := livePartition(s, "orders-0"); p.HighWatermark != 7 {
+			return fmt.Errorf("orders-0 high watermark %d, want 7", p.HighWatermark)
+		}
+		return nil
+	})
+	p, _ := livePartition(s, "orders-0")
+	if p.LogStartOffset != -1 {
+		t.Errorf("orders-0 log start offset %d after a checkpoint re-read, want -1 (not in log-start-offset-checkpoint), as scanned", p.LogStartOffset)
+	}
+	found := false
+	for _, q := range s.LogDirs[0].Partitions {
+		if q.Kind == KindStray {
+			found = true
+			if q.LogStartOffset != -1 || q.HighWatermark != -1 {
+				t.Errorf("the -stray directory took the live log's offsets: log start %d, high watermark %d", q.LogStartOffset, q.HighWatermark)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no -stray partition in the snapshot")
+	}
+}
+
 // TestSameSegmentFactsCoversSegment: a re-read hands the previous segment
 // slice back when sameSegmentFacts holds; a scanned Segment field it does
 // not compare would keep a stale value.

@@ -484,18 +484,7 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 	// Read into scratch space: the result is copied out only when it
 	// differs from prev's (a periodic rescan then allocates no segments).
 	p.Segments = sc.segs[:0]
-	tp := TopicPartition{topic, part}
-	if kind == KindLive || kind == KindFuture {
-		// A -future log's offsets are checkpointed in its own log dir
-		// (ReplicaManager checkpoints the future log's high watermark
-		// there), which never also holds the live log.
-		if v, ok := cp.LogStart[tp]; ok {
-			p.LogStartOffset = v
-		}
-		if v, ok := cp.HighWatermark[tp]; ok {
-			p.HighWatermark = v
-		}
-	}
+	p.LogStartOffset, p.HighWatermark = cp.Offsets(&p)
 	for group := range byBaseOffset(files) {
 		if !hasLog(group) || group[0].base < 0 {
 			p.addLooseFiles(group)

@@ -35,7 +35,7 @@ const (
 )
 
 // blockReasons lists every block reason: enforcer_blocked has a series for
-// each, 0 or 1. A new reason is added here and in dirHolds (or as a topic
+// each, 0 or 1. A new reason is added here and in dirView.holds (or as a topic
 // hold); the evidence gates' reasons (spec R7) are in gates.go.
 func blockReasons() []BlockReason {
 	return append([]BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors, BlockLeaseFenced}, evidenceReasons()...)
@@ -88,9 +88,13 @@ type Observed struct {
 	// observe for the reads that depend on them.
 	wantProtected   map[string]bool
 	lowerCandidates []string
+	// dirs: each log dir's band, freeing goal and holds (Policy.viewDirs),
+	// computed once by observe after the evidence, for its offsets read,
+	// the lowering candidates and Desired.
+	dirs []dirView
 
 	// Evidence for destructive actions (spec R6). What is missing here
-	// becomes a hold in Desired (dirHolds for a log dir, DirGoal.HeldTopics
+	// becomes a hold in Desired (dirView.holds for a log dir, DirGoal.HeldTopics
 	// for a topic): evidence the guard verifies before it deletes or
 	// blocks (identity of the log dirs, fresh topic configs, a sane clock,
 	// bytes Kafka owns) goes next to these fields, and its reasons into
@@ -141,7 +145,7 @@ type DirGoal struct {
 	Protect bool
 	Free    Free
 	// Blocked: destructive actions in the log dir held back for these
-	// reasons (dirHolds).
+	// reasons (dirView.holds).
 	Blocked []BlockReason
 	// HeldTopics: topics whose deletions are held back in this log dir,
 	// with the reasons; the plan skips them and records why
@@ -173,19 +177,18 @@ func Desired(p Policy, o Observed) []DirGoal {
 	}
 	goals := make([]DirGoal, 0, len(o.Snapshot.LogDirs))
 	other := otherBytes(o.Snapshot)
+	views := p.views(o)
 	for i := range o.Snapshot.LogDirs {
-		ld := &o.Snapshot.LogDirs[i]
-		u := ld.Usage.Ratio()
-		bi := p.Profile.BandAt(u)
-		g := DirGoal{LogDir: ld.Path, Usage: u, Band: p.Profile.Bands[bi], Protect: p.protects(o, ld)}
-		if foreign(o, ld) {
+		ld, v := &o.Snapshot.LogDirs[i], &views[i]
+		g := DirGoal{LogDir: ld.Path, Usage: ld.Usage.Ratio(), Band: p.Profile.Bands[v.band], Protect: p.protects(o, ld)}
+		if v.foreign {
 			g.Foreign = true
 			goals = append(goals, g)
 			continue
 		}
-		g.Free, g.Blocked = p.freeing(o, bi), dirHolds(o, ld)
+		g.Free, g.Blocked = v.free, v.holds(o)
 		if g.Free.Action != "" {
-			p.gate(o, ld, other[ld.Path], &g)
+			p.gate(o, ld, v, other[ld.Path], &g)
 		}
 		g.Lower = p.planLower(o, ld, g)
 		goals = append(goals, g)
@@ -243,9 +246,51 @@ func (p Policy) freeing(o Observed, bi int) Free {
 	return Free{}
 }
 
-// dirHolds lists why destructive actions are held back in the log dir
+// dirView is what a pass knows of one log dir before it plans: its band,
+// whether it is another cluster's, its freeing goal and the holds that
+// do not change during the pass (the log dir's own evidence, and its
+// topics' holds when it frees space). Policy.viewDirs computes it once
+// per pass.
+type dirView struct {
+	band    int
+	foreign bool
+	free    Free
+	// unreadable: the last scan failed or the capacity is unknown;
+	// unconfirmed: the log dir's identity is not confirmed (spec R7.1).
+	unreadable, unconfirmed bool
+	// topics: topicHolds, for a log dir that frees space.
+	topics map[string][]BlockReason
+}
+
+// viewDirs computes each log dir's view, in the snapshot's order, from
+// what is observed once the evidence is read (observe keeps it in
+// Observed.dirs).
+func (p Policy) viewDirs(o Observed) []dirView {
+	views := make([]dirView, len(o.Snapshot.LogDirs))
+	for i := range o.Snapshot.LogDirs {
+		ld := &o.Snapshot.LogDirs[i]
+		v := dirView{band: p.Profile.BandAt(ld.Usage.Ratio()), foreign: foreign(o, ld), unreadable: unreadable(ld), unconfirmed: !confirmed(o, ld)}
+		v.free = p.freeing(o, v.band)
+		if v.free.Action != "" && !v.foreign {
+			v.topics = p.topicHolds(o, ld)
+		}
+		views[i] = v
+	}
+	return views
+}
+
+// views returns the pass's log dir views: observe's, or computed now for
+// an Observed built without them.
+func (p Policy) views(o Observed) []dirView {
+	if len(o.dirs) == len(o.Snapshot.LogDirs) {
+		return o.dirs
+	}
+	return p.viewDirs(o)
+}
+
+// holds lists why destructive actions are held back in the log dir
 // (spec R6): the pass's missing evidence, then the log dir's own.
-func dirHolds(o Observed, ld *agent.LogDir) []BlockReason {
+func (v *dirView) holds(o Observed) []BlockReason {
 	var holds []BlockReason
 	if o.Stale {
 		holds = append(holds, BlockSnapshotStale)
@@ -253,10 +298,10 @@ func dirHolds(o Observed, ld *agent.LogDir) []BlockReason {
 	if o.BrokerUnreachable {
 		holds = append(holds, BlockBrokerUnreachable)
 	}
-	if unreadable(ld) {
+	if v.unreadable {
 		holds = append(holds, BlockScanErrors)
 	}
-	if !confirmed(o, ld) {
+	if v.unconfirmed {
 		holds = append(holds, BlockIdentityUnconfirmed)
 	}
 	return holds
@@ -286,14 +331,14 @@ func (p Policy) protectDirs(o Observed) map[string]bool {
 // needs from the broker.
 func (p Policy) freeingPartitions(o Observed) []TopicPartition {
 	var parts []TopicPartition
+	views := p.views(o)
 	for i := range o.Snapshot.LogDirs {
-		ld := &o.Snapshot.LogDirs[i]
-		if foreign(o, ld) || p.freeing(o, p.Profile.BandAt(ld.Usage.Ratio())).Action == "" || len(dirHolds(o, ld)) > 0 {
+		ld, v := &o.Snapshot.LogDirs[i], &views[i]
+		if v.foreign || v.free.Action == "" || len(v.holds(o)) > 0 {
 			continue
 		}
-		held := p.topicHolds(o, ld)
 		for _, pt := range ld.Partitions {
-			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, &pt) && len(held[pt.Topic]) == 0 {
+			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, &pt) && len(v.topics[pt.Topic]) == 0 {
 				parts = append(parts, TopicPartition{pt.Topic, pt.Partition})
 			}
 		}

@@ -174,30 +174,47 @@ func (e *Enforcer) verifyPurges(snap *agent.Snapshot, mono time.Duration) map[st
 			kept = append(kept, c)
 			continue
 		}
-		attrs := []any{"log_dir", c.dir, "deleted_bytes", c.bytes, "outside_log_dirs_growth_bytes", c.grown}
-		if c.grown > c.bytes/2 {
-			e.m.ev.purgeChecks.WithLabelValues("ineffective").Inc()
-			if ev.ineffective == nil {
-				ev.ineffective = map[string]ineffective{}
-			}
-			if _, held := ev.ineffective[c.dir]; !held {
-				e.logger.Warn("deleted segments are gone from the log dir but the filesystem's used bytes did not fall: purging stopped",
-					append(attrs, "reason", BlockPurgeIneffective,
-						"hint", "files deleted but still held open (lsof +L1), or usage measured on another volume")...)
-			}
-			ev.ineffective[c.dir] = ineffective{baseline: c.outside, bytes: c.bytes}
-			continue
-		}
-		e.m.ev.purgeChecks.WithLabelValues("effective").Inc()
-		e.logger.Debug("deletions freed their bytes", attrs...)
-		if _, held := ev.ineffective[c.dir]; held {
-			// Usage behaves again: deletions (eligible segments, which the
-			// hold does not stop) free their bytes.
-			delete(ev.ineffective, c.dir)
-			e.logger.Info("deletions free space again: purging allowed again", "log_dir", c.dir)
-		}
+		e.judgePurge(c)
 	}
 	ev.checks = kept
+	return e.ineffectiveDirs(fs, mono)
+}
+
+// judgePurge judges a deletion whose segments are gone and whose window
+// has passed: where the filesystem's used bytes outside the log dirs grew
+// by more than half the deleted bytes, the log dir is held as
+// purge_ineffective; otherwise a hold on it ends.
+func (e *Enforcer) judgePurge(c purgeCheck) {
+	ev := &e.ev
+	attrs := []any{"log_dir", c.dir, "deleted_bytes", c.bytes, "outside_log_dirs_growth_bytes", c.grown}
+	if c.grown > c.bytes/2 {
+		e.m.ev.purgeChecks.WithLabelValues("ineffective").Inc()
+		if ev.ineffective == nil {
+			ev.ineffective = map[string]ineffective{}
+		}
+		if _, held := ev.ineffective[c.dir]; !held {
+			e.logger.Warn("deleted segments are gone from the log dir but the filesystem's used bytes did not fall: purging stopped",
+				append(attrs, "reason", BlockPurgeIneffective,
+					"hint", "files deleted but still held open (lsof +L1), or usage measured on another volume")...)
+		}
+		ev.ineffective[c.dir] = ineffective{baseline: c.outside, bytes: c.bytes}
+		return
+	}
+	e.m.ev.purgeChecks.WithLabelValues("effective").Inc()
+	e.logger.Debug("deletions freed their bytes", attrs...)
+	if _, held := ev.ineffective[c.dir]; held {
+		// Usage behaves again: deletions (eligible segments, which the
+		// hold does not stop) free their bytes.
+		delete(ev.ineffective, c.dir)
+		e.logger.Info("deletions free space again: purging allowed again", "log_dir", c.dir)
+	}
+}
+
+// ineffectiveDirs returns the log dirs held as purge_ineffective; a hold
+// ends once the bytes outside the log dirs stayed back near the baseline
+// for a window.
+func (e *Enforcer) ineffectiveDirs(fs map[string]agent.FilesystemBytes, mono time.Duration) map[string]bool {
+	ev := &e.ev
 	var out map[string]bool
 	for dir, st := range ev.ineffective {
 		f, ok := fs[dir]

@@ -16,7 +16,7 @@ import (
 //
 //   - identity (R7.1): a log dir whose meta.properties does not name the
 //     connected cluster and this broker, or that the broker does not
-//     confirm, is never acted on (dirHolds: identity_unconfirmed, and
+//     confirm, is never acted on (dirView.holds: identity_unconfirmed, and
 //     Policy.protects never switches protection on for it). A log dir
 //     found by a glob that belongs to another cluster or broker is
 //     observed only (DirGoal.Foreign), not held: a kubelet pods glob
@@ -141,8 +141,8 @@ func foreign(o Observed, ld *agent.LogDir) bool {
 
 // gate fills the per-topic, time and purge holds of a log dir that frees
 // space.
-func (p Policy) gate(o Observed, ld *agent.LogDir, other int64, g *DirGoal) {
-	g.HeldTopics = p.topicHolds(o, ld)
+func (p Policy) gate(o Observed, ld *agent.LogDir, v *dirView, other int64, g *DirGoal) {
+	g.HeldTopics = v.topics
 	g.TimeHeldTopics = p.futureHolds(o, ld)
 	if o.ClockJump > 0 {
 		g.TimeBlocked = []BlockReason{BlockClockJump}
@@ -308,7 +308,8 @@ func movesOut(s *agent.Snapshot, ld *agent.LogDir) bool {
 // for a log dir whose usage is its filesystem's, the filesystem's used
 // bytes minus the live partitions and pending deletes of every log dir on
 // it (agent.Snapshot.Filesystems); for a configured capacity (usage is the
-// bytes under the log dir), or a filesystem not known, the log dir's own.
+// bytes under the log dir), or a filesystem not known, the log dir's own
+// (agent.LogDir.Bytes). The agent accounts for the bytes by kind.
 // What it counts: files elsewhere on the filesystem, files deleted but
 // held open, filesystem overhead, -future and -stray replicas, the
 // metadata log, checkpoints and unrecognised files under the log dirs.
@@ -322,13 +323,8 @@ func otherBytes(s *agent.Snapshot) map[string]int64 {
 			out[ld.Path] = max(0, used-f.Live-f.PendingDelete)
 			continue
 		}
-		var live int64
-		for k := range ld.Partitions {
-			if pt := &ld.Partitions[k]; pt.Kind == agent.KindLive {
-				live += pt.DiskBytes - pt.PendingDeleteBytes
-			}
-		}
-		out[ld.Path] = max(0, used-live-ld.PendingDeleteBytes)
+		b := ld.Bytes()
+		out[ld.Path] = max(0, used-b.Live-b.PendingDelete)
 	}
 	return out
 }

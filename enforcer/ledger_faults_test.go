@@ -30,13 +30,7 @@ func TestR8_5FailedReleaseIsRetried(t *testing.T) {
 		t.Fatal("not protected")
 	}
 	f.failDeletes = 1
-	pass := func() error {
-		clock.t = clock.t.Add(time.Second)
-		s := calm()
-		s.Time = clock.t
-		e.src.(*staticSource).snap = s
-		return e.Reconcile(t.Context())
-	}
+	pass := func() error { return tryPassAfter(t, e, clock, time.Second, calm()) }
 	if err := pass(); err == nil {
 		t.Fatal("no error from a failed release")
 	}
@@ -83,13 +77,7 @@ func TestR8_5FailedQuotaReleaseIsRetried(t *testing.T) {
 		t.Fatalf("not protected: quota %d", f.quota)
 	}
 	f.failQuotaRemovals = 1
-	pass := func() error {
-		clock.t = clock.t.Add(time.Second)
-		s := calm()
-		s.Time = clock.t
-		e.src.(*staticSource).snap = s
-		return e.Reconcile(t.Context())
-	}
+	pass := func() error { return tryPassAfter(t, e, clock, time.Second, calm()) }
 	if err := pass(); err == nil {
 		t.Fatal("no error from a failed quota release")
 	}
@@ -156,11 +144,7 @@ func TestR8_5PeerRetriesAFailedPeerRelease(t *testing.T) {
 	passAt(t, dead, clock, full())
 	f.failDeletes = 1
 	for range 40 {
-		clock.t = clock.t.Add(time.Second)
-		s := calm()
-		s.Time = clock.t
-		peer.src.(*staticSource).snap = s
-		_ = peer.Reconcile(t.Context())
+		_ = tryPassAfter(t, peer, clock, time.Second, calm())
 	}
 	if _, ok := f.records.PendingLift(2); !ok {
 		t.Fatal("no lift written")
@@ -187,8 +171,7 @@ func TestR8_6OperatorBindingIsNeverAdopted(t *testing.T) {
 		t.Errorf("R8.6/the operator's binding on a is claimed: %v", f.records.Agents[1].ACLTopics())
 	}
 	for range 3 {
-		clock.t = clock.t.Add(time.Minute)
-		passAt(t, e, clock, calm())
+		passAfter(t, e, clock, time.Minute, calm())
 	}
 	if !f.acls[denyAll("a")] {
 		t.Fatal("R8.6/the operator's binding was deleted on calm")
@@ -213,14 +196,12 @@ func TestR8_6QuotaReleaseRemovesTheValueSet(t *testing.T) {
 	// A rollout changes the rate; the agent restarts, still full.
 	cfg.Protection.ProducerByteRate = 2048
 	e, _ = newTestEnforcer(t, cfg, full(), f, clock)
-	clock.t = clock.t.Add(time.Minute)
-	passAt(t, e, clock, full())
+	passAfter(t, e, clock, time.Minute, full())
 	if q := f.records.Agents[1].Quota(); q != 1024 {
 		t.Errorf("R8.6/the record claims %d, the value in place is 1024", q)
 	}
 	for range 3 {
-		clock.t = clock.t.Add(time.Minute)
-		passAt(t, e, clock, calm())
+		passAfter(t, e, clock, time.Minute, calm())
 	}
 	if f.quota != 0 {
 		t.Fatalf("R8.6/the old quota is stranded: %d", f.quota)
@@ -240,11 +221,7 @@ func TestR8_4UnreachableLeaderHoldsOnlyDeletions(t *testing.T) {
 	clock := &clockAt{t0}
 	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
 	for range 3 {
-		clock.t = clock.t.Add(time.Second)
-		s := full()
-		s.Time = clock.t
-		e.src.(*staticSource).snap = s
-		_ = e.Reconcile(t.Context())
+		_ = tryPassAfter(t, e, clock, time.Second, full())
 	}
 	if len(f.offsetCalls) != 0 {
 		t.Fatalf("offsets read despite the fault")
@@ -274,8 +251,7 @@ func TestR8_8FencedBrokerKeepsProtectionAndLease(t *testing.T) {
 	passAt(t, e, clock, full())
 	f.live = []int32{2, 3} // broker 1 restarts: fenced, for less than a lease
 	for range 9 {
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, e, clock, full())
+		passAfter(t, e, clock, time.Second, full())
 	}
 	if !f.acls[denyAll("a")] {
 		t.Fatalf("R8.8/a restart lifted protection while the disk is full: %v", f.acls)
@@ -301,12 +277,7 @@ func TestR8_7LostLedgerIsNotNoRecords(t *testing.T) {
 	if set == 0 {
 		t.Fatal("not protected")
 	}
-	pass := func(s *agent.Snapshot) error {
-		clock.t = clock.t.Add(2 * time.Second)
-		s.Time = clock.t
-		e.src.(*staticSource).snap = s
-		return e.Reconcile(t.Context())
-	}
+	pass := func(s *agent.Snapshot) error { return tryPassAfter(t, e, clock, 2*time.Second, s) }
 	// The topic is deleted: every record with it.
 	f.records, f.ledgerErr = ledger.NewRecords(), ErrLedgerMissing
 	if err := pass(calm()); err == nil {
@@ -354,8 +325,7 @@ func TestR8_7UndecodableRecordIsSkippedAndUntouchable(t *testing.T) {
 	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
 	e, reg := enforcerAs(t, 1, cfg, calm(), f, clock)
 	for range 30 {
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, e, clock, calm())
+		passAfter(t, e, clock, time.Second, calm())
 	}
 	if !f.acls[denyAll("a")] {
 		t.Fatal("R8.7/a peer lifted the claims of a broker whose record does not decode")
@@ -388,15 +358,13 @@ func TestLogDirSeriesRemovedWhenTheDirLeaves(t *testing.T) {
 	clock := &clockAt{t0}
 	e, reg := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
 	passAt(t, e, clock, full())
-	clock.t = clock.t.Add(time.Second)
-	passAt(t, e, clock, full())
+	passAfter(t, e, clock, time.Second, full())
 	if v := gather(t, reg, "kafka_disk_guard_write_protection_active", map[string]string{"log_dir": dir}); v != 1 {
 		t.Fatalf("active %v", v)
 	}
 	moved := full()
 	moved.LogDirs[0].Path = "/var/lib/kubelet/pods/new/volumes/data"
-	clock.t = clock.t.Add(time.Second)
-	passAt(t, e, clock, moved)
+	passAfter(t, e, clock, time.Second, moved)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -439,8 +407,7 @@ func TestR8_8SecondAgentForTheBrokerStandsBy(t *testing.T) {
 		t.Fatal("not protected")
 	}
 	for range 20 {
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, active, clock, full())
+		passAfter(t, active, clock, time.Second, full())
 		passAt(t, observer, clock, full())
 		if !f.acls[denyAll("a")] {
 			t.Fatalf("R8.8/the second agent lifted the active agent's protection")
@@ -452,8 +419,7 @@ func TestR8_8SecondAgentForTheBrokerStandsBy(t *testing.T) {
 	// The active agent dies: the second takes over after the lease (in
 	// observe mode it lifts what is now its own).
 	for range 15 {
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, observer, clock, full())
+		passAfter(t, observer, clock, time.Second, full())
 	}
 	if v := gather(t, reg, "kafka_disk_guard_protection_standby", nil); v != 0 {
 		t.Errorf("R8.8/standby %v after the lease expired", v)
@@ -525,8 +491,7 @@ func TestR4_4ObserveModeReportsAWouldBeLiftOnce(t *testing.T) {
 	e, reg := newTestEnforcer(t, Config{Interval: time.Second}, full(), f, clock)
 	passAt(t, e, clock, full())
 	for range 4 {
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, e, clock, calm())
+		passAfter(t, e, clock, time.Second, calm())
 	}
 	if v := gather(t, reg, "kafka_disk_guard_actions_total", map[string]string{"action": "unprotect", "result": "dry_run"}); v != 2 {
 		t.Errorf("R4.4/would-be unprotect actions %v, want 2 (one per topic, once)", v)
@@ -548,20 +513,17 @@ func TestR8_5SharedBindingGivenUpFromStaleCaches(t *testing.T) {
 	a, _ := enforcerAs(t, 1, cfg, full(), f, clock)
 	b, _ := enforcerAs(t, 2, cfg, full(), f, clock)
 	for range 3 {
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, a, clock, full())
+		passAfter(t, a, clock, time.Second, full())
 		passAt(t, b, clock, full())
 	}
 	if !f.acls[denyAll("a")] || len(f.records.Agents[1].ACLTopics()) == 0 || len(f.records.Agents[2].ACLTopics()) == 0 {
 		t.Fatalf("not protected by both: %v %+v", f.acls, f.records.Agents)
 	}
 	// Calm at the same instant: neither reads the records before planning.
-	clock.t = clock.t.Add(100 * time.Millisecond)
-	passAt(t, a, clock, calm())
+	passAfter(t, a, clock, 100*time.Millisecond, calm())
 	passAt(t, b, clock, calm())
 	for range 3 {
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, a, clock, calm())
+		passAfter(t, a, clock, time.Second, calm())
 		passAt(t, b, clock, calm())
 	}
 	if len(f.acls) != 0 {
@@ -581,8 +543,7 @@ func TestR8_8GoneBrokerKeepsNoProtection(t *testing.T) {
 	passAt(t, e, clock, full())
 	f.live = []int32{2, 3}
 	for i := range 20 {
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, e, clock, full())
+		passAfter(t, e, clock, time.Second, full())
 		if i < 8 && !f.acls[denyAll("a")] {
 			t.Fatalf("R8.8/lifted %ds into a restart", i+1)
 		}
@@ -601,8 +562,7 @@ func TestR8_6OperatorQuotaAtTheWantedRateCountsAsInPlace(t *testing.T) {
 	clock := &clockAt{t0}
 	e, reg := newTestEnforcer(t, Config{Enabled: true, Protection: ProtectionConfig{Strategy: StrategyQuota, ProducerByteRate: 1024}}, full(), f, clock)
 	for range 2 {
-		clock.t = clock.t.Add(time.Minute)
-		passAt(t, e, clock, full())
+		passAfter(t, e, clock, time.Minute, full())
 	}
 	if v := gather(t, reg, "kafka_disk_guard_write_protection_active", nil); v != 1 {
 		t.Errorf("R8.6/active %v with an operator's quota at the wanted rate", v)
@@ -614,8 +574,7 @@ func TestR8_6OperatorQuotaAtTheWantedRateCountsAsInPlace(t *testing.T) {
 		t.Errorf("R8.6/the operator's quota is claimed: %+v", f.records.Agents[1])
 	}
 	for range 3 {
-		clock.t = clock.t.Add(time.Minute)
-		passAt(t, e, clock, calm())
+		passAfter(t, e, clock, time.Minute, calm())
 	}
 	if f.quota != 1024 {
 		t.Fatalf("R8.6/the operator's quota was removed on calm: %d", f.quota)
@@ -699,4 +658,24 @@ func TestR8_5WallClockJumpDoesNotExpireALiveLease(t *testing.T) {
 	if f.acls[denyAll("a")] {
 		t.Fatal("R8.5/the release backoff was stretched by the wall clock's jump back")
 	}
+}
+
+// passAfter moves the clock on by d and runs a pass on s; a failed pass
+// fails the test.
+func passAfter(t *testing.T, e *Enforcer, clock *clockAt, d time.Duration, s *agent.Snapshot) {
+	t.Helper()
+	clock.t = clock.t.Add(d)
+	passAt(t, e, clock, s)
+}
+
+// tryPassAfter moves the clock on by d and runs a pass on s, returning
+// its error (the tests make passes fail).
+func tryPassAfter(t *testing.T, e *Enforcer, clock *clockAt, d time.Duration, s *agent.Snapshot) error {
+	clock.t = clock.t.Add(d)
+	s.Time = clock.t
+	src := e.src.(*staticSource)
+	src.mu.Lock()
+	src.snap = s
+	src.mu.Unlock()
+	return e.Reconcile(t.Context())
 }

@@ -424,9 +424,10 @@ func (pl *protectionPlanner) newConfigClaims(w lowerings) []ConfigClaim {
 func (p Policy) lowerCandidates(o Observed) []string {
 	set := map[string]bool{}
 	from := p.lowerFrom()
+	views := p.views(o)
 	for i := range o.Snapshot.LogDirs {
-		ld := &o.Snapshot.LogDirs[i]
-		if foreign(o, ld) || ld.Usage.Ratio() < from || len(dirHolds(o, ld)) > 0 {
+		ld, v := &o.Snapshot.LogDirs[i], &views[i]
+		if v.foreign || ld.Usage.Ratio() < from || len(v.holds(o)) > 0 {
 			continue
 		}
 		for j := range ld.Partitions {

@@ -47,6 +47,7 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 		return o, nil, nil
 	}
 	e.observeEvidence(ctx, &o)
+	o.dirs = e.policy.viewDirs(o)
 	e.endRefusals(o)
 	e.learnBrokerID()
 	r := reads{o: &o}

@@ -351,7 +351,7 @@ func (e *Enforcer) unprotected(rel ledger.Released, band, reason string, quota i
 		byT[a.Topic] = append(byT[a.Topic], a)
 	}
 	for _, tp := range byTopic(byT) {
-		e.protectionAction(actionUnprotect, tp, band, ResultOK, nil, reason)
+		e.protectionAction(actionUnprotect, tp, why{band, reason}, ResultOK, nil)
 	}
 	if rel.QuotaRemoved {
 		e.quotaAction(actionUnprotect, quota, band, ResultOK, nil)
@@ -411,10 +411,10 @@ func (e *Enforcer) configAction(action Action, c ConfigChange, band string, err 
 // (the virtual record remembers it).
 func (e *Enforcer) reportWouldProtect(pp ProtectionPlan, band string) {
 	for _, tp := range pp.Create {
-		e.protectionAction(actionProtect, tp, band, ResultDryRun, nil, "")
+		e.protectionAction(actionProtect, tp, why{band: band}, ResultDryRun, nil)
 	}
 	for _, tp := range pp.Release {
-		e.protectionAction(actionUnprotect, tp, band, ResultDryRun, nil, "")
+		e.protectionAction(actionUnprotect, tp, why{band: band}, ResultDryRun, nil)
 	}
 	if pp.SetQuota > 0 {
 		e.quotaAction(actionProtect, pp.SetQuota, band, ResultDryRun, nil)
@@ -435,16 +435,17 @@ func (e *Enforcer) reportWouldProtect(pp ProtectionPlan, band string) {
 	}
 }
 
-func (e *Enforcer) protectionAction(action Action, tp TopicProtection, band string, res ActionResult, err error, reason string) {
-	e.m.actions.WithLabelValues(string(action), string(res), band).Inc()
+// why is the band a protection change happened in and its reason (empty:
+// disk usage).
+type why struct{ band, reason string }
+
+func (e *Enforcer) protectionAction(action Action, tp TopicProtection, w why, res ActionResult, err error) {
+	e.m.actions.WithLabelValues(string(action), string(res), w.band).Inc()
 	acls := make([]string, 0, len(tp.ACLs))
 	for _, a := range tp.ACLs {
 		acls = append(acls, a.Permission+" "+a.Operation+" "+a.Principal)
 	}
-	if reason == "" {
-		reason = "disk_usage"
-	}
-	e.logChange(action, err, "strategy", StrategyACL, "topic", tp.Topic, "acls", acls, "band", band, "reason", reason, "dry_run", e.dryRun,
+	e.logChange(action, err, "strategy", StrategyACL, "topic", tp.Topic, "acls", acls, "band", w.band, "reason", cmp.Or(w.reason, "disk_usage"), "dry_run", e.dryRun,
 		eventAttr(ProtectionChange{On: action == actionProtect, DryRun: e.dryRun, Strategy: StrategyACL, Topic: tp.Topic, ACLs: tp.ACLs, Err: err}))
 }
 
@@ -477,14 +478,24 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 	if po == nil {
 		return
 	}
-	strategy := e.cfg.Protection.Strategy
 	present := make(map[ACL]bool, len(po.ACLs))
 	for _, a := range po.ACLs {
 		present[ledger.NormACL(a)] = true
 	}
 	me := po.Records.Agents[po.BrokerID]
-	mineByTopic := map[string]bool{} // topics with a binding of this agent's in place
-	me.Bindings(nil, func(a ACL) {
+	quotaMine := max(me.Quota(), po.UnrecordedQuota)
+	quotaInPlace := (quotaMine > 0 && po.QuotaRead && po.DefaultProducerByteRate == quotaMine) || pp.OperatorQuotaInPlace
+	wantAny := e.reportDirGauges(o, goals, topicsInPlace(po, pp, present), quotaInPlace)
+	e.protectionProblems(o, pp, problems, wantAny, quotaInPlace)
+	e.reportClusterProtection(o, present)
+}
+
+// topicsInPlace returns the topics with a binding of this agent's in
+// place: recorded, set unrecorded, or an operator's identical to a wanted
+// one (spec R8.6: protection in place, though never the guard's to lift).
+func topicsInPlace(po *ProtectionObserved, pp ProtectionPlan, present map[ACL]bool) map[string]bool {
+	mineByTopic := map[string]bool{}
+	po.Records.Agents[po.BrokerID].Bindings(nil, func(a ACL) {
 		if present[a] {
 			mineByTopic[a.Topic] = true
 		}
@@ -494,17 +505,20 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 			mineByTopic[a.Topic] = true
 		}
 	}
-	// An operator's binding identical to a wanted one is protection in
-	// place (spec R8.6), though never the guard's to lift.
 	for _, a := range pp.OperatorOwned {
 		if present[a] {
 			mineByTopic[a.Topic] = true
 		}
 	}
-	quotaMine := max(me.Quota(), po.UnrecordedQuota)
-	quotaInPlace := (quotaMine > 0 && po.QuotaRead && po.DefaultProducerByteRate == quotaMine) || pp.OperatorQuotaInPlace
-	myDirs := dirSet(me.LogDirs)
-	wantAny := false
+	return mineByTopic
+}
+
+// reportDirGauges sets each log dir's active and wanted gauges and
+// reports whether any dir wants protection.
+func (e *Enforcer) reportDirGauges(o Observed, goals []DirGoal, mineByTopic map[string]bool, quotaInPlace bool) (wantAny bool) {
+	po := o.Protection
+	strategy := e.cfg.Protection.Strategy
+	myDirs := dirSet(po.Records.Agents[po.BrokerID].LogDirs)
 	for _, g := range goals {
 		active := false
 		if ld := dirOf(o.Snapshot, g.LogDir); ld != nil {
@@ -521,6 +535,14 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 		e.m.prot.active.WithLabelValues(g.LogDir, strategy).Set(gauge(active))
 		e.m.prot.wanted.WithLabelValues(g.LogDir, strategy).Set(gauge(want))
 	}
+	return wantAny
+}
+
+// protectionProblems adds this pass's protection problems to problems,
+// sets their gauges and logs a change.
+func (e *Enforcer) protectionProblems(o Observed, pp ProtectionPlan, problems map[ProtectionError]bool, wantAny, quotaInPlace bool) {
+	po := o.Protection
+	me := po.Records.Agents[po.BrokerID]
 	if pp.NoAuthorizer || (po.NoAuthorizer && (wantAny || len(me.ACLTopics()) > 0)) {
 		problems[ErrorNoAuthorizer] = true
 	}
@@ -539,7 +561,12 @@ func (e *Enforcer) reportProtection(o Observed, goals []DirGoal, pp ProtectionPl
 	problems[ErrorExemptionImpossible] = problems[ErrorExemptionImpossible] || len(pp.Impossible) > 0
 	e.m.prot.setErrors(problems)
 	e.logProblems(problems, pp)
+}
 
+// reportClusterProtection sets the per-agent gauges from every agent's
+// record, the lowered-configs gauge and the record's encoded size.
+func (e *Enforcer) reportClusterProtection(o Observed, present map[ACL]bool) {
+	po := o.Protection
 	view := map[int32]clusterEntry{}
 	for id, r := range po.Records.Agents {
 		v := clusterEntry{renewed: -1, topics: len(po.Records.LiveTopics(id))}

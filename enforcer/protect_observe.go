@@ -184,6 +184,44 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 // readRecords reads every agent's record and lift, and the cluster's
 // brokers, and follows the other agents' leases.
 func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
+	recs, err := e.loadRecords(ctx)
+	if err != nil {
+		return err
+	}
+	e.reportUndecodable(recs)
+	e.followInstance(recs, o.Now)
+	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
+		o.Purged = e.purged(e.ev.lastMono)
+	}
+	// This agent's own record vanished (the topic was deleted and created
+	// again): it is written again from memory, never read as "no claims".
+	if _, ok := recs.Agents[e.brokerID]; !ok && e.prot.written != nil && !e.prot.written.Empty() {
+		recs = recs.Clone()
+		recs.Agents[e.brokerID] = *e.prot.written
+		e.prot.dirty = true
+		e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
+	}
+	live, err := e.admin.LiveBrokers(ctx)
+	if err != nil {
+		return fmt.Errorf("list brokers: %w", err)
+	}
+	recs = recs.Clone()
+	e.prot.records = &recs
+	e.prot.loaded = o.Now
+	e.prot.live = nil // nil: unknown (no cluster)
+	if live != nil {
+		e.prot.live = map[int32]bool{}
+		for _, id := range live {
+			e.prot.live[id] = true
+		}
+	}
+	e.followLeases(recs, o.Now)
+	return nil
+}
+
+// loadRecords reads the ownership records: a missing topic is created at
+// the agent's first read, a lost ledger is reported and created again.
+func (e *Enforcer) loadRecords(ctx context.Context) (ledger.Records, error) {
 	recs, err := e.admin.LoadRecords(ctx)
 	if errors.Is(err, ErrLedgerMissing) && e.prot.records == nil && e.prot.written == nil {
 		// The agent's first read (its start, as Run's Prepare): the topic
@@ -216,13 +254,19 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("load protection records: %w", err)
+		return recs, fmt.Errorf("load protection records: %w", err)
 	}
 	if e.prot.ledgerLost {
 		e.logger.Warn("protection ledger back", "topic", e.cfg.OwnershipTopic)
 		e.prot.ledgerLost = false
 	}
 	e.m.prot.ledgerLost.Set(0)
+	return recs, nil
+}
+
+// reportUndecodable counts and logs the ownership records that did not
+// decode.
+func (e *Enforcer) reportUndecodable(recs ledger.Records) {
 	skipped := 0
 	for _, n := range recs.Undecodable {
 		skipped += n
@@ -232,33 +276,12 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 		e.logger.Warn("ownership records that do not decode were skipped: those brokers' claims are left alone until a decodable record replaces them",
 			"brokers", slices.Sorted(maps.Keys(recs.Undecodable)), "values", skipped)
 	}
-	e.followInstance(recs, o.Now)
-	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
-		o.Purged = e.purged(e.ev.lastMono)
-	}
-	// This agent's own record vanished (the topic was deleted and created
-	// again): it is written again from memory, never read as "no claims".
-	if _, ok := recs.Agents[e.brokerID]; !ok && e.prot.written != nil && !e.prot.written.Empty() {
-		recs = recs.Clone()
-		recs.Agents[e.brokerID] = *e.prot.written
-		e.prot.dirty = true
-		e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
-	}
-	live, err := e.admin.LiveBrokers(ctx)
-	if err != nil {
-		return fmt.Errorf("list brokers: %w", err)
-	}
-	recs = recs.Clone()
-	e.prot.records = &recs
-	e.prot.loaded = o.Now
-	e.prot.live = nil // nil: unknown (no cluster)
-	if live != nil {
-		e.prot.live = map[int32]bool{}
-		for _, id := range live {
-			e.prot.live[id] = true
-		}
-	}
-	mono := e.monotonic(o.Now)
+}
+
+// followLeases follows the other agents' leases and notes since when a
+// broker is missing from the cluster.
+func (e *Enforcer) followLeases(recs ledger.Records, now time.Time) {
+	mono := e.monotonic(now)
 	for id, r := range recs.Agents {
 		if id == e.brokerID {
 			continue
@@ -278,7 +301,6 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 			delete(e.prot.gone, id)
 		}
 	}
-	return nil
 }
 
 // followInstance decides whether this agent stands by (spec R8.8): its

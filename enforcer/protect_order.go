@@ -124,7 +124,7 @@ func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, 
 		}
 		if stop != nil {
 			for _, tp := range batch {
-				e.protectionAction(actionProtect, tp, band, actionResult(stop), stop, "")
+				e.protectionAction(actionProtect, tp, why{band: band}, actionResult(stop), stop)
 			}
 			continue
 		}
@@ -134,7 +134,7 @@ func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, 
 			first = time.Since(start)
 		}
 		for _, tp := range batch {
-			e.protectionAction(actionProtect, tp, band, actionResult(err), err, "")
+			e.protectionAction(actionProtect, tp, why{band: band}, actionResult(err), err)
 		}
 		if !recorded {
 			for _, a := range acls {

@@ -42,7 +42,7 @@ func newDescs(perPartition bool) descs {
 		return append(append([]string(nil), base...), extra...)
 	}
 	logDir := []string{"log_dir"}
-	return descs{
+	d := descs{
 		capacity: prometheus.NewDesc(name("log_dir_capacity_bytes"),
 			"Capacity of the log dir in bytes: the filesystem's size or the configured capacity (basis).", []string{"log_dir", "basis"}, nil),
 		used: prometheus.NewDesc(name("log_dir_used_bytes"),
@@ -87,31 +87,36 @@ func newDescs(perPartition bool) descs {
 			"Bytes reserved for the topic's replicas on this broker (spec R5.1), by basis.", reservedLabels, nil),
 		reservedPercent: prometheus.NewDesc(name("reserved_disk_space_percent"),
 			"Total reserved bytes of the broker's partitions / its configured storage x 100.", []string{"broker_id"}, nil),
-
-		lastScan: prometheus.NewDesc(name("last_scan_timestamp_seconds"),
-			"Unix time of the last successful full scan (0 before the first).", nil, nil),
-		scanDuration: prometheus.NewDesc(name("scan_duration_seconds"),
-			"Duration of the last full scan.", nil, nil),
-		scanErrors: prometheus.NewDesc(name("scan_errors_total"),
-			"Scan errors by kind.", []string{"kind"}, nil),
-		rescans: prometheus.NewDesc(name("rescans_total"),
-			"Full scans by trigger.", []string{"trigger"}, nil),
-		rereads: prometheus.NewDesc(name("partition_rereads_total"),
-			"Partition directories re-read after a file event.", nil, nil),
-		watchMode: prometheus.NewDesc(name("watch_mode"),
-			"1 for the current watch mode (inotify, polling).", []string{"mode"}, nil),
-		polledDirs: prometheus.NewDesc(name("polled_dirs"),
-			"Directories watched by polling because inotify watches ran out.", nil, nil),
-		configsAge: prometheus.NewDesc(name("topic_configs_age_seconds"),
-			"Age of the topic configs in use.", nil, nil),
-		configMaxAge: prometheus.NewDesc(name("topic_config_max_age_seconds"),
-			"Age of the oldest topic config fetched from the cluster among the log dir's live topics.", logDir, nil),
-		configsWithout: prometheus.NewDesc(name("topics_without_fetched_config"),
-			"Live topics of the log dir whose config in use is not a successful lookup in the cluster, by reason.", []string{"log_dir", "reason"}, nil),
-		buildInfo: prometheus.NewDesc(name("build_info"),
-			"A metric with a constant '1' value labeled by version, revision and goversion of kafka-disk-guard.",
-			[]string{"version", "revision", "goversion"}, nil),
 	}
+	d.health(name, logDir)
+	return d
+}
+
+// health sets the agent health and config provenance descriptors.
+func (d *descs) health(name func(string) string, logDir []string) {
+	d.lastScan = prometheus.NewDesc(name("last_scan_timestamp_seconds"),
+		"Unix time of the last successful full scan (0 before the first).", nil, nil)
+	d.scanDuration = prometheus.NewDesc(name("scan_duration_seconds"),
+		"Duration of the last full scan.", nil, nil)
+	d.scanErrors = prometheus.NewDesc(name("scan_errors_total"),
+		"Scan errors by kind.", []string{"kind"}, nil)
+	d.rescans = prometheus.NewDesc(name("rescans_total"),
+		"Full scans by trigger.", []string{"trigger"}, nil)
+	d.rereads = prometheus.NewDesc(name("partition_rereads_total"),
+		"Partition directories re-read after a file event.", nil, nil)
+	d.watchMode = prometheus.NewDesc(name("watch_mode"),
+		"1 for the current watch mode (inotify, polling).", []string{"mode"}, nil)
+	d.polledDirs = prometheus.NewDesc(name("polled_dirs"),
+		"Directories watched by polling because inotify watches ran out.", nil, nil)
+	d.configsAge = prometheus.NewDesc(name("topic_configs_age_seconds"),
+		"Age of the topic configs in use.", nil, nil)
+	d.configMaxAge = prometheus.NewDesc(name("topic_config_max_age_seconds"),
+		"Age of the oldest topic config fetched from the cluster among the log dir's live topics.", logDir, nil)
+	d.configsWithout = prometheus.NewDesc(name("topics_without_fetched_config"),
+		"Live topics of the log dir whose config in use is not a successful lookup in the cluster, by reason.", []string{"log_dir", "reason"}, nil)
+	d.buildInfo = prometheus.NewDesc(name("build_info"),
+		"A metric with a constant '1' value labeled by version, revision and goversion of kafka-disk-guard.",
+		[]string{"version", "revision", "goversion"}, nil)
 }
 
 func (d *descs) all() []*prometheus.Desc {

@@ -61,25 +61,35 @@ func (c *collector) collectTopics(ch chan<- prometheus.Metric, v *view, now time
 	always := func(*agent.TopicSummary) bool { return true }
 	tiered := func(t *agent.TopicSummary) bool { return t.Tiered.Partitions > 0 }
 
-	emitFamily(ch, rows, c.d.segments, prometheus.GaugeValue, "state", states, always,
+	emitFamily(ch, rows, family[agent.State]{c.d.segments, prometheus.GaugeValue, "state", states}, always,
 		func(t *agent.TopicSummary, s agent.State) float64 { return float64(t.Segments.Of(s)) })
-	emitFamily(ch, rows, c.d.segmentBytes, prometheus.GaugeValue, "state", states, always,
+	emitFamily(ch, rows, family[agent.State]{c.d.segmentBytes, prometheus.GaugeValue, "state", states}, always,
 		func(t *agent.TopicSummary, s agent.State) float64 { return float64(t.Bytes.Of(s)) })
-	emitFamily(ch, rows, c.d.expiredRetained, prometheus.GaugeValue, "reason", reasons, always,
+	emitFamily(ch, rows, family[agent.Reason]{c.d.expiredRetained, prometheus.GaugeValue, "reason", reasons}, always,
 		func(t *agent.TopicSummary, r agent.Reason) float64 { return float64(t.Expired.Of(r)) })
-	emitFamily(ch, rows, c.d.tieredSegments, prometheus.GaugeValue, "tier", tiers, tiered,
+	emitFamily(ch, rows, family[agent.Tier]{c.d.tieredSegments, prometheus.GaugeValue, "tier", tiers}, tiered,
 		func(t *agent.TopicSummary, tier agent.Tier) float64 { return float64(t.Tiered.Segments.Of(tier)) })
-	emitFamily(ch, rows, c.d.tieredBytes, prometheus.GaugeValue, "tier", tiers, tiered,
+	emitFamily(ch, rows, family[agent.Tier]{c.d.tieredBytes, prometheus.GaugeValue, "tier", tiers}, tiered,
 		func(t *agent.TopicSummary, tier agent.Tier) float64 { return float64(t.Tiered.Bytes.Of(tier)) })
-	emitFamily(ch, rows, c.d.tieredEligibleLocally, prometheus.GaugeValue, "", none, tiered,
+	emitFamily(ch, rows, family[struct{}]{c.d.tieredEligibleLocally, prometheus.GaugeValue, "", none}, tiered,
 		func(t *agent.TopicSummary, _ struct{}) float64 { return float64(t.Tiered.EligibleLocally) })
-	emitFamily(ch, rows, c.d.tieredUnreadable, prometheus.GaugeValue, "", none, tiered,
+	emitFamily(ch, rows, family[struct{}]{c.d.tieredUnreadable, prometheus.GaugeValue, "", none}, tiered,
 		func(t *agent.TopicSummary, _ struct{}) float64 { return float64(t.Tiered.OffsetsUnknown) })
-	emitFamily(ch, rows, c.d.appended, prometheus.CounterValue, "", none, always,
+	emitFamily(ch, rows, family[struct{}]{c.d.appended, prometheus.CounterValue, "", none}, always,
 		func(t *agent.TopicSummary, _ struct{}) float64 { return float64(t.AppendedBytes) })
-	emitFamily(ch, rows, c.d.oldestEligibleAge, prometheus.GaugeValue, "", none,
+	emitFamily(ch, rows, family[struct{}]{c.d.oldestEligibleAge, prometheus.GaugeValue, "", none},
 		func(t *agent.TopicSummary) bool { return !t.OldestEligible.IsZero() },
 		func(t *agent.TopicSummary, _ struct{}) float64 { return max(0, now.Sub(t.OldestEligible).Seconds()) })
+}
+
+// family is one metric family of the per-topic rows: its descriptor and
+// value type, and its extra label's name and values ("" and one empty
+// value: no extra label).
+type family[T any] struct {
+	desc   *prometheus.Desc
+	vt     prometheus.ValueType
+	label  string
+	values []labelled[T]
 }
 
 // labelled is a label value (a state, reason or tier) with its string.
@@ -183,8 +193,9 @@ func (m *sharedMetric) Write(out *dto.Metric) error {
 // built once per scrape and shared by every series of the row, and a
 // family's series are allocated together: NewConstMetric's copy of every
 // label of every series was most of the rest.
-func emitFamily[T any](ch chan<- prometheus.Metric, rows *topicRows, d *prometheus.Desc, vt prometheus.ValueType,
-	extraName string, extra []labelled[T], has func(*agent.TopicSummary) bool, value func(*agent.TopicSummary, T) float64) {
+func emitFamily[T any](ch chan<- prometheus.Metric, rows *topicRows, f family[T],
+	has func(*agent.TopicSummary) bool, value func(*agent.TopicSummary, T) float64) {
+	d, vt, extraName, extra := f.desc, f.vt, f.label, f.values
 	extraPairs := make([]*dto.LabelPair, len(extra))
 	if extraName != "" {
 		for i := range extra {

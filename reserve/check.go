@@ -184,50 +184,9 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 		return Decision{}, invalid("no topic name")
 	}
 	d := Decision{Operation: req.Operation, Topic: req.Topic, LimitPercent: cfg.LimitPercent}
-	var input PartitionInput
-	var firstNew int32
-	switch req.Operation {
-	case CreateTopic:
-		if _, ok := st.Topics[req.Topic]; ok {
-			return Decision{}, invalid("topic %s already exists", req.Topic)
-		}
-		c, err := agent.ApplyTopicConfigs(st.Defaults, req.Configs)
-		if err != nil {
-			return Decision{}, invalid("%v", err)
-		}
-		input.Config = c
-		d.NewPartitions, d.ReplicationFactor = req.Partitions, req.ReplicationFactor
-		if len(req.Assignments) > 0 {
-			d.NewPartitions = int32(len(req.Assignments))
-			for _, r := range req.Assignments {
-				d.ReplicationFactor = int16(len(r))
-				break
-			}
-		}
-		if d.NewPartitions <= 0 {
-			d.NewPartitions = st.DefaultPartitions
-		}
-		if d.ReplicationFactor <= 0 {
-			d.ReplicationFactor = st.DefaultReplicationFactor
-		}
-	case CreatePartitions:
-		t, ok := st.Topics[req.Topic]
-		if !ok {
-			return Decision{}, invalid("topic %s does not exist", req.Topic)
-		}
-		have := int32(len(t.Partitions))
-		if req.Partitions <= have {
-			return Decision{}, invalid("topic %s has %d partitions; the new count %d must be larger", req.Topic, have, req.Partitions)
-		}
-		input.Config = t.Config
-		firstNew = have
-		d.NewPartitions = req.Partitions - have
-		d.ReplicationFactor = 1
-		if have > 0 {
-			d.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
-		}
-	default:
-		return Decision{}, invalid("operation %q: want %s or %s", req.Operation, CreateTopic, CreatePartitions)
+	input, firstNew, err := newPartitions(st, req, &d)
+	if err != nil {
+		return Decision{}, err
 	}
 	if n := len(st.Brokers); n > 0 && int(d.ReplicationFactor) > n {
 		return Decision{}, invalid("replication factor %d is larger than the %d brokers", d.ReplicationFactor, n)
@@ -251,7 +210,65 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 		f.BrokerID, f.StorageBasis, f.NewReplicasOnBroker = &id, b.StorageBasis, n
 		d.Brokers = append(d.Brokers, f)
 	}
+	decide(&d, req, cfg)
+	return d, nil
+}
 
+// newPartitions fills the decision's new partitions and replication
+// factor for the operation, and returns the sizing input (its config)
+// and the index of the first new partition.
+func newPartitions(st State, req Request, d *Decision) (input PartitionInput, firstNew int32, err error) {
+	switch req.Operation {
+	case CreateTopic:
+		if _, ok := st.Topics[req.Topic]; ok {
+			return input, 0, invalid("topic %s already exists", req.Topic)
+		}
+		c, err := agent.ApplyTopicConfigs(st.Defaults, req.Configs)
+		if err != nil {
+			return input, 0, invalid("%v", err)
+		}
+		input.Config = c
+		d.NewPartitions, d.ReplicationFactor = req.Partitions, req.ReplicationFactor
+		if len(req.Assignments) > 0 {
+			d.NewPartitions = int32(len(req.Assignments))
+			for _, r := range req.Assignments {
+				d.ReplicationFactor = int16(len(r))
+				break
+			}
+		}
+		if d.NewPartitions <= 0 {
+			d.NewPartitions = st.DefaultPartitions
+		}
+		if d.ReplicationFactor <= 0 {
+			d.ReplicationFactor = st.DefaultReplicationFactor
+		}
+	case CreatePartitions:
+		t, ok := st.Topics[req.Topic]
+		if !ok {
+			return input, 0, invalid("topic %s does not exist", req.Topic)
+		}
+		have := int32(len(t.Partitions))
+		if req.Partitions <= have {
+			return input, 0, invalid("topic %s has %d partitions; the new count %d must be larger", req.Topic, have, req.Partitions)
+		}
+		input.Config = t.Config
+		firstNew = have
+		d.NewPartitions = req.Partitions - have
+		d.ReplicationFactor = 1
+		if have > 0 {
+			d.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+		}
+	default:
+		return input, 0, invalid("operation %q: want %s or %s", req.Operation, CreateTopic, CreatePartitions)
+	}
+	return input, firstNew, nil
+}
+
+// decide allows the request, or refuses it with the reason where the
+// cluster or a broker that gets new replicas goes over the limit;
+// Kafka's internal topics and the guard's ownership topic are always
+// admitted.
+func decide(d *Decision, req Request, cfg Config) {
 	d.Allowed = true
 	var over []string
 	if d.Cluster.OverLimit {
@@ -264,11 +281,11 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 	}
 	if agent.IsKafkaInternalTopic(req.Topic) {
 		d.Reason = "kafka internal topic: always admitted"
-		return d, nil
+		return
 	}
 	if cfg.exempt(req.Topic) {
 		d.Reason = "the guard's ownership topic: always admitted"
-		return d, nil
+		return
 	}
 	if len(over) > 0 {
 		d.Allowed = false
@@ -276,7 +293,6 @@ func Check(st State, req Request, cfg Config) (Decision, error) {
 			pct(cfg.LimitPercent), strings.Join(over, "; "), verb(req.Operation), req.Topic,
 			d.NewPartitions, d.ReplicationFactor, human.Bytes(d.PartitionBytes), d.Basis, human.Bytes(d.Cluster.RequestedBytes))
 	}
-	return d, nil
 }
 
 func verb(op Operation) string {

@@ -90,7 +90,9 @@ func runCheckConfig(ctx context.Context, args []string, getenv env, out streams)
 				for _, b := range info.Brokers {
 					ids = append(ids, b.ID)
 				}
-				checkCordon(rctx, out, path, c, link.Enforce(c.Enforcer.OwnershipTopic), ids)
+				if cc := c.Enforcer.Relief.Cordon; cc.Enabled == nil || *cc.Enabled {
+					checkCordon(rctx, out, path, link.Enforce(c.Enforcer.OwnershipTopic), ids)
+				}
 			}
 			cancel()
 			link.Close()
@@ -158,12 +160,10 @@ func checkRights(ctx context.Context, out streams, path string, c guardConfig, e
 
 // checkCordon reports whether the brokers can cordon a log dir
 // (cordoned.log.dirs, KIP-1066: metadata.version 4.3-IV0 or later) when
-// enforcer.relief.cordon is on. A cluster that cannot is reported, never
-// failed: the guard then only reports what it would cordon.
-func checkCordon(ctx context.Context, out streams, path string, c guardConfig, a enforcer.CordonAdmin, brokers []int32) {
-	if cc := c.Enforcer.Relief.Cordon; cc.Enabled != nil && !*cc.Enabled || len(brokers) == 0 {
-		return
-	}
+// enforcer.relief.cordon is on (the caller checks). A cluster that cannot
+// is reported, never failed: the guard then only reports what it would
+// cordon.
+func checkCordon(ctx context.Context, out streams, path string, a enforcer.CordonAdmin, brokers []int32) {
 	for _, id := range brokers {
 		st, err := a.LogDirCordons(ctx, id)
 		switch {

@@ -45,7 +45,7 @@ func TestExitCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
+	t.Cleanup(func() { busy.Close() }) // after the parallel subtests
 	inUse := busy.Addr().String()
 	badConfig := writeFile(t, "bad.yaml", "logDirs: [/d]\nadmission: {limitPercent: 150}\n")
 	goodConfig := writeFile(t, "good.yaml", "logDirs: [/d]\n")
@@ -104,6 +104,9 @@ func TestExitCodes(t *testing.T) {
 		{"relief plan, cluster unreachable", []string{"relief", "plan", "--bootstrap-server", closedAddr(t)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Parallel: each unreachable-cluster case waits out Sarama's
+			// metadata retries (half a second); the cases share nothing.
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			var stdout, stderr bytes.Buffer

@@ -143,9 +143,16 @@ func (p *protectionFlags) connect() (admin *kafkaadmin.Enforce, closeFn func(), 
 }
 
 func runProtection(ctx context.Context, args []string, getenv env, out streams) error {
-	return runSubcommand(ctx, "protection", protectionUsage, []namedSubcommand{
+	return subcommands{"protection", protectionUsage, []namedSubcommand{
 		{"status", runProtectionStatus}, {"lift", runProtectionLift}, {"resume", runProtectionResume},
-	}, args, getenv, out)
+	}}.run(ctx, args, getenv, out)
+}
+
+// subcommands is a command made of subcommands: its name, its usage text
+// and what runs each subcommand.
+type subcommands struct {
+	name, usage string
+	cmds        []namedSubcommand
 }
 
 // namedSubcommand is one subcommand and what runs it with its own
@@ -155,10 +162,11 @@ type namedSubcommand struct {
 	run  func(ctx context.Context, args []string, getenv env, out streams) error
 }
 
-// runSubcommand dispatches args[0] among the command's cmds: help
-// (or nothing: a usage error) prints usage, an unknown name is a usage
-// error listing the known ones.
-func runSubcommand(ctx context.Context, name, usage string, cmds []namedSubcommand, args []string, getenv env, out streams) error {
+// run dispatches args[0] among the command's subcommands: help (or
+// nothing: a usage error) prints usage, an unknown name is a usage error
+// listing the known ones.
+func (sc subcommands) run(ctx context.Context, args []string, getenv env, out streams) error {
+	name, usage, cmds := sc.name, sc.usage, sc.cmds
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}

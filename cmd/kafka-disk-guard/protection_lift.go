@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -40,16 +41,7 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 		fmt.Fprintf(out.stdout, "Restored %s.\n", r)
 	}
 	logger := slog.New(slog.NewJSONHandler(out.stderr, nil))
-	var ids []int32
-	var liftIDs []string
-	for _, l := range res.Lifts {
-		ids = append(ids, l.BrokerID)
-		liftIDs = append(liftIDs, l.ID)
-	}
-	attrs := []any{"by", req.By, "reason", req.Reason, "broker_ids", ids, "topic", req.Topic, "all", req.All,
-		"lift_ids", liftIDs, "acls_deleted", len(res.Released.ACLs), "acls_kept", res.Released.Kept, "quota_removed", res.Released.QuotaRemoved,
-		"configs_restored", len(res.Released.Configs), "configs_kept", res.Released.ConfigsKept, "configs_changed_by_operator", len(res.Released.ConfigsChanged),
-		"uncordoned", res.Uncordoned}
+	ids, attrs := liftAttrs(req, res)
 	for _, id := range res.Untouchable {
 		fmt.Fprintf(out.stdout, "Left alone: broker %d's latest record does not decode (garbage, or a newer guard); its claims are lifted once it writes a readable one.\n", id)
 	}
@@ -80,22 +72,42 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 		return nil
 	}
 	logger.Warn("protection lifted by an operator", attrs...)
-	fmt.Fprintf(out.stdout, "Lifted the protection of broker(s) %v: %d binding(s) deleted, %d kept (claimed by another agent)", ids,
+	printLifted(out.stdout, ids, res)
+	return nil
+}
+
+// printLifted tells the operator what a lift released, restored and left.
+func printLifted(w io.Writer, ids []int32, res ledger.LiftResult) {
+	fmt.Fprintf(w, "Lifted the protection of broker(s) %v: %d binding(s) deleted, %d kept (claimed by another agent)", ids,
 		len(res.Released.ACLs), res.Released.Kept)
 	if res.Released.QuotaRemoved {
-		fmt.Fprint(out.stdout, ", default client quota removed")
+		fmt.Fprint(w, ", default client quota removed")
 	}
-	fmt.Fprintln(out.stdout, ".")
+	fmt.Fprintln(w, ".")
 	for _, c := range res.Released.Configs {
-		fmt.Fprintf(out.stdout, "Restored %s of topic %s to %s (the guard had set %s).\n", c.Key, c.Topic, ledger.ShowValue(c.Value), ledger.ShowValue(c.From))
+		fmt.Fprintf(w, "Restored %s of topic %s to %s (the guard had set %s).\n", c.Key, c.Topic, ledger.ShowValue(c.Value), ledger.ShowValue(c.From))
 	}
 	for _, u := range res.Uncordoned {
-		fmt.Fprintf(out.stdout, "Uncordoned log dir of %s (the operator's cordoned.log.dirs entries stay).\n", u)
+		fmt.Fprintf(w, "Uncordoned log dir of %s (the operator's cordoned.log.dirs entries stay).\n", u)
 	}
 	for _, c := range res.Released.ConfigsChanged {
-		fmt.Fprintf(out.stdout, "Left %s of topic %s at %s: changed by an operator since the guard set %s.\n", c.Key, c.Topic, ledger.ShowValue(c.Value), ledger.ShowValue(c.From))
+		fmt.Fprintf(w, "Left %s of topic %s at %s: changed by an operator since the guard set %s.\n", c.Key, c.Topic, ledger.ShowValue(c.Value), ledger.ShowValue(c.From))
 	}
-	fmt.Fprintln(out.stdout, "A running agent acknowledges the lift and does not protect that scope again until its disk calms down;")
-	fmt.Fprintln(out.stdout, "`kafka-disk-guard protection resume` lets it protect again at once.")
-	return nil
+	fmt.Fprintln(w, "A running agent acknowledges the lift and does not protect that scope again until its disk calms down;")
+	fmt.Fprintln(w, "`kafka-disk-guard protection resume` lets it protect again at once.")
+}
+
+// liftAttrs returns the brokers a lift was written for and the log
+// attributes of the lift.
+func liftAttrs(req ledger.LiftRequest, res ledger.LiftResult) ([]int32, []any) {
+	var ids []int32
+	var liftIDs []string
+	for _, l := range res.Lifts {
+		ids = append(ids, l.BrokerID)
+		liftIDs = append(liftIDs, l.ID)
+	}
+	return ids, []any{"by", req.By, "reason", req.Reason, "broker_ids", ids, "topic", req.Topic, "all", req.All,
+		"lift_ids", liftIDs, "acls_deleted", len(res.Released.ACLs), "acls_kept", res.Released.Kept, "quota_removed", res.Released.QuotaRemoved,
+		"configs_restored", len(res.Released.Configs), "configs_kept", res.Released.ConfigsKept, "configs_changed_by_operator", len(res.Released.ConfigsChanged),
+		"uncordoned", res.Uncordoned}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 )
 
 // runProtectionStatus prints every protection in place as the records and
@@ -31,54 +32,9 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	}
 	defer done()
 
-	in := ledger.StatusInput{Now: time.Now()}
-	in.Records, err = admin.LoadRecords(ctx)
-	switch {
-	case errors.Is(err, ledger.ErrLedgerLost):
-		// Shown, with what the cluster holds; the command fails.
-		in.Records, in.LedgerLost = ledger.NewRecords(), err.Error()
-	case err != nil:
-		return fmt.Errorf("read the protection records: %w", err)
-	}
-	switch acls, err := admin.TopicACLs(ctx); {
-	case errors.Is(err, enforcer.ErrNoAuthorizer):
-		in.NoAuthorizer = true
-	case err != nil:
-		return fmt.Errorf("list acls: %w", err)
-	default:
-		in.ACLs = acls
-	}
-	if in.DefaultProducerByteRate, err = admin.DefaultProducerQuota(ctx); err != nil {
-		return fmt.Errorf("describe client quotas: %w", err)
-	}
-	live, err := admin.LiveBrokers(ctx)
+	in, err := readStatusInput(ctx, admin, out.stderr)
 	if err != nil {
-		return fmt.Errorf("list brokers: %w", err)
-	}
-	in.Live = map[int32]bool{}
-	for _, id := range live {
-		in.Live[id] = true
-	}
-	if ts := in.Records.ConfigTopics(); len(ts) > 0 {
-		if in.TopicConfigs, err = admin.TopicConfigOverrides(ctx, ts, enforcer.LocalRetentionBytesKey); err != nil {
-			return fmt.Errorf("describe topic configs: %w", err)
-		}
-		// The reach of a lowered value is information: without it the
-		// status still shows, saying "not read".
-		if in.Replicas, err = admin.TopicReplicas(ctx, ts); err != nil {
-			fmt.Fprintf(out.stderr, "protection status: the topics' replicas not read: %v\n", err)
-		}
-	}
-	for _, id := range in.Records.CordonBrokers() {
-		c, err := admin.LogDirCordons(ctx, id)
-		if err != nil {
-			fmt.Fprintf(out.stderr, "protection status: cordoned.log.dirs of broker %d not read: %v\n", id, err)
-			continue
-		}
-		if in.Cordons == nil {
-			in.Cordons = map[int32]ledger.BrokerCordons{}
-		}
-		in.Cordons[id] = c
+		return err
 	}
 	st := ledger.BuildStatus(in)
 	st.MoveThrottles = throttleStatus(ctx, admin, in.Records)
@@ -96,6 +52,64 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 		return fmt.Errorf("the protection ledger is lost: %s", st.LedgerLost)
 	}
 	return nil
+}
+
+// readStatusInput reads what the status is made of: the records, the
+// topic ACLs, the default quota, the live brokers, the claimed topics'
+// configs and replicas and the claimed brokers' cordons. What is only
+// information (replicas, cordons) is reported on stderr when not read.
+func readStatusInput(ctx context.Context, admin *kafkaadmin.Enforce, stderr io.Writer) (ledger.StatusInput, error) {
+	in := ledger.StatusInput{Now: time.Now()}
+	var err error
+	in.Records, err = admin.LoadRecords(ctx)
+	switch {
+	case errors.Is(err, ledger.ErrLedgerLost):
+		// Shown, with what the cluster holds; the command fails.
+		in.Records, in.LedgerLost = ledger.NewRecords(), err.Error()
+	case err != nil:
+		return in, fmt.Errorf("read the protection records: %w", err)
+	}
+	switch acls, err := admin.TopicACLs(ctx); {
+	case errors.Is(err, enforcer.ErrNoAuthorizer):
+		in.NoAuthorizer = true
+	case err != nil:
+		return in, fmt.Errorf("list acls: %w", err)
+	default:
+		in.ACLs = acls
+	}
+	if in.DefaultProducerByteRate, err = admin.DefaultProducerQuota(ctx); err != nil {
+		return in, fmt.Errorf("describe client quotas: %w", err)
+	}
+	live, err := admin.LiveBrokers(ctx)
+	if err != nil {
+		return in, fmt.Errorf("list brokers: %w", err)
+	}
+	in.Live = map[int32]bool{}
+	for _, id := range live {
+		in.Live[id] = true
+	}
+	if ts := in.Records.ConfigTopics(); len(ts) > 0 {
+		if in.TopicConfigs, err = admin.TopicConfigOverrides(ctx, ts, enforcer.LocalRetentionBytesKey); err != nil {
+			return in, fmt.Errorf("describe topic configs: %w", err)
+		}
+		// The reach of a lowered value is information: without it the
+		// status still shows, saying "not read".
+		if in.Replicas, err = admin.TopicReplicas(ctx, ts); err != nil {
+			fmt.Fprintf(stderr, "protection status: the topics' replicas not read: %v\n", err)
+		}
+	}
+	for _, id := range in.Records.CordonBrokers() {
+		c, err := admin.LogDirCordons(ctx, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "protection status: cordoned.log.dirs of broker %d not read: %v\n", id, err)
+			continue
+		}
+		if in.Cordons == nil {
+			in.Cordons = map[int32]ledger.BrokerCordons{}
+		}
+		in.Cordons[id] = c
+	}
+	return in, nil
 }
 
 // writeStatus prints the status as tables.
@@ -181,27 +195,43 @@ func writeStatus(w io.Writer, st ledger.Status, topics bool, now time.Time) {
 // writeConfigs lists the tiered topics' local retention the guard lowered
 // (spec R7.4), with the operator's value it restores.
 func writeConfigs(w io.Writer, st ledger.Status) {
-	found := false
-	for _, b := range st.Brokers {
-		found = found || len(b.Configs) > 0
-	}
-	if !found {
-		return
-	}
-	fmt.Fprintln(w, "\nLocal retention lowered on tiered topics (restored when the disk calms down, by a peer after the lease, or by `protection lift`):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKER\tTOPIC\tCONFIG\tSET TO\tOPERATOR'S VALUE\tNOW\tREACHES (CLUSTER-WIDE)\tLIFTED")
-	for _, b := range st.Brokers {
-		for _, c := range b.Configs {
-			now := "not read"
-			if c.Read {
-				now = ledger.ShowValue(c.Current)
+	brokerTable(w, st.Brokers, "Local retention lowered on tiered topics (restored when the disk calms down, by a peer after the lease, or by `protection lift`):",
+		"BROKER\tTOPIC\tCONFIG\tSET TO\tOPERATOR'S VALUE\tNOW\tREACHES (CLUSTER-WIDE)\tLIFTED",
+		func(b ledger.BrokerStatus) (rows []string) {
+			for _, c := range b.Configs {
+				now := ledger.ShowValue(c.Current)
 				if !c.InPlace {
 					now += " (changed by an operator: left alone)"
 				}
+				rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v", b.BrokerID, c.Topic, c.Key, c.Value, ledger.ShowValue(c.Original), ifRead(c.Read, now), reaches(c.Replicas), !c.Live))
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", b.BrokerID, c.Topic, c.Key, c.Value, ledger.ShowValue(c.Original), now, reaches(c.Replicas), !c.Live)
-		}
+			return rows
+		})
+}
+
+// ifRead is v, or "not read".
+func ifRead(read bool, v string) string {
+	if !read {
+		return "not read"
+	}
+	return v
+}
+
+// brokerTable writes a table under a title, with the rows each broker
+// gives; nothing when no broker gives one.
+func brokerTable(w io.Writer, brokers []ledger.BrokerStatus, title, header string, rows func(ledger.BrokerStatus) []string) {
+	var all []string
+	for _, b := range brokers {
+		all = append(all, rows(b)...)
+	}
+	if len(all) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n"+title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range all {
+		fmt.Fprintln(tw, r)
 	}
 	tw.Flush()
 }
@@ -268,27 +298,15 @@ func reaches(r *ledger.TopicReplicas) string {
 // writeCordons lists the log dirs the guard cordoned (KIP-1066), and the
 // operator's cordons beside them.
 func writeCordons(w io.Writer, st ledger.Status) {
-	found := false
-	for _, b := range st.Brokers {
-		found = found || len(b.Cordons) > 0 || len(b.OperatorCordons) > 0
-	}
-	if !found {
-		return
-	}
-	fmt.Fprintln(w, "\nCordoned log dirs (no new partition is placed in them; uncordoned when the disk calms down, by a peer after the lease, or by `protection lift`):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKER\tLOG DIR\tBY\tIN PLACE\tLIFTED")
-	for _, b := range st.Brokers {
-		for _, c := range b.Cordons {
-			in := "not read"
-			if c.Read {
-				in = fmt.Sprint(c.InPlace)
+	brokerTable(w, st.Brokers, "Cordoned log dirs (no new partition is placed in them; uncordoned when the disk calms down, by a peer after the lease, or by `protection lift`):",
+		"BROKER\tLOG DIR\tBY\tIN PLACE\tLIFTED",
+		func(b ledger.BrokerStatus) (rows []string) {
+			for _, c := range b.Cordons {
+				rows = append(rows, fmt.Sprintf("%d\t%s\tguard\t%s\t%v", b.BrokerID, c.Dir, ifRead(c.Read, fmt.Sprint(c.InPlace)), !c.Live))
 			}
-			fmt.Fprintf(tw, "%d\t%s\tguard\t%s\t%v\n", b.BrokerID, c.Dir, in, !c.Live)
-		}
-		for _, d := range b.OperatorCordons {
-			fmt.Fprintf(tw, "%d\t%s\toperator (never removed by the guard)\ttrue\t-\n", b.BrokerID, d)
-		}
-	}
-	tw.Flush()
+			for _, d := range b.OperatorCordons {
+				rows = append(rows, fmt.Sprintf("%d\t%s\toperator (never removed by the guard)\ttrue\t-", b.BrokerID, d))
+			}
+			return rows
+		})
 }

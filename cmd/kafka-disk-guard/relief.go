@@ -60,7 +60,7 @@ type reliefFlags struct {
 }
 
 func runRelief(ctx context.Context, args []string, getenv env, out streams) error {
-	return runSubcommand(ctx, "relief", reliefUsage, []namedSubcommand{{"plan", runReliefPlan}}, args, getenv, out)
+	return subcommands{"relief", reliefUsage, []namedSubcommand{{"plan", runReliefPlan}}}.run(ctx, args, getenv, out)
 }
 
 func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) error {

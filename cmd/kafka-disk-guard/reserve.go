@@ -106,17 +106,7 @@ func parseReserveFlags(args []string, getenv env, stderr io.Writer) (reserveConf
 	fs := flag.NewFlagSet("reserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: kafka-disk-guard reserve --topic NAME --partitions N [flags]
-
-Computes the disk space a new topic (or new partitions) reserves (spec R5)
-and whether the cluster's reserved storage stays under the limit. Exits 1
-with a PolicyViolation message when it would not.
-
-Offline, with given figures:  --storage-bytes 100GiB --reserved-bytes 40GiB
-Online, against a cluster:    --bootstrap-server host:9092 [--command-config FILE | --sasl-mechanism ...]
-
-flags:
-`)
+		fmt.Fprint(stderr, reserveUsage)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.request.Topic, "topic", "", "topic name (required)")
@@ -159,29 +149,48 @@ flags:
 	if len(configs) > 0 {
 		c.request.Configs = configs
 	}
+	return c, c.check(online)
+}
+
+const reserveUsage = `usage: kafka-disk-guard reserve --topic NAME --partitions N [flags]
+
+Computes the disk space a new topic (or new partitions) reserves (spec R5)
+and whether the cluster's reserved storage stays under the limit. Exits 1
+with a PolicyViolation message when it would not.
+
+Offline, with given figures:  --storage-bytes 100GiB --reserved-bytes 40GiB
+Online, against a cluster:    --bootstrap-server host:9092 [--command-config FILE | --sasl-mechanism ...]
+
+flags:
+`
+
+// check rejects flags that do not go together, online or offline, and an
+// invalid policy or connection.
+func (c reserveConfig) check(online bool) error {
+	add := c.request.Operation == reserve.CreatePartitions
 	switch {
 	case c.request.Topic == "":
-		return c, usageError{"--topic is required"}
+		return usageError{"--topic is required"}
 	case c.output != "text" && c.output != "json":
-		return c, usageError{"--output: want text or json"}
-	case *add && partitions <= 0:
-		return c, usageError{"--add-partitions needs --partitions, the new total count"}
+		return usageError{"--output: want text or json"}
+	case add && c.request.Partitions <= 0:
+		return usageError{"--add-partitions needs --partitions, the new total count"}
 	case !online && c.storageBytes <= 0:
-		return c, usageError{"give --bootstrap-server (online) or --storage-bytes (offline)"}
+		return usageError{"give --bootstrap-server (online) or --storage-bytes (offline)"}
 	case online && (c.storageBytes > 0 || c.reservedBytes > 0):
-		return c, usageError{"--storage-bytes and --reserved-bytes are offline figures: not with --bootstrap-server"}
-	case !online && *add && c.currentPartitions <= 0:
-		return c, usageError{"offline --add-partitions needs --current-partitions"}
+		return usageError{"--storage-bytes and --reserved-bytes are offline figures: not with --bootstrap-server"}
+	case !online && add && c.currentPartitions <= 0:
+		return usageError{"offline --add-partitions needs --current-partitions"}
 	}
 	if err := c.policy.Validate(); err != nil {
-		return c, usageError{policyFlagName(err)}
+		return usageError{policyFlagName(err)}
 	}
 	if online {
 		if err := c.conn.Validate(); err != nil {
-			return c, usageError{flagName(err).Error()}
+			return usageError{flagName(err).Error()}
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func runReserve(ctx context.Context, args []string, getenv env, out streams) error {

@@ -32,26 +32,10 @@ type ConfigClaim struct {
 }
 
 // ConfigClaims lists the topic configs the record holds (not releasing).
-func (r Record) ConfigClaims() []ConfigClaim {
-	var out []ConfigClaim
-	for _, c := range r.Configs {
-		if !c.Releasing {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func (r Record) ConfigClaims() []ConfigClaim { return withReleasing(r.Configs, false) }
 
 // ReleasingConfigs lists the topic config claims being given up.
-func (r Record) ReleasingConfigs() []ConfigClaim {
-	var out []ConfigClaim
-	for _, c := range r.Configs {
-		if c.Releasing {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func (r Record) ReleasingConfigs() []ConfigClaim { return withReleasing(r.Configs, true) }
 
 // SameConfigs reports whether two lists of config claims are equal as
 // sets.

@@ -159,22 +159,21 @@ func (r Record) Lease() time.Duration { return time.Duration(r.LeaseMs) * time.M
 func (r Record) Claims() bool { return len(r.Owned) > 0 || len(r.Configs) > 0 }
 
 // Held lists the protection claims the record holds (not releasing).
-func (r Record) Held() []Owned {
-	var out []Owned
-	for _, o := range r.Owned {
-		if !o.Releasing {
-			out = append(out, o)
-		}
-	}
-	return out
-}
+func (r Record) Held() []Owned { return withReleasing(r.Owned, false) }
 
 // Releasing lists the protection claims being given up (spec R8.5).
-func (r Record) Releasing() []Owned {
-	var out []Owned
-	for _, o := range r.Owned {
-		if o.Releasing {
-			out = append(out, o)
+func (r Record) Releasing() []Owned { return withReleasing(r.Owned, true) }
+
+func (o Owned) releasing() bool       { return o.Releasing }
+func (c ConfigClaim) releasing() bool { return c.Releasing }
+
+// withReleasing lists the claims being given up (releasing true) or held
+// (false); nil when there are none.
+func withReleasing[T interface{ releasing() bool }](claims []T, releasing bool) []T {
+	var out []T
+	for _, c := range claims {
+		if c.releasing() == releasing {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -229,12 +229,8 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 	if err != nil {
 		return res, fmt.Errorf("read the protection records: %w", err)
 	}
-	var cands []ACL
-	quotas := map[int64]bool{}
-	var configs []ConfigClaim
-	cordons := map[int32][]Owned{}
+	t := liftTargets{quotas: map[int64]bool{}, cordons: map[int32][]Owned{}}
 	for _, id := range slices.Sorted(maps.Keys(recs.Agents)) {
-		r := recs.Agents[id]
 		if !req.All && req.Topic == "" && id != req.Broker {
 			continue
 		}
@@ -244,37 +240,7 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 			res.Untouchable = append(res.Untouchable, id)
 			continue
 		}
-		l := Lift{ID: NewLiftID(req.Kind, req.Now), BrokerID: id, Kind: req.Kind, By: req.By, At: req.Now, Reason: req.Reason}
-		scope := func(string) bool { return true }
-		if req.Topic != "" {
-			l.Topics = []string{req.Topic}
-			scope = func(t string) bool { return t == req.Topic }
-		}
-		// A lift is written only for what is live now; what is voided
-		// or releasing is released again.
-		live := false
-		r.Bindings(scope, func(b ACL) { cands = append(cands, b) })
-		r.HeldBindings(func(t string) bool { return scope(t) && recs.Live(id, t) }, func(ACL) { live = true })
-		if req.Topic == "" {
-			for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
-				if q > 0 {
-					quotas[q] = true
-				}
-			}
-			if q := r.Quota(); q > 0 && recs.Live(id, "") {
-				live = true
-			}
-		}
-		for _, c := range r.Configs {
-			if scope(c.Topic) {
-				configs = append(configs, c)
-				live = live || (!c.Releasing && recs.Live(id, c.Topic))
-			}
-		}
-		if cs := r.AllCordonClaims(); req.Topic == "" && len(cs) > 0 {
-			cordons[id] = cs
-			live = live || (len(r.CordonClaims()) > 0 && recs.Live(id, ""))
-		}
+		l, live := t.collect(recs, id, req)
 		if !live {
 			continue
 		}
@@ -292,30 +258,83 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 		}
 	}
 	slices.Sort(res.Untouchable)
-	if len(cands) == 0 && len(quotas) == 0 && len(configs) == 0 && len(cordons) == 0 {
+	if len(t.cands) == 0 && len(t.quotas) == 0 && len(t.configs) == 0 && len(t.cordons) == 0 {
 		return res, nil
 	}
+	return res, t.release(ctx, a, &res)
+}
+
+// liftTargets is what a lift releases: the bindings, quota values,
+// configs and cordons claimed in its scope.
+type liftTargets struct {
+	cands   []ACL
+	quotas  map[int64]bool
+	configs []ConfigClaim
+	cordons map[int32][]Owned
+}
+
+// collect adds broker id's claims in the request's scope and returns the
+// lift to write for it and whether any of them is live (a lift is
+// written only for what is live now; what is voided or releasing is
+// released again).
+func (t *liftTargets) collect(recs Records, id int32, req LiftRequest) (Lift, bool) {
+	r := recs.Agents[id]
+	l := Lift{ID: NewLiftID(req.Kind, req.Now), BrokerID: id, Kind: req.Kind, By: req.By, At: req.Now, Reason: req.Reason}
+	scope := func(string) bool { return true }
+	if req.Topic != "" {
+		l.Topics = []string{req.Topic}
+		scope = func(topic string) bool { return topic == req.Topic }
+	}
+	live := false
+	r.Bindings(scope, func(b ACL) { t.cands = append(t.cands, b) })
+	r.HeldBindings(func(topic string) bool { return scope(topic) && recs.Live(id, topic) }, func(ACL) { live = true })
+	if req.Topic == "" {
+		for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
+			if q > 0 {
+				t.quotas[q] = true
+			}
+		}
+		if q := r.Quota(); q > 0 && recs.Live(id, "") {
+			live = true
+		}
+	}
+	for _, c := range r.Configs {
+		if scope(c.Topic) {
+			t.configs = append(t.configs, c)
+			live = live || (!c.Releasing && recs.Live(id, c.Topic))
+		}
+	}
+	if cs := r.AllCordonClaims(); req.Topic == "" && len(cs) > 0 {
+		t.cordons[id] = cs
+		live = live || (len(r.CordonClaims()) > 0 && recs.Live(id, ""))
+	}
+	return l, live
+}
+
+// release releases the targets no other live record still claims and
+// reads back into res.Remaining what is still in place.
+func (t *liftTargets) release(ctx context.Context, a LiftAdmin, res *LiftResult) error {
 	var errs []error
-	rem, err := liftCordons(ctx, a, cordons, &res)
+	rem, err := liftCordons(ctx, a, t.cordons, res)
 	res.Remaining = rem
 	errs = append(errs, err)
-	qs := slices.Sorted(maps.Keys(quotas))
+	qs := slices.Sorted(maps.Keys(t.quotas))
 	first := int64(0)
 	if len(qs) > 0 {
 		first, qs = qs[0], qs[1:]
 	}
-	res.Released, err = ReleaseUnclaimed(ctx, a, cands, first, configs)
+	res.Released, err = ReleaseUnclaimed(ctx, a, t.cands, first, t.configs)
 	errs = append(errs, err)
 	for _, q := range qs {
 		rel, err := ReleaseUnclaimed(ctx, a, nil, q, nil)
 		res.Released.QuotaRemoved = res.Released.QuotaRemoved || rel.QuotaRemoved
 		errs = append(errs, err)
 	}
-	rem, err = remaining(ctx, a, cands, quotas, configs)
+	rem, err = remaining(ctx, a, t.cands, t.quotas, t.configs)
 	res.Remaining = append(res.Remaining, rem...)
 	slices.Sort(res.Remaining)
 	errs = append(errs, err)
-	return res, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // remaining reads back what a lift was asked to lift and lists what is

@@ -174,139 +174,8 @@ func BuildStatus(in StatusInput) Status {
 	for _, a := range in.ACLs {
 		present[NormACL(a)] = true
 	}
-	ids := slices.Sorted(maps.Keys(in.Records.Agents))
-	for id := range in.Records.Lifts {
-		if _, ok := in.Records.Agents[id]; !ok {
-			ids = append(ids, id)
-		}
-	}
-	for id := range in.Records.Undecodable {
-		if _, ok := in.Records.Agents[id]; !ok && !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		r := in.Records.Agents[id]
-		b := BrokerStatus{BrokerID: id, Instance: r.Instance, Strategy: r.Strategy, Since: r.Since, Renewed: r.Renewed, Lease: r.Lease(),
-			Why: r.Why, LogDirs: r.LogDirs, Quota: r.Quota(), Suppressed: r.Suppressed, Updated: r.Updated}
-		if in.Live != nil {
-			ok := in.Live[id]
-			b.InCluster = &ok
-		}
-		if l, ok := in.Records.Lifts[id]; ok {
-			b.Lift = &l
-			b.LiftAcked = r.Ack == l.ID
-		}
-		if !r.Renewed.IsZero() && b.Lease > 0 {
-			b.LeaseAge = in.Now.Sub(r.Renewed)
-			b.ExpiresIn = b.Lease - b.LeaseAge
-		}
-		shapes := r.TopicShapes()
-		liveClaims, voided := 0, 0
-		for _, t := range slices.Sorted(maps.Keys(shapes)) {
-			s := shapes[t]
-			ts := TopicStatus{Topic: t, Shape: s.String(), Live: in.Records.Live(id, t)}
-			for _, a := range s.Bindings(t) {
-				ts.Claimed++
-				if present[a] {
-					ts.Present++
-				}
-			}
-			b.Claimed += ts.Claimed
-			b.Present += ts.Present
-			if ts.Live {
-				liveClaims++
-			} else {
-				voided++
-			}
-			b.Topics = append(b.Topics, ts)
-		}
-		for _, c := range r.ConfigClaims() {
-			cur, read := in.TopicConfigs[c.Topic]
-			cs := ConfigStatus{Topic: c.Topic, Key: c.Key, Value: c.Value, Original: c.Orig, Current: cur, Read: read,
-				InPlace: read && in.Records.GuardSet(c, cur), Live: in.Records.Live(id, c.Topic)}
-			if r, ok := in.Replicas[c.Topic]; ok {
-				cs.Replicas = &r
-			}
-			if cs.Live {
-				liveClaims++
-			} else {
-				voided++
-			}
-			b.Configs = append(b.Configs, cs)
-		}
-		cst, cread := in.Cordons[id]
-		claimedDirs := map[string]bool{}
-		for _, c := range r.AllCordonClaims() {
-			claimedDirs[c.Value] = true
-		}
-		for _, c := range r.CordonClaims() {
-			cs := CordonStatus{Dir: c.Value, Read: cread, InPlace: cread && slices.Contains(cst.Dynamic, c.Value), Live: in.Records.Live(id, "")}
-			if cs.Live {
-				liveClaims++
-			} else {
-				voided++
-			}
-			b.Cordons = append(b.Cordons, cs)
-		}
-		if cread {
-			for _, d := range cst.Dynamic {
-				if !claimedDirs[d] {
-					b.OperatorCordons = append(b.OperatorCordons, d)
-				}
-			}
-		}
-		if b.Quota > 0 {
-			b.QuotaSet = in.DefaultProducerByteRate == b.Quota
-			if in.Records.Live(id, "") {
-				liveClaims++
-			} else {
-				voided++
-			}
-		}
-		for _, o := range r.Releasing() {
-			switch o.Kind {
-			case OwnedACL:
-				for _, t := range o.Topics {
-					for _, a := range o.Shape.Bindings(t) {
-						b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, Topic: t, InPlace: present[a],
-							What: a.Permission + " " + a.Operation + " " + a.Principal})
-					}
-				}
-			case OwnedQuota:
-				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: o.Entity + " " + o.Key + "=" + o.Value,
-					InPlace: in.DefaultProducerByteRate == ParseIntOrMax(o.Value)})
-			case OwnedCordon:
-				b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: "log dir " + o.Value,
-					InPlace: !cread || slices.Contains(cst.Dynamic, o.Value)})
-			}
-		}
-		for _, c := range r.ReleasingConfigs() {
-			cur, read := in.TopicConfigs[c.Topic]
-			b.Releasing = append(b.Releasing, ReleasingStatus{Kind: OwnedTopicConfig, Topic: c.Topic, What: c.Key + "=" + c.Value,
-				InPlace: !read || in.Records.GuardSet(c, cur)})
-		}
-		b.Undecodable = in.Records.Undecodable[id]
-		switch {
-		case b.Undecodable > 0:
-			b.State = StateUndecodable
-		case liveClaims == 0 && len(b.Releasing) > 0:
-			b.State = StateReleasing
-		case liveClaims == 0 && voided > 0:
-			b.State = StateLifted
-		case liveClaims == 0:
-			b.State = StateIdle
-		case b.InCluster != nil && !*b.InCluster:
-			b.State = StateGone
-		case b.Lease > 0 && b.ExpiresIn < 0:
-			b.State = StateExpired
-		case voided > 0:
-			b.State = StatePartial
-		default:
-			b.State = StateActive
-		}
-		st.Brokers = append(st.Brokers, b)
+	for _, id := range statusBrokers(in.Records) {
+		st.Brokers = append(st.Brokers, brokerStatus(in, id, present))
 	}
 	guard := in.Records.GuardBindings()
 	for _, a := range in.ACLs {
@@ -323,6 +192,173 @@ func BuildStatus(in StatusInput) Status {
 		st.UnattributedQuota = in.DefaultProducerByteRate
 	}
 	return st
+}
+
+// statusBrokers lists, sorted, the brokers with a record, a lift or an
+// undecodable record.
+func statusBrokers(recs Records) []int32 {
+	ids := slices.Sorted(maps.Keys(recs.Agents))
+	for id := range recs.Lifts {
+		if _, ok := recs.Agents[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	for id := range recs.Undecodable {
+		if _, ok := recs.Agents[id]; !ok && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// claimCount counts a record's claims, live or voided by a lift.
+type claimCount struct{ live, voided int }
+
+func (c *claimCount) add(live bool) {
+	if live {
+		c.live++
+	} else {
+		c.voided++
+	}
+}
+
+// brokerStatus is one broker's status: its record's claims, each checked
+// against what was read on the cluster, and its state.
+func brokerStatus(in StatusInput, id int32, present map[ACL]bool) BrokerStatus {
+	r := in.Records.Agents[id]
+	b := BrokerStatus{BrokerID: id, Instance: r.Instance, Strategy: r.Strategy, Since: r.Since, Renewed: r.Renewed, Lease: r.Lease(),
+		Why: r.Why, LogDirs: r.LogDirs, Quota: r.Quota(), Suppressed: r.Suppressed, Updated: r.Updated}
+	if in.Live != nil {
+		ok := in.Live[id]
+		b.InCluster = &ok
+	}
+	if l, ok := in.Records.Lifts[id]; ok {
+		b.Lift = &l
+		b.LiftAcked = r.Ack == l.ID
+	}
+	if !r.Renewed.IsZero() && b.Lease > 0 {
+		b.LeaseAge = in.Now.Sub(r.Renewed)
+		b.ExpiresIn = b.Lease - b.LeaseAge
+	}
+	var claims claimCount
+	b.addTopics(in, r, present, &claims)
+	b.addConfigs(in, r, &claims)
+	b.addCordons(in, r, &claims)
+	if b.Quota > 0 {
+		b.QuotaSet = in.DefaultProducerByteRate == b.Quota
+		claims.add(in.Records.Live(id, ""))
+	}
+	b.addReleasing(in, r, present)
+	b.Undecodable = in.Records.Undecodable[id]
+	b.State = b.state(claims)
+	return b
+}
+
+// addTopics adds the record's protected topics, each with its bindings
+// claimed and in place.
+func (b *BrokerStatus) addTopics(in StatusInput, r Record, present map[ACL]bool, claims *claimCount) {
+	shapes := r.TopicShapes()
+	for _, t := range slices.Sorted(maps.Keys(shapes)) {
+		s := shapes[t]
+		ts := TopicStatus{Topic: t, Shape: s.String(), Live: in.Records.Live(b.BrokerID, t)}
+		for _, a := range s.Bindings(t) {
+			ts.Claimed++
+			if present[a] {
+				ts.Present++
+			}
+		}
+		b.Claimed += ts.Claimed
+		b.Present += ts.Present
+		claims.add(ts.Live)
+		b.Topics = append(b.Topics, ts)
+	}
+}
+
+// addConfigs adds the topic configs the record claims.
+func (b *BrokerStatus) addConfigs(in StatusInput, r Record, claims *claimCount) {
+	for _, c := range r.ConfigClaims() {
+		cur, read := in.TopicConfigs[c.Topic]
+		cs := ConfigStatus{Topic: c.Topic, Key: c.Key, Value: c.Value, Original: c.Orig, Current: cur, Read: read,
+			InPlace: read && in.Records.GuardSet(c, cur), Live: in.Records.Live(b.BrokerID, c.Topic)}
+		if r, ok := in.Replicas[c.Topic]; ok {
+			cs.Replicas = &r
+		}
+		claims.add(cs.Live)
+		b.Configs = append(b.Configs, cs)
+	}
+}
+
+// addCordons adds the cordons the record claims and the broker's
+// cordoned log dirs no record claims (the operator's).
+func (b *BrokerStatus) addCordons(in StatusInput, r Record, claims *claimCount) {
+	cst, cread := in.Cordons[b.BrokerID]
+	claimedDirs := map[string]bool{}
+	for _, c := range r.AllCordonClaims() {
+		claimedDirs[c.Value] = true
+	}
+	for _, c := range r.CordonClaims() {
+		cs := CordonStatus{Dir: c.Value, Read: cread, InPlace: cread && slices.Contains(cst.Dynamic, c.Value), Live: in.Records.Live(b.BrokerID, "")}
+		claims.add(cs.Live)
+		b.Cordons = append(b.Cordons, cs)
+	}
+	if cread {
+		for _, d := range cst.Dynamic {
+			if !claimedDirs[d] {
+				b.OperatorCordons = append(b.OperatorCordons, d)
+			}
+		}
+	}
+}
+
+// addReleasing adds the claims being given up, each with whether it is
+// still read on the cluster.
+func (b *BrokerStatus) addReleasing(in StatusInput, r Record, present map[ACL]bool) {
+	cst, cread := in.Cordons[b.BrokerID]
+	for _, o := range r.Releasing() {
+		switch o.Kind {
+		case OwnedACL:
+			for _, t := range o.Topics {
+				for _, a := range o.Shape.Bindings(t) {
+					b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, Topic: t, InPlace: present[a],
+						What: a.Permission + " " + a.Operation + " " + a.Principal})
+				}
+			}
+		case OwnedQuota:
+			b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: o.Entity + " " + o.Key + "=" + o.Value,
+				InPlace: in.DefaultProducerByteRate == ParseIntOrMax(o.Value)})
+		case OwnedCordon:
+			b.Releasing = append(b.Releasing, ReleasingStatus{Kind: o.Kind, What: "log dir " + o.Value,
+				InPlace: !cread || slices.Contains(cst.Dynamic, o.Value)})
+		}
+	}
+	for _, c := range r.ReleasingConfigs() {
+		cur, read := in.TopicConfigs[c.Topic]
+		b.Releasing = append(b.Releasing, ReleasingStatus{Kind: OwnedTopicConfig, Topic: c.Topic, What: c.Key + "=" + c.Value,
+			InPlace: !read || in.Records.GuardSet(c, cur)})
+	}
+}
+
+// state is the broker's state from its claims and lease.
+func (b *BrokerStatus) state(claims claimCount) string {
+	switch {
+	case b.Undecodable > 0:
+		return StateUndecodable
+	case claims.live == 0 && len(b.Releasing) > 0:
+		return StateReleasing
+	case claims.live == 0 && claims.voided > 0:
+		return StateLifted
+	case claims.live == 0:
+		return StateIdle
+	case b.InCluster != nil && !*b.InCluster:
+		return StateGone
+	case b.Lease > 0 && b.ExpiresIn < 0:
+		return StateExpired
+	case claims.voided > 0:
+		return StatePartial
+	default:
+		return StateActive
+	}
 }
 
 // ConfigTopics lists the topics whose configs the records claim.

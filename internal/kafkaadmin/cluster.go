@@ -92,46 +92,67 @@ func (r *ClusterReader) ReadCluster(ctx context.Context) (reserve.ClusterInfo, e
 	if err := ctx.Err(); err != nil {
 		return info, err
 	}
+	if info.Topics, err = readTopics(api); err != nil {
+		return info, err
+	}
+	if err := ctx.Err(); err != nil {
+		return info, err
+	}
+	if err := readConfigs(ctx, api, ids[0], &info); err != nil {
+		return info, err
+	}
+	if err := ctx.Err(); err != nil {
+		return info, err
+	}
+	info.Brokers, err = readBrokers(api, ids)
+	return info, err
+}
 
+// readTopics reads every topic's partitions and replicas, sorted.
+func readTopics(api clusterAPI) ([]reserve.TopicInfo, error) {
 	metas, err := api.DescribeTopics(nil)
 	if err != nil {
-		return info, fmt.Errorf("describe topics: %w", err)
+		return nil, fmt.Errorf("describe topics: %w", err)
 	}
-	resources := []*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: strconv.Itoa(int(ids[0]))}}
+	var topics []reserve.TopicInfo
 	for _, m := range metas {
 		if !errors.Is(m.Err, sarama.ErrNoError) {
-			return info, fmt.Errorf("describe topic %s: %w", m.Name, m.Err)
+			return nil, fmt.Errorf("describe topic %s: %w", m.Name, m.Err)
 		}
 		t := reserve.TopicInfo{Name: m.Name}
 		for _, p := range m.Partitions {
 			t.Partitions = append(t.Partitions, reserve.PartitionInfo{ID: p.ID, Replicas: append([]int32(nil), p.Replicas...)})
 		}
 		sort.Slice(t.Partitions, func(i, j int) bool { return t.Partitions[i].ID < t.Partitions[j].ID })
-		info.Topics = append(info.Topics, t)
-		resources = append(resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: m.Name})
+		topics = append(topics, t)
 	}
-	sort.Slice(info.Topics, func(i, j int) bool { return info.Topics[i].Name < info.Topics[j].Name })
-	if err := ctx.Err(); err != nil {
-		return info, err
-	}
+	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
+	return topics, nil
+}
 
+// readConfigs reads the configs of broker id and of every topic of info.
+func readConfigs(ctx context.Context, api clusterAPI, id int32, info *reserve.ClusterInfo) error {
+	resources := []*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: strconv.Itoa(int(id))}}
+	for _, t := range info.Topics {
+		resources = append(resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: t.Name})
+	}
 	// Batched: one request per describeBatch resources, so a large cluster
 	// never sends one huge DescribeConfigs.
 	var results []*sarama.ConfigResourceResult
 	for start := 0; start < len(resources); start += describeBatch {
 		if err := ctx.Err(); err != nil {
-			return info, err
+			return err
 		}
 		rs, err := api.DescribeConfigs(resources[start:min(start+describeBatch, len(resources))], sarama.DescribeConfigsOptions{})
 		if err != nil {
-			return info, fmt.Errorf("describe configs: %w", err)
+			return fmt.Errorf("describe configs: %w", err)
 		}
 		results = append(results, rs...)
 	}
 	topicConfigs := map[string]map[string]string{}
 	for _, res := range results {
 		if !errors.Is(res.ErrorCode, sarama.ErrNoError) {
-			return info, fmt.Errorf("describe configs %s: %w: %s", res.Name, res.ErrorCode, res.ErrorMsg)
+			return fmt.Errorf("describe configs %s: %w: %s", res.Name, res.ErrorCode, res.ErrorMsg)
 		}
 		m := make(map[string]string, len(res.Configs))
 		for _, e := range res.Configs {
@@ -145,27 +166,30 @@ func (r *ClusterReader) ReadCluster(ctx context.Context) (reserve.ClusterInfo, e
 		}
 	}
 	if info.BrokerConfig == nil {
-		return info, fmt.Errorf("describe configs: no answer for broker %d", ids[0])
+		return fmt.Errorf("describe configs: no answer for broker %d", id)
 	}
 	for i, t := range info.Topics {
 		c, ok := topicConfigs[t.Name]
 		if !ok {
-			return info, fmt.Errorf("describe configs: no answer for topic %s", t.Name)
+			return fmt.Errorf("describe configs: no answer for topic %s", t.Name)
 		}
 		info.Topics[i].Configs = c
 	}
-	if err := ctx.Err(); err != nil {
-		return info, err
-	}
+	return nil
+}
 
+// readBrokers reads each broker's online log dirs and the bytes of their
+// replicas (not -future ones).
+func readBrokers(api clusterAPI, ids []int32) ([]reserve.BrokerInfo, error) {
 	dirs, err := api.DescribeLogDirs(ids)
 	if err != nil {
-		return info, fmt.Errorf("describe log dirs: %w", err)
+		return nil, fmt.Errorf("describe log dirs: %w", err)
 	}
+	var brokers []reserve.BrokerInfo
 	for _, id := range ids {
 		ds, ok := dirs[id]
 		if !ok {
-			return info, fmt.Errorf("describe log dirs: no answer from broker %d", id)
+			return nil, fmt.Errorf("describe log dirs: no answer from broker %d", id)
 		}
 		b := reserve.BrokerInfo{ID: id}
 		for _, d := range ds {
@@ -184,7 +208,7 @@ func (r *ClusterReader) ReadCluster(ctx context.Context) (reserve.ClusterInfo, e
 			}
 			b.LogDirs = append(b.LogDirs, ld)
 		}
-		info.Brokers = append(info.Brokers, b)
+		brokers = append(brokers, b)
 	}
-	return info, nil
+	return brokers, nil
 }

@@ -182,6 +182,17 @@ func TestLinkFirstAttemptFails(t *testing.T) {
 	logs := &logBuffer{}
 	l := NewLink(Config{BootstrapServers: []string{addr}, Timeout: time.Second}, slog.New(slog.NewTextHandler(logs, nil)),
 		LinkOptions{MinBackoff: 5 * time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	// The test's Sarama waits a millisecond between its own metadata
+	// retries (the product waits 250 ms), so ten attempts take
+	// milliseconds, not seconds.
+	l.dial = func(cfg Config) (*conn, error) {
+		sc, err := cfg.SaramaConfig()
+		if err != nil {
+			return nil, err
+		}
+		sc.Metadata.Retry.Backoff = time.Millisecond
+		return dialSarama(cfg.BootstrapServers, sc)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,13 +83,11 @@ func parseProperties(r io.Reader) (map[string]string, error) {
 var jaasRe = regexp.MustCompile(`^\s*(\S+)\s+required\s*(.*?)\s*;?\s*$`)
 var jaasOptRe = regexp.MustCompile(`(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|(\S+))`)
 
+// applyClientProperties applies a Kafka client properties file's
+// supported keys to c.
 func applyClientProperties(c Config, p map[string]string) (Config, error) {
 	for k := range p {
-		supported := false
-		for _, s := range SupportedClientProperties {
-			supported = supported || k == s
-		}
-		if !supported {
+		if !slices.Contains(SupportedClientProperties, k) {
 			return c, fmt.Errorf("%s: not supported (supported: %s)", k, strings.Join(SupportedClientProperties, ", "))
 		}
 	}
@@ -131,85 +130,103 @@ func applyClientProperties(c Config, p map[string]string) (Config, error) {
 		}
 	}
 	if sasl {
-		mech := strings.ToUpper(p["sasl.mechanism"])
-		switch mech {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		case "":
-			return c, fmt.Errorf("sasl.mechanism: required with security.protocol %s (Kafka's default, GSSAPI, is not supported; PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", protocol)
-		default:
-			return c, fmt.Errorf("sasl.mechanism: %q is not supported (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", p["sasl.mechanism"])
+		s, err := saslProperties(p, protocol)
+		if err != nil {
+			return c, err
 		}
-		jaas, ok := p["sasl.jaas.config"]
-		if !ok {
-			return c, fmt.Errorf("sasl.jaas.config: required with security.protocol %s", protocol)
-		}
-		m := jaasRe.FindStringSubmatch(jaas)
-		if m == nil {
-			return c, fmt.Errorf("sasl.jaas.config: not '<LoginModule> required username=\"...\" password=\"...\";'")
-		}
-		module := m[1]
-		wantModule := "org.apache.kafka.common.security.scram.ScramLoginModule"
-		if mech == "PLAIN" {
-			wantModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
-		}
-		if module != wantModule {
-			return c, fmt.Errorf("sasl.jaas.config: login module %s is not supported with sasl.mechanism %s (want %s)", module, mech, wantModule)
-		}
-		opts := map[string]string{}
-		for _, o := range jaasOptRe.FindAllStringSubmatch(m[2], -1) {
-			v := o[3]
-			if o[3] == "" {
-				v = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(o[2])
-			}
-			opts[o[1]] = v
-		}
-		for k := range opts {
-			if k != "username" && k != "password" {
-				return c, fmt.Errorf("sasl.jaas.config: option %s is not supported (username, password)", k)
-			}
-		}
-		if opts["username"] == "" || opts["password"] == "" {
-			return c, fmt.Errorf("sasl.jaas.config: username and password are required")
-		}
-		c.SASL = SASLConfig{Mechanism: mech, Username: opts["username"], Password: opts["password"]}
-	} else {
-		for _, k := range []string{"sasl.mechanism", "sasl.jaas.config"} {
-			if _, ok := p[k]; ok {
-				return c, fmt.Errorf("%s: set, but security.protocol is %s", k, orPlaintext(protocol))
-			}
-		}
+		c.SASL = s
+	} else if err := notSet(p, protocol, "sasl.mechanism", "sasl.jaas.config"); err != nil {
+		return c, err
 	}
 	if tls {
 		c.TLS.Enabled = true
-		if t, ok := p["ssl.truststore.type"]; ok && !strings.EqualFold(t, "PEM") {
-			return c, fmt.Errorf("ssl.truststore.type: %q is not supported (PEM; convert a JKS or PKCS12 store with keytool and openssl)", t)
-		}
-		if loc, ok := p["ssl.truststore.location"]; ok {
-			if !strings.EqualFold(p["ssl.truststore.type"], "PEM") {
-				return c, fmt.Errorf("ssl.truststore.location: needs ssl.truststore.type=PEM (JKS and PKCS12 are not supported)")
-			}
-			c.TLS.CAFile = loc
-		}
-		if t, ok := p["ssl.keystore.type"]; ok && !strings.EqualFold(t, "PEM") {
-			return c, fmt.Errorf("ssl.keystore.type: %q is not supported (PEM)", t)
-		}
-		if loc, ok := p["ssl.keystore.location"]; ok {
-			if !strings.EqualFold(p["ssl.keystore.type"], "PEM") {
-				return c, fmt.Errorf("ssl.keystore.location: needs ssl.keystore.type=PEM (JKS and PKCS12 are not supported)")
-			}
-			c.TLS.CertFile, c.TLS.KeyFile = loc, loc
-		}
-		if v, ok := p["ssl.endpoint.identification.algorithm"]; ok && !strings.EqualFold(v, "https") {
-			return c, fmt.Errorf("ssl.endpoint.identification.algorithm: %q is not supported (https: the broker's host name is always verified)", v)
-		}
-	} else {
-		for _, k := range []string{"ssl.truststore.type", "ssl.truststore.location", "ssl.keystore.type", "ssl.keystore.location", "ssl.endpoint.identification.algorithm"} {
-			if _, ok := p[k]; ok {
-				return c, fmt.Errorf("%s: set, but security.protocol is %s", k, orPlaintext(protocol))
-			}
+		return c, tlsProperties(&c.TLS, p)
+	}
+	return c, notSet(p, protocol, "ssl.truststore.type", "ssl.truststore.location", "ssl.keystore.type", "ssl.keystore.location", "ssl.endpoint.identification.algorithm")
+}
+
+// notSet fails on the first of keys the properties set that the security
+// protocol does not use.
+func notSet(p map[string]string, protocol string, keys ...string) error {
+	for _, k := range keys {
+		if _, ok := p[k]; ok {
+			return fmt.Errorf("%s: set, but security.protocol is %s", k, orPlaintext(protocol))
 		}
 	}
-	return c, nil
+	return nil
+}
+
+// saslProperties reads the SASL mechanism and the JAAS login module's
+// username and password.
+func saslProperties(p map[string]string, protocol string) (SASLConfig, error) {
+	mech := strings.ToUpper(p["sasl.mechanism"])
+	switch mech {
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	case "":
+		return SASLConfig{}, fmt.Errorf("sasl.mechanism: required with security.protocol %s (Kafka's default, GSSAPI, is not supported; PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", protocol)
+	default:
+		return SASLConfig{}, fmt.Errorf("sasl.mechanism: %q is not supported (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", p["sasl.mechanism"])
+	}
+	jaas, ok := p["sasl.jaas.config"]
+	if !ok {
+		return SASLConfig{}, fmt.Errorf("sasl.jaas.config: required with security.protocol %s", protocol)
+	}
+	m := jaasRe.FindStringSubmatch(jaas)
+	if m == nil {
+		return SASLConfig{}, fmt.Errorf("sasl.jaas.config: not '<LoginModule> required username=\"...\" password=\"...\";'")
+	}
+	module := m[1]
+	wantModule := "org.apache.kafka.common.security.scram.ScramLoginModule"
+	if mech == "PLAIN" {
+		wantModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	}
+	if module != wantModule {
+		return SASLConfig{}, fmt.Errorf("sasl.jaas.config: login module %s is not supported with sasl.mechanism %s (want %s)", module, mech, wantModule)
+	}
+	opts := map[string]string{}
+	for _, o := range jaasOptRe.FindAllStringSubmatch(m[2], -1) {
+		v := o[3]
+		if o[3] == "" {
+			v = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(o[2])
+		}
+		opts[o[1]] = v
+	}
+	for k := range opts {
+		if k != "username" && k != "password" {
+			return SASLConfig{}, fmt.Errorf("sasl.jaas.config: option %s is not supported (username, password)", k)
+		}
+	}
+	if opts["username"] == "" || opts["password"] == "" {
+		return SASLConfig{}, fmt.Errorf("sasl.jaas.config: username and password are required")
+	}
+	return SASLConfig{Mechanism: mech, Username: opts["username"], Password: opts["password"]}, nil
+}
+
+// tlsProperties reads the PEM trust and key stores and checks the host
+// name verification.
+func tlsProperties(t *TLSConfig, p map[string]string) error {
+	if typ, ok := p["ssl.truststore.type"]; ok && !strings.EqualFold(typ, "PEM") {
+		return fmt.Errorf("ssl.truststore.type: %q is not supported (PEM; convert a JKS or PKCS12 store with keytool and openssl)", typ)
+	}
+	if loc, ok := p["ssl.truststore.location"]; ok {
+		if !strings.EqualFold(p["ssl.truststore.type"], "PEM") {
+			return fmt.Errorf("ssl.truststore.location: needs ssl.truststore.type=PEM (JKS and PKCS12 are not supported)")
+		}
+		t.CAFile = loc
+	}
+	if typ, ok := p["ssl.keystore.type"]; ok && !strings.EqualFold(typ, "PEM") {
+		return fmt.Errorf("ssl.keystore.type: %q is not supported (PEM)", typ)
+	}
+	if loc, ok := p["ssl.keystore.location"]; ok {
+		if !strings.EqualFold(p["ssl.keystore.type"], "PEM") {
+			return fmt.Errorf("ssl.keystore.location: needs ssl.keystore.type=PEM (JKS and PKCS12 are not supported)")
+		}
+		t.CertFile, t.KeyFile = loc, loc
+	}
+	if v, ok := p["ssl.endpoint.identification.algorithm"]; ok && !strings.EqualFold(v, "https") {
+		return fmt.Errorf("ssl.endpoint.identification.algorithm: %q is not supported (https: the broker's host name is always verified)", v)
+	}
+	return nil
 }
 
 func orPlaintext(p string) string {

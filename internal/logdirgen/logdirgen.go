@@ -272,11 +272,7 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 	}
 	sr := &SegmentResult{BaseOffset: base, Records: records, LogBytes: s.Bytes, LargestTimestamp: time.UnixMilli(maxTs)}
 	x := newIndexer(g.spec.IndexIntervalBytes)
-	type hdr struct {
-		pos int64
-		h   [batchHeaderBytes]byte
-	}
-	var hdrs []hdr
+	var hdrs []batchHeader
 	var pos int64
 	for j := int64(0); j < nb; j++ {
 		size := g.spec.BatchBytes
@@ -291,7 +287,7 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 		}
 		x.batch(pos, size, lastOff, ts)
 		if size >= batchHeaderBytes && (!g.spec.Sparse || active) {
-			var h hdr
+			var h batchHeader
 			h.pos = pos
 			putBatchHeader(h.h[:], base+firstOff, size, lastOff-firstOff, ts)
 			hdrs = append(hdrs, h)
@@ -316,26 +312,8 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 		hdrs = keep
 	}
 	mtime := time.UnixMilli(maxTs)
-	logPath := filepath.Join(pdir, FileName(base, ".log"))
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("create segment: %w", err)
-	}
-	for _, h := range hdrs {
-		if _, err := f.WriteAt(h.h[:], h.pos); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("write segment: %w", err)
-		}
-	}
-	if err := f.Truncate(s.Bytes); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("size segment: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("close segment: %w", err)
-	}
-	if err := os.Chtimes(logPath, mtime, mtime); err != nil {
-		return nil, fmt.Errorf("set segment mtime: %w", err)
+	if err := writeLog(filepath.Join(pdir, FileName(base, ".log")), hdrs, s.Bytes, mtime); err != nil {
+		return nil, err
 	}
 	var offPre, timePre int64
 	if active {
@@ -348,6 +326,38 @@ func (g *gen) segment(pdir string, base int64, s Segment, prevTs int64, active b
 		return nil, err
 	}
 	return sr, nil
+}
+
+// batchHeader is a record batch header to write at pos of a segment.
+type batchHeader struct {
+	pos int64
+	h   [batchHeaderBytes]byte
+}
+
+// writeLog writes a sparse .log file of size bytes holding the batch
+// headers, with its modification time.
+func writeLog(logPath string, hdrs []batchHeader, size int64, mtime time.Time) error {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create segment: %w", err)
+	}
+	for _, h := range hdrs {
+		if _, err := f.WriteAt(h.h[:], h.pos); err != nil {
+			f.Close()
+			return fmt.Errorf("write segment: %w", err)
+		}
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return fmt.Errorf("size segment: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close segment: %w", err)
+	}
+	if err := os.Chtimes(logPath, mtime, mtime); err != nil {
+		return fmt.Errorf("set segment mtime: %w", err)
+	}
+	return nil
 }
 
 // extras adds what a live broker leaves around besides live segments.

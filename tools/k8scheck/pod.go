@@ -174,45 +174,12 @@ type agentConfig struct {
 func checkAgentConfig(c *corev1.Container, vols map[string]corev1.Volume, configMaps map[string]*corev1.ConfigMap, logDirsMounted bool) []error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	var raw string
-	found := false
-	var roDirs []string
-	files := map[string]bool{}
-	for _, m := range c.VolumeMounts {
-		v, known := vols[m.Name]
-		if m.ReadOnly {
-			roDirs = append(roDirs, m.MountPath)
-		}
-		if !known {
-			continue
-		}
-		if v.ConfigMap != nil && m.SubPath == "config.yaml" {
-			cm, ok := configMaps[v.ConfigMap.Name]
-			if !ok {
-				fail("config map %q is not rendered", v.ConfigMap.Name)
-				continue
-			}
-			raw, found = cm.Data["config.yaml"]
-			if !found {
-				fail("config map %q has no config.yaml", v.ConfigMap.Name)
-			}
-		}
-		if p := v.Projected; p != nil {
-			for _, s := range p.Sources {
-				if s.Secret == nil {
-					continue
-				}
-				for _, it := range s.Secret.Items {
-					files[path.Join(m.MountPath, it.Path)] = true
-				}
-			}
-		}
-	}
-	if !found {
+	m := readMounts(c, vols, configMaps, fail)
+	if !m.found {
 		return append(errs, errors.New("mounts no config.yaml"))
 	}
 	var cfg agentConfig
-	dec := yaml.NewDecoder(strings.NewReader(raw))
+	dec := yaml.NewDecoder(strings.NewReader(m.raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
 		return append(errs, fmt.Errorf("config.yaml: %w", err))
@@ -227,7 +194,7 @@ func checkAgentConfig(c *corev1.Container, vols map[string]corev1.Volume, config
 		if !path.IsAbs(d) {
 			fail("config.yaml: log dir %q is not absolute", d)
 		}
-		if logDirsMounted && !underAny(d, roDirs) {
+		if logDirsMounted && !underAny(d, m.roDirs) {
 			fail("config.yaml: log dir %q is not under a read-only mount", d)
 		}
 	}
@@ -241,25 +208,78 @@ func checkAgentConfig(c *corev1.Container, vols map[string]corev1.Volume, config
 	default:
 		fail("config.yaml: enforcer.protection.strategy %q", cfg.Enforcer.Protection.Strategy)
 	}
-	if k := cfg.Kafka; k != nil {
-		if len(k.BootstrapServers) == 0 {
-			fail("config.yaml: kafka without bootstrapServers")
+	checkKafkaFiles(cfg, m.files, fail)
+	return errs
+}
+
+// agentMounts is what the agent container mounts: its config.yaml (raw,
+// found), its read-only mount paths and the secret files projected.
+type agentMounts struct {
+	raw    string
+	found  bool
+	roDirs []string
+	files  map[string]bool
+}
+
+// readMounts reads the container's mounts.
+func readMounts(c *corev1.Container, vols map[string]corev1.Volume, configMaps map[string]*corev1.ConfigMap, fail func(string, ...any)) agentMounts {
+	m := agentMounts{files: map[string]bool{}}
+	for _, vm := range c.VolumeMounts {
+		v, known := vols[vm.Name]
+		if vm.ReadOnly {
+			m.roDirs = append(m.roDirs, vm.MountPath)
 		}
-		if k.SASL != nil && !files[k.SASL.PasswordFile] {
-			fail("config.yaml: kafka.sasl.passwordFile %q is not a mounted secret file", k.SASL.PasswordFile)
+		if !known {
+			continue
 		}
-		if k.TLS != nil {
-			for field, f := range map[string]string{"caFile": k.TLS.CAFile, "certFile": k.TLS.CertFile, "keyFile": k.TLS.KeyFile} {
-				if f != "" && !files[f] {
-					fail("config.yaml: kafka.tls.%s %q is not a mounted secret file", field, f)
-				}
+		if v.ConfigMap != nil && vm.SubPath == "config.yaml" {
+			cm, ok := configMaps[v.ConfigMap.Name]
+			if !ok {
+				fail("config map %q is not rendered", v.ConfigMap.Name)
+				continue
 			}
-			if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
-				fail("config.yaml: kafka.tls.certFile and keyFile go together")
+			m.raw, m.found = cm.Data["config.yaml"]
+			if !m.found {
+				fail("config map %q has no config.yaml", v.ConfigMap.Name)
+			}
+		}
+		if p := v.Projected; p != nil {
+			for _, s := range p.Sources {
+				if s.Secret == nil {
+					continue
+				}
+				for _, it := range s.Secret.Items {
+					m.files[path.Join(vm.MountPath, it.Path)] = true
+				}
 			}
 		}
 	}
-	return errs
+	return m
+}
+
+// checkKafkaFiles checks the kafka section: bootstrap servers, and the
+// password and TLS files among the mounted secret files.
+func checkKafkaFiles(cfg agentConfig, files map[string]bool, fail func(string, ...any)) {
+	k := cfg.Kafka
+	if k == nil {
+		return
+	}
+	if len(k.BootstrapServers) == 0 {
+		fail("config.yaml: kafka without bootstrapServers")
+	}
+	if k.SASL != nil && !files[k.SASL.PasswordFile] {
+		fail("config.yaml: kafka.sasl.passwordFile %q is not a mounted secret file", k.SASL.PasswordFile)
+	}
+	if k.TLS != nil {
+		for field, f := range map[string]string{"caFile": k.TLS.CAFile, "certFile": k.TLS.CertFile, "keyFile": k.TLS.KeyFile} {
+			if f != "" && !files[f] {
+				fail("config.yaml: kafka.tls.%s %q is not a mounted secret file", field, f)
+			}
+		}
+		if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
+			fail("config.yaml: kafka.tls.certFile and keyFile go together")
+		}
+	}
 }
 
 func argsHave(args []string, want string) bool {

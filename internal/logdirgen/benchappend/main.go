@@ -96,6 +96,13 @@ func run(ctx context.Context, args []string) error {
 	fmt.Println("started")
 	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
+	return appendUntil(ctx, logs, rate)
+}
+
+// appendUntil appends to logs at rate bytes per second in all, rolling
+// segments and deleting the oldest beyond keepSegments, until ctx ends;
+// then it prints what it did.
+func appendUntil(ctx context.Context, logs []*logdirgen.Log, rate int64) error {
 	const tick = 100 * time.Millisecond
 	batchBytes := int64(logdirgen.DefaultBatchBytes)
 	perTick := float64(rate) * tick.Seconds() / float64(batchBytes) / float64(len(logs))
