@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +19,20 @@ import (
 // R3.8): the config reads and writes enforcer.ThrottleConfigAdmin names,
 // and the claim's entries for a plan.
 
-var _ enforcer.ThrottleConfigAdmin = (*Relief)(nil)
+var _ enforcer.ReassignAdmin = (*Relief)(nil)
+
+// Reassign submits plan's moves (AlterPartitionReassignments, only the
+// moved partitions) and reads back that Kafka took each.
+func (r *Relief) Reassign(ctx context.Context, plan relief.Plan) error {
+	c, err := r.src.conn()
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return submit(c, plan)
+}
 
 func configResource(resource, name string) (sarama.ConfigResourceType, sarama.ConfigSource, error) {
 	switch resource {
@@ -83,25 +95,9 @@ func (r *Relief) SetThrottleConfig(ctx context.Context, resource, name, key, val
 }
 
 // ThrottleEntries are the config values a plan's replication throttle
-// sets, as kafka-reassign-partitions.sh --throttle sets them: both rates
-// on every broker the moves touch; on each topic, the leader side every
-// current replica, the follower side the new ones.
+// sets (enforcer.ReassignEntries).
 func ThrottleEntries(plan relief.Plan, rate int64) []ledger.ThrottleEntry {
-	t := throttleOf(plan)
-	r := strconv.FormatInt(rate, 10)
-	var out []ledger.ThrottleEntry
-	for _, id := range t.brokers {
-		name := strconv.Itoa(int(id))
-		out = append(out, ledger.ThrottleEntry{Resource: ledger.ResourceBroker, Name: name, Key: LeaderThrottleRate, Value: r},
-			ledger.ThrottleEntry{Resource: ledger.ResourceBroker, Name: name, Key: FollowerThrottleRate, Value: r})
-	}
-	for _, topic := range t.topics() {
-		out = append(out, ledger.ThrottleEntry{Resource: ledger.ResourceTopic, Name: topic, Key: LeaderThrottledReplicas, Value: strings.Join(t.leader[topic], ",")})
-		if f := t.follower[topic]; len(f) > 0 {
-			out = append(out, ledger.ThrottleEntry{Resource: ledger.ResourceTopic, Name: topic, Key: FollowerThrottledReplica, Value: strings.Join(f, ",")})
-		}
-	}
-	return out
+	return enforcer.ReassignEntries(plan, rate)
 }
 
 // PlanClaim is the replication throttle claim for plan.
