@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
@@ -133,4 +134,24 @@ func ReleaseReassign(ctx context.Context, a ThrottleConfigAdmin, st ReassignStor
 		return fmt.Errorf("remove replication throttle claim: %w", err)
 	}
 	return nil
+}
+
+// ReleaseReassignWithin is ReleaseReassign tried again (every 250 ms)
+// until it succeeds or wait has passed: a config change reaches each
+// broker through the metadata log, so a broker may read the old value
+// back for a moment. For the commands, which have no next pass.
+func ReleaseReassignWithin(ctx context.Context, a ThrottleConfigAdmin, st ReassignStore, c ledger.ReassignClaim, instance string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := ReleaseReassign(ctx, a, st, c, instance)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		c.Releasing, c.Instance = true, instance // recorded by the first try
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -92,7 +92,7 @@ func liftReassigns(ctx context.Context, admin *kafkaadmin.Enforce, recs ledger.R
 			continue
 		}
 		c := recs.Reassigns[o]
-		if err := enforcer.ReleaseReassign(ctx, r, admin, c, by); err != nil {
+		if err := enforcer.ReleaseReassignWithin(ctx, r, admin, c, by, 15*time.Second); err != nil {
 			remaining = append(remaining, fmt.Sprintf("the replication throttle claimed by %s (%v)", o, err))
 			continue
 		}

@@ -185,6 +185,10 @@ func (r *Relief) Reassigning(ctx context.Context, parts []string) ([]string, err
 	return out, nil
 }
 
+// releaseWait bounds how long Execute retries the throttle's release
+// while the brokers still read the old values back.
+const releaseWait = 30 * time.Second
+
 // executeClaimed is Execute with the throttle as a ledger claim.
 func (r *Relief) executeClaimed(ctx context.Context, c *conn, plan relief.Plan, opts ExecuteOptions) error {
 	cl := opts.Claim
@@ -196,7 +200,7 @@ func (r *Relief) executeClaimed(ctx context.Context, c *conn, plan relief.Plan, 
 	}
 	undo := func(err error) error {
 		// Nothing moved yet: the throttle goes again, with its claim.
-		return errors.Join(err, enforcer.ReleaseReassign(context.WithoutCancel(ctx), r, cl.Store, claim, cl.Instance))
+		return errors.Join(err, enforcer.ReleaseReassignWithin(context.WithoutCancel(ctx), r, cl.Store, claim, cl.Instance, releaseWait))
 	}
 	if err := enforcer.SetReplicationThrottle(ctx, r, claim.Entries); err != nil {
 		return undo(fmt.Errorf("set replication throttle: %w", err))
@@ -230,8 +234,8 @@ func (r *Relief) executeClaimed(ctx context.Context, c *conn, plan relief.Plan, 
 		case <-tick.C:
 		}
 	}
-	if err := enforcer.ReleaseReassign(ctx, r, cl.Store, claim, cl.Instance); err != nil {
-		return fmt.Errorf("the reassignment is done; remove the replication throttle: %w", err)
+	if err := enforcer.ReleaseReassignWithin(ctx, r, cl.Store, claim, cl.Instance, releaseWait); err != nil {
+		return fmt.Errorf("the reassignment is done; remove the replication throttle (its claim stays releasing: `protection lift --all` or a guard agent removes it): %w", err)
 	}
 	return nil
 }

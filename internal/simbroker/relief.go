@@ -38,6 +38,10 @@ type reliefState struct {
 	reassign map[string]inFlight          // ongoing reassignments
 	moves    map[int32]map[string]inFlight
 	jbod     map[int32]bool // brokers with a second log dir for moves
+	// claims: the throttle claims as last folded, from the ownership
+	// partition as claimsSig describes it.
+	claims    ledger.Records
+	claimsSig claimsSig
 }
 
 type inFlight struct {
@@ -259,7 +263,7 @@ func (a *ReliefAdmin) LoadRecords(ctx context.Context) (ledger.Records, error) {
 	var recs ledger.Records
 	err := a.do(ctx, "LoadRecords", func() error {
 		var err error
-		recs, err = a.c.readOwnership()
+		recs, err = a.c.readThrottleClaims()
 		return err
 	})
 	if recs.Throttles == nil {
@@ -429,6 +433,56 @@ func (a *ReliefAdmin) Reassign(ctx context.Context, plan relief.Plan) error {
 	})
 }
 
-// OwnershipRecords reads the ownership topic as an agent would, without
-// faults (for the simulation's invariants).
-func (c *Cluster) OwnershipRecords() (ledger.Records, error) { return c.readOwnership() }
+// ThrottleClaims reads the throttle claims of the ownership topic
+// without faults (for the simulation's invariants).
+func (c *Cluster) ThrottleClaims() (ledger.Records, error) { return c.readThrottleClaims() }
+
+// readThrottleClaims is readOwnership for the relief rungs, which read
+// only the throttle claims: the agents' records are not decoded (the
+// simulation's time goes there otherwise), so Agents and Lifts are empty.
+func (c *Cluster) readThrottleClaims() (ledger.Records, error) {
+	if !c.own.exists {
+		return ledger.NewRecords(), fmt.Errorf("%w: %s", ledger.ErrLedgerMissing, c.cfg.OwnershipTopic)
+	}
+	if n := len(c.own.partitions); n != 1 {
+		return ledger.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1", ledger.ErrLedgerLost, c.cfg.OwnershipTopic, n)
+	}
+	part := c.own.partitions[0]
+	r := c.rs()
+	sig := partSig(part)
+	if len(part) > 0 && r.claimsSig == sig {
+		return r.claims.Clone(), nil // unchanged since
+	}
+	out := ledger.NewRecords()
+	for _, kv := range part {
+		if strings.HasPrefix(kv.key, ledger.ThrottleKeyPrefix) || strings.HasPrefix(kv.key, ledger.ReassignKeyPrefix) {
+			ledger.ApplyRecord(out, []byte(kv.key), kv.value)
+		}
+	}
+	if len(part) > 0 {
+		r.claims, r.claimsSig = out, sig
+	}
+	return out.Clone(), nil
+}
+
+// claimsSig tells whether the ownership partition was written since: a
+// write appends its record last (a fresh copy of the value) after
+// dropping the key's older one, in the same backing array.
+type claimsSig struct {
+	first   *kv
+	n       int
+	lastKey string
+	lastVal *byte
+}
+
+func partSig(part []kv) claimsSig {
+	if len(part) == 0 {
+		return claimsSig{}
+	}
+	last := part[len(part)-1]
+	var v *byte
+	if len(last.value) > 0 {
+		v = &last.value[0]
+	}
+	return claimsSig{first: &part[0], n: len(part), lastKey: last.key, lastVal: v}
+}

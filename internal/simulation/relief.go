@@ -221,7 +221,7 @@ func (s *sim) checkRelief() *Failure {
 		return nil
 	}
 	vals := s.c.ThrottleValues()
-	recs, recErr := s.c.OwnershipRecords()
+	recs, recErr := s.c.ThrottleClaims()
 	// I2.
 	for id, v := range r.op {
 		got, ok := vals[id]
