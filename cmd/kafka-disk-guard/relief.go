@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/relief"
@@ -198,6 +199,8 @@ func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) 
 			for _, c := range kafkaadmin.ThrottleCommands(plan, strings.Join(cfg.BootstrapServers, ",")) {
 				fmt.Fprintln(out.stderr, "  "+c)
 			}
+			fmt.Fprintf(out.stderr, "The throttle is claimed in the ownership topic %s as %s: a guard agent removes it once the moves are done and the claim's lease (%s) has passed; \"kafka-disk-guard protection lift --all\" removes it now and gives the claim up.\n",
+				own, ledger.ReassignKey(claim.Owner), claim.Lease)
 		}
 		return fmt.Errorf("relief plan --execute: %w", err)
 	}
