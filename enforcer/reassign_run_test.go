@@ -181,3 +181,39 @@ func TestR3_8ReassignerSkipsTooSlowAndBusy(t *testing.T) {
 		t.Fatalf("started a reassignment that ends after the purge band: %v\n%s", admin.submitted, logs)
 	}
 }
+
+// R3.8: a peer's replication throttle claim unrenewed for its lease is
+// restored by another agent, but only once none of its partitions is
+// being reassigned (lifting earlier would unthrottle the copy); a value
+// an operator changed since stays.
+func TestR3_8ReassignerRestoresAPeersClaimAfterTheLeaseOnceDone(t *testing.T) {
+	r, admin, st, clock, _, logs := reassignFixture(t, 0)
+	r.cfg.Relief.Reassign = false // only the peer's claim is in play
+	ctx := context.Background()
+	entries := []ledger.ThrottleEntry{{Resource: ledger.ResourceBroker, Name: "2", Key: LeaderThrottleRate, Value: "100"},
+		{Resource: ledger.ResourceBroker, Name: "3", Key: FollowerThrottleRate, Value: "100"}}
+	admin.v["broker/2/"+LeaderThrottleRate] = "100"
+	admin.v["broker/3/"+FollowerThrottleRate] = "999" // the operator's since
+	st.recs.Reassigns["cli-host"] = ledger.ReassignClaim{Owner: "cli-host", Entries: entries, Partitions: []string{"t/0"},
+		Renewed: clock.t, LeaseMs: 60000}
+	admin.busy = []string{"t/0"}
+	for range 8 { // 80 s: past the lease, the reassignment still running
+		if err := r.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.t = clock.t.Add(10 * time.Second)
+	}
+	if _, ok := st.recs.Reassigns["cli-host"]; !ok || admin.v["broker/2/"+LeaderThrottleRate] != "100" {
+		t.Fatalf("restored while its partition is still being reassigned: %v %v", st.recs.Reassigns, admin.v)
+	}
+	admin.busy = nil
+	if err := r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.recs.Reassigns["cli-host"]; ok {
+		t.Fatalf("claim left once done and past the lease\n%s", logs)
+	}
+	if _, ok := admin.v["broker/2/"+LeaderThrottleRate]; ok || admin.v["broker/3/"+FollowerThrottleRate] != "999" {
+		t.Fatalf("values after the peer's restore: %v (want the guard's gone, the operator's kept)", admin.v)
+	}
+}
