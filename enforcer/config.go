@@ -367,6 +367,9 @@ func (c Config) Validate() error {
 	if err := c.Relief.Move.validate(); err != nil {
 		return err
 	}
+	if c.Relief.ReassignBytesPerSecond < 0 {
+		return fmt.Errorf("enforcer.relief.reassignBytesPerSecond: %d is negative", c.Relief.ReassignBytesPerSecond)
+	}
 	switch c.Profile {
 	case ProfileCloud, ProfileLocal, ProfileServerless:
 		if len(c.Bands) > 0 {

@@ -72,6 +72,14 @@ type CordonConfig struct {
 type ReliefConfig struct {
 	Cordon CordonConfig `yaml:"cordon"`
 	Move   MoveConfig   `yaml:"move"`
+	// Reassign: the agent may start a cross-broker reassignment on its
+	// own (reassign_run.go; default false: only `relief plan --execute`
+	// moves replicas across brokers).
+	Reassign bool `yaml:"reassign"`
+	// ReassignBytesPerSecond: the replication throttle a reassignment the
+	// agent starts runs under (leader and follower rates on every broker
+	// it touches; default 50 MiB/s).
+	ReassignBytesPerSecond int64 `yaml:"reassignBytesPerSecond"`
 }
 
 // cordonEnabled reports whether cordoning is switched on.

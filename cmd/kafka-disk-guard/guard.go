@@ -285,7 +285,8 @@ func offlineConfigs(cfg guardConfig, hooks serveHooks) (agent.ConfigSet, error) 
 type guardParts struct {
 	a        *agent.Agent
 	enf      *enforcer.Enforcer
-	mover    *enforcer.Mover // nil without a cluster
+	mover    *enforcer.Mover      // nil without a cluster
+	reassign *enforcer.Reassigner // nil without a cluster
 	srv      *exporter.Server
 	link     *kafkaadmin.Link // nil without a cluster
 	admin    enforcer.Admin
@@ -377,12 +378,17 @@ func (p *guardParts) start(cfg guardConfig, logger *slog.Logger, reg *prometheus
 		if err != nil {
 			return "", err
 		}
+		// Moves across brokers (enforcer.relief.reassign), and the peers'
+		// replication throttles after their lease either way.
+		p.reassign, err = enforcer.NewReassigner(cfg.Enforcer, logger, reg, enforcer.ReassignerDeps{Snapshots: p.a,
+			Admin: p.link.Relief(), Store: p.link.Enforce(cfg.Enforcer.OwnershipTopic), Evidence: p.link.Evidence(),
+			Growth: fc.Growth, Clock: clock})
 	} else if hooks.moves != nil {
 		p.mover, err = enforcer.NewMover(cfg.Enforcer, logger, reg, enforcer.MoverDeps{Snapshots: p.a,
 			Admin: hooks.moves.admin, Store: hooks.moves.store, Evidence: hooks.moves.evidence, Growth: fc.Growth, Clock: clock})
-		if err != nil {
-			return "", err
-		}
+	}
+	if err != nil {
+		return "", err
 	}
 	routes := map[string]http.Handler{reservePath: p.admitter}
 	p.srv, err = exporter.NewServer(exporter.ServerConfig{ListenAddress: cfg.Web.ListenAddress, WebConfigFile: cfg.Web.ConfigFile,
@@ -443,6 +449,9 @@ func (p *guardParts) run(ctx context.Context, hooks serveHooks, addr string) err
 	g.Go(afterUp(p.tiered.Run))
 	if p.mover != nil {
 		g.Go(afterUp(p.mover.Run))
+	}
+	if p.reassign != nil {
+		g.Go(afterUp(p.reassign.Run))
 	}
 	// A new topic's configs are fetched at once (spec R7.2).
 	g.Go(func() error { return followTopics(ctx, p.a.TopicsChanged(), p.refresh) })

@@ -38,6 +38,7 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	}
 	st := ledger.BuildStatus(in)
 	st.MoveThrottles = throttleStatus(ctx, admin, in.Records)
+	st.ReplicationThrottles = reassignStatus(ctx, admin, in.Records)
 	if *format == "json" {
 		enc := json.NewEncoder(out.stdout)
 		enc.SetIndent("", "  ")
@@ -47,6 +48,7 @@ func runProtectionStatus(ctx context.Context, args []string, getenv env, out str
 	} else {
 		writeStatus(out.stdout, st, *topics, in.Now)
 		writeThrottles(out.stdout, st.MoveThrottles, in.Now)
+		writeReassigns(out.stdout, st.ReplicationThrottles, in.Now)
 	}
 	if st.LedgerLost != "" {
 		return fmt.Errorf("the protection ledger is lost: %s", st.LedgerLost)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/human"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/relief"
@@ -34,9 +35,15 @@ partitions against that capacity.
 With --execute it runs the plan as kafka-reassign-partitions.sh --execute
 --throttle does: a replication throttle on the brokers and topics the
 moves touch, AlterPartitionReassignments, a wait until Kafka has moved
-every replica, then the throttle removed. Interrupted (Ctrl-C, --timeout),
-the reassignment goes on in Kafka with its throttle: the command prints
-what removes it. The agent never starts such a move on its own.
+every replica, then the throttle removed. The throttle is a claim in the guard's
+ownership topic (throttle-reassign-cli-<host>), recorded before any value
+is set and removed once every value is read back restored; an execute
+refuses while another reassignment's claim is held. Interrupted (Ctrl-C,
+--timeout), the reassignment goes on in Kafka with its throttle: a guard
+agent restores the throttle once the moves are done and the claim's lease
+has passed, "protection lift --all" at once, and the command prints the
+kafka-configs.sh commands too. The agent never starts such a move on its
+own unless enforcer.relief.reassign is true.
 
 Connection: the flags below and KDG_* variables, or --config with the
 guard's configuration file (its kafka section; its enforcer profile gives
@@ -93,12 +100,13 @@ func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) 
 	}
 	var base kafkaadmin.Config
 	band := 85.0
+	ecfg := enforcer.Config{}
 	if f.config != "" {
 		c, err := loadConfigFile(f.config)
 		if err != nil {
 			return usageError{err.Error()}
 		}
-		base = c.Kafka
+		base, ecfg = c.Kafka, c.Enforcer
 		if b, ok := firstPurgeBand(c.Enforcer); ok {
 			band = 100 * b
 		}
@@ -168,7 +176,18 @@ func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) 
 	}
 	fmt.Fprintf(out.stdout, "\nexecuting %d moves, throttled at %s/s per broker\n", len(plan.Moves), human.Bytes(f.throttle))
 	last := -1
-	err = adm.Execute(ctx, plan, kafkaadmin.ExecuteOptions{ThrottleBytesPerSecond: f.throttle, Progress: func(n int) {
+	own := enforcer.DefaultOwnershipTopic
+	if ecfg.OwnershipTopic != "" {
+		own = ecfg.OwnershipTopic
+	}
+	store := link.Enforce(own)
+	if err := store.Prepare(ctx); err != nil {
+		return fmt.Errorf("relief plan --execute: the ownership topic %s: %w", own, err)
+	}
+	host, _ := os.Hostname()
+	claim := &kafkaadmin.ExecuteClaim{Store: store, Owner: "cli-" + claimName(host), Instance: fmt.Sprintf("%s pid %d", operatorName(getenv), os.Getpid()),
+		Lease: ecfg.WithDefaults().Protection.LeaseDuration}
+	err = adm.Execute(ctx, plan, kafkaadmin.ExecuteOptions{ThrottleBytesPerSecond: f.throttle, Claim: claim, Progress: func(n int) {
 		if n != last {
 			fmt.Fprintf(out.stdout, "  %d of %d moves in progress\n", n, len(plan.Moves))
 			last = n
@@ -180,6 +199,8 @@ func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) 
 			for _, c := range kafkaadmin.ThrottleCommands(plan, strings.Join(cfg.BootstrapServers, ",")) {
 				fmt.Fprintln(out.stderr, "  "+c)
 			}
+			fmt.Fprintf(out.stderr, "The throttle is claimed in the ownership topic %s as %s: a guard agent removes it once the moves are done and the claim's lease (%s) has passed; \"kafka-disk-guard protection lift --all\" removes it now and gives the claim up.\n",
+				own, ledger.ReassignKey(claim.Owner), claim.Lease)
 		}
 		return fmt.Errorf("relief plan --execute: %w", err)
 	}
@@ -278,4 +299,18 @@ func rackText(r string) string {
 		return "-"
 	}
 	return r
+}
+
+// claimName is host as a key part (letters, digits, '.', '-', '_').
+func claimName(host string) string {
+	if host == "" {
+		return "unknown-host"
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, host)
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 	"github.com/kafka-disk-guard/kafka-disk-guard/relief"
@@ -190,6 +192,11 @@ func TestReliefPlanExecuteMovesReplicasOffTheFullBrokerR38(t *testing.T) {
 		}
 	}
 
+	// The throttle was a ledger claim, removed with it.
+	if recs, err := link.Enforce(enforcer.DefaultOwnershipTopic).LoadRecords(t.Context()); err != nil || len(recs.Reassigns) != 0 {
+		t.Errorf("replication throttle claims left: %v (%v)", recs.Reassigns, err)
+	}
+
 	// Every record reads back, in order, from each partition's leader.
 	cons, err := sarama.NewConsumer(c.SASLAddrs(), adminConfig(c))
 	if err != nil {
@@ -341,6 +348,20 @@ func TestReliefPlanExecuteInterruptedLeavesThrottleR38(t *testing.T) {
 	if err != nil || len(st[topic]) == 0 {
 		t.Fatalf("no reassignment in progress after the interruption: %v %v", st, err)
 	}
+	// The throttle is a claim in the ledger, naming every value it set.
+	ledgerAdmin := link.Enforce(enforcer.DefaultOwnershipTopic)
+	recs, err := ledgerAdmin.LoadRecords(t.Context())
+	if err != nil || len(recs.Reassigns) != 1 {
+		t.Fatalf("replication throttle claims after the interruption: %v (%v)", recs.Reassigns, err)
+	}
+	var claim ledger.ReassignClaim
+	for _, cl := range recs.Reassigns {
+		claim = cl
+	}
+	if !strings.HasPrefix(claim.Owner, "cli-") || len(claim.Entries) != 8 || !strings.Contains(stderr.String(), ledger.ReassignKey(claim.Owner)) {
+		t.Errorf("claim %+v; stderr names it: %v", claim, strings.Contains(stderr.String(), ledger.ReassignKey(claim.Owner)))
+	}
+	t.Cleanup(func() { ledgerAdmin.DeleteReassign(t.Context(), claim.Owner) })
 
 	// The printed commands, as kafka-configs.sh runs them, remove it all.
 	ran := 0
@@ -375,4 +396,19 @@ func TestReliefPlanExecuteInterruptedLeavesThrottleR38(t *testing.T) {
 		}
 		return nil
 	})
+
+	// `protection lift --all` (the uninstall hook) gives the claim up: its
+	// values are gone already, so it only removes the claim.
+	var lout, lerr bytes.Buffer
+	largs := []string{"protection", "lift", "--all", "--reason", "test", "--bootstrap-server", bootstrap, "--sasl-mechanism", "PLAIN",
+		"--sasl-username", kafkatest.GuardUser}
+	if err := run(t.Context(), largs, env, &lout, &lerr); err != nil {
+		t.Fatalf("protection lift --all: %v\n%s\n%s", err, lout.String(), lerr.String())
+	}
+	if !strings.Contains(lout.String(), "the replication throttle claimed by "+claim.Owner) {
+		t.Errorf("protection lift --all does not name the claim:\n%s", lout.String())
+	}
+	if recs, err := ledgerAdmin.LoadRecords(t.Context()); err != nil || len(recs.Reassigns) != 0 {
+		t.Errorf("claims after protection lift --all: %v (%v)", recs.Reassigns, err)
+	}
 }

@@ -340,12 +340,15 @@ type Records struct {
 	// Throttles: each broker's throttle claim for moves within it
 	// (throttle.go).
 	Throttles map[int32]ThrottleClaim
+	// Reassigns: the replication throttle claims of cross-broker
+	// reassignments, by owner (throttle.go).
+	Reassigns map[string]ReassignClaim
 }
 
 // NewRecords returns an empty set.
 func NewRecords() Records {
 	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}, Undecodable: map[int32]int{},
-		Throttles: map[int32]ThrottleClaim{}}
+		Throttles: map[int32]ThrottleClaim{}, Reassigns: map[string]ReassignClaim{}}
 }
 
 // ApplyRecord folds one value of the ownership topic into the set: the
@@ -355,6 +358,10 @@ func NewRecords() Records {
 func ApplyRecord(out Records, key, value []byte) {
 	if id, ok := ParseThrottleKey(string(key)); ok {
 		applyThrottle(out, id, value)
+		return
+	}
+	if owner, ok := ParseReassignKey(string(key)); ok {
+		applyReassign(out, owner, value)
 		return
 	}
 	id, lift, ok := ParseKey(string(key))
@@ -402,6 +409,9 @@ func (rs Records) Clone() Records {
 	}
 	if out.Throttles = maps.Clone(rs.Throttles); out.Throttles == nil {
 		out.Throttles = map[int32]ThrottleClaim{}
+	}
+	if out.Reassigns = maps.Clone(rs.Reassigns); out.Reassigns == nil {
+		out.Reassigns = map[string]ReassignClaim{}
 	}
 	return out
 }

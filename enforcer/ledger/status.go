@@ -70,6 +70,25 @@ type Status struct {
 	// R3.8), with the value read on the broker now (filled by the
 	// command, not BuildStatus).
 	MoveThrottles []ThrottleStatus `json:"move_throttles,omitempty"`
+	// ReplicationThrottles: the cross-broker reassignments' replication
+	// throttles the guard holds (spec R3.8), each value with the value
+	// read now (filled by the command).
+	ReplicationThrottles []ReassignStatus `json:"replication_throttles,omitempty"`
+}
+
+// ReassignStatus is one replication throttle claim and its values now.
+type ReassignStatus struct {
+	ReassignClaim
+	// Current: each entry's value now, in Entries' order ("" with
+	// CurrentSet false: none; Unread: the read failed).
+	Current []EntryNow `json:"current"`
+}
+
+// EntryNow is one claimed value as read now.
+type EntryNow struct {
+	Value  string `json:"value"`
+	Set    bool   `json:"set"`
+	Unread string `json:"unread,omitempty"`
 }
 
 // ThrottleStatus is one throttle claim and the broker's value now.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/relief"
 )
 
@@ -138,6 +139,20 @@ type ExecuteOptions struct {
 	Poll time.Duration
 	// Progress, when set, is told how many moves are still in progress.
 	Progress func(pending int)
+	// Claim, when set, makes the throttle a ledger claim: recorded before
+	// any value is set, renewed while the moves run, released in two
+	// phases once they are done; an interrupted run leaves it for a peer
+	// agent (after its lease, once the moves are done) or `protection
+	// lift` to restore.
+	Claim *ExecuteClaim
+}
+
+// ExecuteClaim names the claim Execute records.
+type ExecuteClaim struct {
+	Store    enforcer.ReassignStore
+	Owner    string
+	Instance string
+	Lease    time.Duration
 }
 
 // ErrThrottleInPlace: a replication throttle is already set where the plan
@@ -171,6 +186,15 @@ func (r *Relief) Execute(ctx context.Context, plan relief.Plan, opts ExecuteOpti
 		return err
 	}
 	th := throttleOf(plan)
+	if opts.Claim != nil {
+		recs, err := opts.Claim.Store.LoadRecords(ctx)
+		if err != nil {
+			return fmt.Errorf("execute: read the ledger: %w", err)
+		}
+		if len(recs.Reassigns) > 0 {
+			return fmt.Errorf("execute: %w: %s", ErrReassignClaimed, strings.Join(OtherReassignClaims(recs, ""), "; "))
+		}
+	}
 	if err := checkNoThrottle(c.admin, th); err != nil {
 		return err
 	}
@@ -182,6 +206,9 @@ func (r *Relief) Execute(ctx context.Context, plan relief.Plan, opts ExecuteOpti
 		if pending[tpKey(m.Topic, m.Partition)] {
 			return fmt.Errorf("execute: %s-%d is already being reassigned", m.Topic, m.Partition)
 		}
+	}
+	if opts.Claim != nil {
+		return r.executeClaimed(ctx, c, plan, opts)
 	}
 	if err := th.apply(c.admin, sarama.IncrementalAlterConfigsOperationSet, opts.ThrottleBytesPerSecond); err != nil {
 		// Whatever was set is removed again: nothing was moved yet.

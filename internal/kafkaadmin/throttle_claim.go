@@ -26,3 +26,23 @@ func (e *Enforce) DeleteThrottle(ctx context.Context, broker int32) error {
 // LogDirMoves is the move adapter over the same connection (the
 // operator's commands restore throttle claims with it).
 func (e *Enforce) LogDirMoves() *LogDirMoves { return &LogDirMoves{src: e.src} }
+
+// StoreReassign writes a replication throttle claim (acks=all; key
+// ledger.ReassignKey).
+func (e *Enforce) StoreReassign(ctx context.Context, c ledger.ReassignClaim) error {
+	value, err := ledger.EncodeReassign(c)
+	if err != nil {
+		return fmt.Errorf("encode replication throttle claim: %w", err)
+	}
+	return e.produce(ctx, ledger.ReassignKey(c.Owner), value)
+}
+
+// DeleteReassign removes owner's replication throttle claim (a
+// tombstone), once every value is restored.
+func (e *Enforce) DeleteReassign(ctx context.Context, owner string) error {
+	return e.produce(ctx, ledger.ReassignKey(owner), nil)
+}
+
+// Relief is the relief adapter over the same connection (the operator's
+// commands restore replication throttle claims with it).
+func (e *Enforce) Relief() *Relief { return &Relief{src: e.src} }

@@ -44,6 +44,8 @@ type Cluster struct {
 	folded     *ledger.Records // partition 0 as last read (nil: written since)
 	// cordons: each broker's dynamic cordoned.log.dirs (cordon.go).
 	cordons map[int32][]string
+	// relief: throttles, moves and reassignments (relief.go).
+	relief *reliefState
 	// Deletions: every DeleteRecords that moved a log start offset.
 	Deletions []Deletion
 }

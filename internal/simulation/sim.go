@@ -89,7 +89,7 @@ const (
 // AllClasses is every class the simulation knows.
 var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDelete, LedgerReshape, LedgerGarbage,
 	ClockJump, ControllerMove, BrokerRestart, Disk, Burst, Duplicate, QuotaRateChange, TieredShared,
-	OperatorACLs, OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall, CordonFaults}
+	OperatorACLs, OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall, CordonFaults, Relief}
 
 // DefaultMix is what go test runs: every class whose invariants hold on
 // the ledger of today's code. The classes left out break an invariant
@@ -97,7 +97,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
-	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults}
+	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -221,6 +221,8 @@ type sim struct {
 	suppressed map[int32]bool
 	restartAt  []restart
 	logger     *slog.Logger
+	// relief: the relief class's world (relief.go; nil without it).
+	relief *reliefSim
 }
 
 type agentSim struct {
@@ -396,10 +398,15 @@ func (s *sim) run() *Failure {
 			s.op.retry()
 		}
 		s.c.Step(s.now, producer)
+		s.reliefStep()
 		for _, a := range s.agents {
 			s.pass(a)
 		}
-		if f := s.check(); f != nil {
+		f := s.check()
+		if f == nil {
+			f = s.checkRelief()
+		}
+		if f != nil {
 			f.Seed, f.Step, f.Trace = s.opts.Seed, s.step, s.trace
 			return f
 		}
@@ -431,6 +438,7 @@ func (s *sim) pass(a *agentSim) {
 	if unexpired > 0 {
 		s.tracef("%s purged %d unexpired bytes", a.name, unexpired)
 	}
+	s.reliefPass(a)
 }
 
 func trim(s string) string {
