@@ -77,3 +77,32 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// R8.3: the operator's ACLs decide a topic's shape however they match it
+// (literal, the literal "*", prefixed), as ledger.ShapeFor matches them.
+func TestR8_3ShapeByOperatorACLsIndexed(t *testing.T) {
+	allowWrite := func(topic, pattern, principal string) ACL {
+		return ACL{Topic: topic, Pattern: pattern, Principal: principal, Host: AnyHost, Operation: OpWrite, Permission: PermAllow}
+	}
+	s := snap(950, 1000, growing("orders", 0, 0, 0), growing("other", 0, 0, 0), growing("payments", 0, 0, 0))
+	acls := []ACL{
+		allowWrite("ord", PatternPrefixed, "User:bob"),
+		allowWrite("*", PatternLiteral, "User:carol"),
+		allowWrite("payments", "", "User:dave"),
+		allowWrite("orders", "match", "User:erin"), // matches no topic by name
+	}
+	o := protObs(s, false, recs(), acls)
+	o.Protection.ExemptPrincipals = []string{"User:carol"}
+	pp := planOf(o)
+	got := map[string][]string{}
+	for _, tp := range pp.Create {
+		for _, a := range tp.ACLs {
+			got[tp.Topic] = append(got[tp.Topic], a.Permission+" "+a.Operation+" "+a.Principal)
+		}
+	}
+	want := map[string][]string{"orders": {"DENY WRITE User:bob"}, "payments": {"DENY WRITE User:dave"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("R8.3/bindings %v, want %v", got, want)
+	}
+	// "other": only the exempt User:carol may write: nothing to add.
+}
