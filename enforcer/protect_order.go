@@ -123,8 +123,9 @@ func protectBatches(tps []TopicProtection) [][]TopicProtection {
 // remembered as set unrecorded, spec R8.4). Each topic's action is logged
 // and counted when its batch is answered. Without an authorizer, or once
 // ctx ends, the batches left are not sent: their topics count as failed
-// with that error.
-func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, band string, recorded bool) error {
+// with that error. recordTook: how long the record took (for the debug
+// log: the time before the first batch).
+func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, band string, recorded bool, recordTook time.Duration) error {
 	start := time.Now()
 	batches := protectBatches(tps)
 	var errs []error
@@ -165,6 +166,6 @@ func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, 
 		errs = append(errs, stop)
 	}
 	e.logger.Debug("write protection created", "topics", len(tps), "batches", len(batches), "sent", sent,
-		"first_batch", first, "took", time.Since(start))
+		"record", recordTook, "first_batch", first, "took", time.Since(start))
 	return errors.Join(errs...)
 }
