@@ -262,12 +262,13 @@ type dirState struct {
 	partDisk, partPend int64
 	unwatched          int
 	// moving: the partitions written to since their write rate last fell
-	// to 0 (reclassifyAll updates their rates). stableUntilMs is the
-	// earliest partition's timeStableUntil, classifiedMs the latest
-	// classification (kept as partitions are classified; the next visit
-	// of every partition makes them exact).
-	moving                      map[*partState]struct{}
-	stableUntilMs, classifiedMs int64
+	// to 0 (reclassifyAll updates their rates). due: the partitions by
+	// their next retention boundary (timeStableUntil). classifiedMs is the
+	// latest classification (kept as partitions are classified; a visit of
+	// every partition makes it exact).
+	moving       map[*partState]struct{}
+	due          dueHeap
+	classifiedMs int64
 	// futures counts the -future partition directories (Holds has
 	// nothing to do without one or an offline log dir).
 	futures int
@@ -294,7 +295,9 @@ type partState struct {
 
 	// classifiedMs is when part was classified; until stableUntilMs the
 	// passing of time does not change its classification (timeStableUntil).
+	// dueAt is its place in dirState.due, plus one (0: not there).
 	classifiedMs, stableUntilMs int64
+	dueAt                       int32
 
 	// polled is what the last poll of an unwatched partition saw: the
 	// directory's and its active .log file's size and modification time.
@@ -550,6 +553,7 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 	d.futures -= futureCount(ps.part)
 	delete(d.parts, name)
 	delete(d.moving, ps)
+	d.due.remove(ps)
 	d.order = nil
 	d.changed = true
 }
@@ -617,7 +621,8 @@ func (l *loop) classify(d *dirState, ps *partState, p Partition) Partition {
 	owned := len(p.Segments) > 0 && !sameSlice(p.Segments, ps.part.Segments)
 	p = cs.classify(p, now, owned)
 	ps.classifiedMs, ps.stableUntilMs = now.UnixMilli(), timeStableUntil(&p, cs.For(p.Topic), now.UnixMilli())
-	d.stableUntilMs, d.classifiedMs = min(d.stableUntilMs, ps.stableUntilMs), max(d.classifiedMs, ps.classifiedMs)
+	d.classifiedMs = max(d.classifiedMs, ps.classifiedMs)
+	d.due.update(ps)
 	return p
 }
 
@@ -658,24 +663,31 @@ func (l *loop) reclassifyDir(d *dirState) {
 
 // reclassifyAll reclassifies every partition whose classification the
 // passing of time may have changed, and updates write rates. It visits
-// every partition of a log dir only when one's retention boundary passed
-// (or the clock went back); else only the partitions written to lately
-// (d.moving): an idle broker costs nothing proportional to its partitions.
+// the partitions written to lately (d.moving) and those whose retention
+// boundary passed (d.due); every partition of a log dir only when the
+// clock went back: an idle broker costs nothing proportional to its
+// partitions, and a boundary passing costs only its partitions.
 func (l *loop) reclassifyAll() {
 	now := l.a.now()
 	nowMs := now.UnixMilli()
 	dt := now.Sub(l.lastRateTick).Seconds()
 	for _, d := range l.dirs {
-		if nowMs >= d.stableUntilMs || nowMs < d.classifiedMs {
-			d.stableUntilMs, d.classifiedMs = math.MaxInt64, math.MinInt64
+		if nowMs < d.classifiedMs {
+			d.classifiedMs = math.MinInt64
 			for _, ps := range d.parts {
 				l.tick(d, ps, now, dt)
-				d.stableUntilMs, d.classifiedMs = min(d.stableUntilMs, ps.stableUntilMs), max(d.classifiedMs, ps.classifiedMs)
+				d.classifiedMs = max(d.classifiedMs, ps.classifiedMs)
 			}
 			continue
 		}
 		for ps := range d.moving {
 			l.tick(d, ps, now, dt)
+		}
+		// Not moving (a moving one was ticked above, its boundary moved
+		// past now): its rate stays 0, its classification is due.
+		for _, ps := range d.due.popDue(nowMs) {
+			l.tick(d, ps, now, dt)
+			d.due.update(ps)
 		}
 	}
 	l.lastRateTick = now

@@ -336,6 +336,7 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	}()
 
 	o, phases, readErr := e.observe(ctx)
+	observed := time.Since(start)
 	e.gate.record(e.policy, nil, false) // until this pass is known settled
 	if o.Snapshot == nil {
 		e.setBlocked([]BlockReason{BlockSnapshotStale}, nil, nil)
@@ -360,7 +361,7 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 		e.prot.calmSeen = false // the record written has answered it
 	}
 	if !plan.Empty() {
-		e.logger.Debug("reconcile pass", append(phases, "apply", time.Since(t))...)
+		e.logger.Debug("reconcile pass", append(phases, "observe", observed, "plan", t.Sub(start)-observed, "apply", time.Since(t))...)
 	}
 	if scheduledRan(goals, o) {
 		e.lastScheduled = o.Now

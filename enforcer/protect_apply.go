@@ -127,10 +127,12 @@ func (e *Enforcer) noteAcked(pp ProtectionPlan) {
 // not (protection never waits for the record, R8.4).
 func (e *Enforcer) protectMore(ctx context.Context, ap *applying, band string) {
 	pp := ap.pp
+	start := time.Now()
 	grown := ap.grown()
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Protection.RecordTimeout)
 	err := e.storeRecord(rctx, grown)
 	cancel()
+	recordTook := time.Since(start)
 	recorded := err == nil
 	if err != nil {
 		ap.growFailed = true
@@ -141,7 +143,7 @@ func (e *Enforcer) protectMore(ctx context.Context, ap *applying, band string) {
 	}
 	if len(pp.Create) > 0 {
 		// The fastest-growing topics first, in batches (protect_order.go).
-		if err := e.createProtection(ctx, pp.Create, band, recorded); err != nil {
+		if err := e.createProtection(ctx, pp.Create, band, recorded, recordTook); err != nil {
 			ap.problems[createProblem(err)] = true
 			ap.errs = append(ap.errs, fmt.Errorf("create acls: %w", err))
 		}

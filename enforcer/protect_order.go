@@ -62,13 +62,23 @@ func growthIn(s *agent.Snapshot, dirs map[string]bool) map[string]topicGrowth {
 
 // fastestFirst orders the topics to protect by growth in dirs, fastest
 // first; topics that grow alike (none seen growing, most of them) keep
-// their order by name. It sorts tps in place and returns it.
+// their order by name. It reorders tps in place and returns it. Only the
+// topics seen growing are sorted: the rest keep their order behind them.
 func fastestFirst(tps []TopicProtection, s *agent.Snapshot, dirs map[string]bool) []TopicProtection {
 	growth := growthIn(s, dirs)
 	if len(growth) == 0 {
 		return tps
 	}
-	slices.SortStableFunc(tps, func(a, b TopicProtection) int {
+	grow := make([]TopicProtection, 0, len(growth))
+	idle := tps[:0]
+	for _, tp := range tps {
+		if _, ok := growth[tp.Topic]; ok {
+			grow = append(grow, tp)
+		} else {
+			idle = append(idle, tp)
+		}
+	}
+	slices.SortStableFunc(grow, func(a, b TopicProtection) int {
 		ga, gb := growth[a.Topic], growth[b.Topic]
 		if c := cmp.Compare(gb.rate, ga.rate); c != 0 {
 			return c
@@ -78,6 +88,9 @@ func fastestFirst(tps []TopicProtection, s *agent.Snapshot, dirs map[string]bool
 		}
 		return cmp.Compare(a.Topic, b.Topic)
 	})
+	n := len(idle)
+	copy(tps[len(grow):], tps[:n]) // the idle topics, in their order, behind
+	copy(tps, grow)
 	return tps
 }
 
@@ -110,8 +123,9 @@ func protectBatches(tps []TopicProtection) [][]TopicProtection {
 // remembered as set unrecorded, spec R8.4). Each topic's action is logged
 // and counted when its batch is answered. Without an authorizer, or once
 // ctx ends, the batches left are not sent: their topics count as failed
-// with that error.
-func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, band string, recorded bool) error {
+// with that error. recordTook: how long the record took (for the debug
+// log: the time before the first batch).
+func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, band string, recorded bool, recordTook time.Duration) error {
 	start := time.Now()
 	batches := protectBatches(tps)
 	var errs []error
@@ -152,6 +166,6 @@ func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, 
 		errs = append(errs, stop)
 	}
 	e.logger.Debug("write protection created", "topics", len(tps), "batches", len(batches), "sent", sent,
-		"first_batch", first, "took", time.Since(start))
+		"record", recordTook, "first_batch", first, "took", time.Since(start))
 	return errors.Join(errs...)
 }

@@ -216,9 +216,10 @@ type protectionPlanner struct {
 	// wantNothing: this agent wants no protection in place (observe
 	// mode, or a peer's lift on untrusted inputs).
 	wantNothing bool
-	// want: the bindings wanted in place; present: those in place
-	// (normalised).
-	want, present map[ACL]bool
+	// want: the bindings wanted in place, on the topics wanted (sorted);
+	// present: those in place.
+	want, present bindingIndex
+	wanted        []string
 	// others: the other agents' records (and every lift).
 	others Records
 	// myQuotas: the quotas this agent claims, releases or set
@@ -233,15 +234,15 @@ type protectionPlanner struct {
 func newProtectionPlanner(o Observed) *protectionPlanner {
 	po := o.Protection
 	me := po.Records.Agents[po.BrokerID]
-	pl := &protectionPlanner{o: o, po: po, me: me, wantNothing: !po.Enforcing, want: map[ACL]bool{},
-		present: make(map[ACL]bool, len(po.ACLs))}
+	pl := &protectionPlanner{o: o, po: po, me: me, wantNothing: !po.Enforcing, want: bindingIndex{},
+		present: bindingIndex{}}
 	pl.rec = Record{BrokerID: po.BrokerID, Instance: po.Instance, Strategy: po.Strategy, LeaseMs: po.Lease.Milliseconds(), Purged: me.Purged,
 		Since: me.Since, Renewed: me.Renewed, Ack: me.Ack, Suppressed: me.Suppressed, Updated: me.Updated}
 	if po.Enforcing {
 		pl.rec.Purged = po.Purged // observe mode's purges are not real ones
 	}
 	for _, a := range po.ACLs {
-		pl.present[ledger.NormACL(a)] = true
+		pl.present.add(a)
 	}
 	pl.others = Records{Agents: maps.Clone(po.Records.Agents), Lifts: po.Records.Lifts}
 	delete(pl.others.Agents, po.BrokerID)
@@ -349,7 +350,8 @@ func (pl *protectionPlanner) claimBindings(topics []string) {
 	case pl.po.NoAuthorizer:
 		pl.pp.NoAuthorizer = true
 	case pl.po.ACLsRead:
-		pl.rec.Owned = append(pl.rec.Owned, aclOwned(topics, pl.po, pl.want, &pl.pp)...)
+		pl.wanted = topics
+		pl.rec.Owned = append(pl.rec.Owned, aclOwned(topics, pl.po, pl.present, pl.want, &pl.pp)...)
 	}
 }
 
@@ -391,23 +393,30 @@ func (pl *protectionPlanner) claimQuota(topics []string) {
 // left to that record.
 func (pl *protectionPlanner) releaseBindings() {
 	po, me := pl.po, pl.me
-	create := map[string][]ACL{}
-	for a := range pl.want {
-		if !pl.present[a] {
-			create[a.Topic] = append(create[a.Topic], a)
+	var create []TopicProtection // by topic, as wantedTopics lists them
+	for _, t := range pl.wanted {
+		missing := pl.want[t]
+		if slices.ContainsFunc(missing, pl.present.has) {
+			missing = slices.DeleteFunc(slices.Clone(missing), pl.present.has)
+		}
+		if len(missing) > 0 {
+			ledger.SortACLs(missing)
+			create = append(create, TopicProtection{Topic: t, ACLs: missing})
 		}
 	}
-	pl.pp.Create = fastestFirst(byTopic(create), pl.o.Snapshot, pl.dirs)
-	heldElsewhere := pl.others.LiveBindings()
-	wasReleasing := map[ACL]bool{}
-	Record{Owned: me.Releasing()}.Bindings(nil, func(a ACL) { wasReleasing[a] = true })
+	pl.pp.Create = fastestFirst(create, pl.o.Snapshot, pl.dirs)
+	wasReleasing := bindingIndex{}
+	Record{Owned: me.Releasing()}.Bindings(nil, func(a ACL) { wasReleasing.add(a) })
+	var heldElsewhere map[ACL]bool // asked only of bindings released already
+	if len(wasReleasing) > 0 {
+		heldElsewhere = pl.others.LiveBindings()
+	}
 	release := map[string][]ACL{}
 	var releasing []ACL
-	seen := map[ACL]bool{}
+	seen := bindingIndex{}
 	drop := func(a ACL) {
 		a = ledger.NormACL(a)
-		if !pl.want[a] && pl.present[a] && !seen[a] && !(wasReleasing[a] && heldElsewhere[a]) {
-			seen[a] = true
+		if !pl.want.has(a) && pl.present.has(a) && !(wasReleasing.has(a) && heldElsewhere[a]) && seen.add(a) {
 			release[a.Topic] = append(release[a.Topic], a)
 			releasing = append(releasing, a)
 		}
@@ -482,7 +491,7 @@ func (pl *protectionPlanner) decideWrite() {
 // peerLifts lists the other agents' expired protection: lifted once (a
 // lift written), and driven again while what the lift voided is still in
 // place (its release failed, spec R8.5). present: the bindings in place.
-func peerLifts(po *ProtectionObserved, present map[ACL]bool) []PeerLift {
+func peerLifts(po *ProtectionObserved, present bindingIndex) []PeerLift {
 	var lifts []PeerLift
 	for _, id := range slices.Sorted(maps.Keys(po.Expired)) {
 		r, ok := po.Records.Agents[id]
@@ -505,7 +514,7 @@ func peerLifts(po *ProtectionObserved, present map[ACL]bool) []PeerLift {
 			pl.ReleaseCordons = r.AllCordonClaims()
 		}
 		r.Bindings(nil, func(a ACL) {
-			if present[ledger.NormACL(a)] {
+			if present.has(a) {
 				pl.Release = append(pl.Release, ledger.NormACL(a))
 			}
 		})
@@ -521,38 +530,61 @@ func peerLifts(po *ProtectionObserved, present map[ACL]bool) []PeerLift {
 
 // aclOwned decides each topic's shape, fills want with the bindings and
 // returns the claims. It claims only what the guard's own calls create
-// (spec R8.6): a wanted binding already in place that no record names
-// (nor this agent's unrecorded set) is an operator's; it counts as
-// protection in place and is never claimed, so never deleted.
-func aclOwned(topics []string, po *ProtectionObserved, want map[ACL]bool, pp *ProtectionPlan) []Owned {
-	guard := po.Records.GuardBindings()
-	for _, a := range po.Unrecorded {
-		guard[ledger.NormACL(a)] = true
-	}
-	present := make(map[ACL]bool, len(po.ACLs))
-	in := ledger.ShapeInputs{AllowEveryone: po.AllowEveryone, Exempt: po.ExemptPrincipals}
+// (spec R8.6): a wanted binding already in place (present) that no record
+// names (nor this agent's unrecorded set) is an operator's; it counts as
+// protection in place and is never claimed, so never deleted. topics are
+// sorted; the claims group the topics by shape, in the order of their
+// first topic (as ledger.OwnedFromBindings groups them).
+func aclOwned(topics []string, po *ProtectionObserved, present, want bindingIndex, pp *ProtectionPlan) []Owned {
+	guard := guardIndex(po.Records, po.Unrecorded)
+	var operator []ACL
 	for _, a := range po.ACLs {
-		present[ledger.NormACL(a)] = true
-		if !guard[ledger.NormACL(a)] {
-			in.Operator = append(in.Operator, a)
+		if !guard.has(a) {
+			operator = append(operator, a)
 		}
 	}
-	var claimed []ACL
+	ops := newOperatorIndex(operator)
+	// operators: a binding in place that no record names.
+	operators := func(a ACL) bool { return present.has(a) && !guard.has(a) }
+	in := ledger.ShapeInputs{AllowEveryone: po.AllowEveryone, Exempt: po.ExemptPrincipals}
+	var out []Owned
+	byShape := map[string]int{} // shape key: index in out
 	for _, t := range topics {
+		in.Operator = ops.matching(t)
 		s, impossible := ledger.ShapeFor(t, in)
 		if impossible {
 			pp.Impossible = append(pp.Impossible, t)
 		}
-		for _, a := range s.Bindings(t) {
-			want[a] = true
-			if present[a] && !guard[a] {
-				pp.OperatorOwned = append(pp.OperatorOwned, a)
-				continue
+		bs := s.Bindings(t)
+		want[t] = bs
+		claimed := bs
+		if slices.ContainsFunc(bs, operators) {
+			claimed = nil
+			for _, a := range bs {
+				if operators(a) {
+					pp.OperatorOwned = append(pp.OperatorOwned, a)
+				} else {
+					claimed = append(claimed, a)
+				}
 			}
-			claimed = append(claimed, a)
 		}
+		if len(claimed) == 0 {
+			continue
+		}
+		shape := s.Canonical()
+		if len(claimed) < len(bs) {
+			shape = *ledger.OwnedFromBindings(claimed)[0].Shape
+		}
+		k := shape.Key()
+		i, ok := byShape[k]
+		if !ok {
+			i = len(out)
+			byShape[k] = i
+			out = append(out, Owned{Kind: OwnedACL, Shape: &shape})
+		}
+		out[i].Topics = append(out[i].Topics, t)
 	}
-	return ledger.OwnedFromBindings(claimed)
+	return out
 }
 
 func sameSuppression(a, b *Suppression) bool {
@@ -565,18 +597,22 @@ func sameSuppression(a, b *Suppression) bool {
 // protectedTopics lists, sorted, the topics with a live or future replica
 // in the log dirs, except exempt ones (exemptTopic).
 func protectedTopics(s *agent.Snapshot, dirs map[string]bool, po *ProtectionObserved) []string {
-	set := map[string]bool{}
+	var out []string
 	for _, ld := range s.LogDirs {
 		if !dirs[ld.Path] {
 			continue
 		}
 		for _, p := range ld.Partitions {
-			if (p.Kind == agent.KindLive || p.Kind == agent.KindFuture) && !exemptTopic(p.Topic, po.OwnershipTopic, po.ExemptTopics) {
-				set[p.Topic] = true
+			// A topic's partitions mostly sit side by side: each topic is
+			// matched against the exempt patterns about once.
+			if (p.Kind == agent.KindLive || p.Kind == agent.KindFuture) && (len(out) == 0 || out[len(out)-1] != p.Topic) {
+				out = append(out, p.Topic)
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(set))
+	slices.Sort(out)
+	out = slices.Compact(out)
+	return slices.DeleteFunc(out, func(t string) bool { return exemptTopic(t, po.OwnershipTopic, po.ExemptTopics) })
 }
 
 func byTopic(m map[string][]ACL) []TopicProtection {

@@ -121,6 +121,7 @@ func benchCrossing(b *testing.B, shape, allowEveryone string, topics, hot []stri
 
 	b.ResetTimer()
 	crossed := src.publish(full)
+	b.Logf("crossed at %s", crossed.UTC().Format(time.RFC3339Nano))
 	kafkatest.Eventually(b, 600*time.Second, func() error {
 		for tp, p := range probes {
 			if p.refusedAt() == nil {
