@@ -411,6 +411,10 @@ func (c *Cluster) AppendOwnershipRecord(key string, value []byte) {
 	c.folded = nil
 }
 
+// Records reads the ownership topic as an agent would, without faults:
+// the simulation's own view of the ledger.
+func (c *Cluster) Records() (ledger.Records, error) { return c.readOwnership() }
+
 // OwnershipPartitions is the ownership topic's partition count (0:
 // missing).
 func (c *Cluster) OwnershipPartitions() int { return len(c.own.partitions) }

@@ -210,14 +210,15 @@ func (s *sim) checkEnd() *Failure {
 	if f == nil && s.c.Quota() != s.op.quota && (s.unattributedQuota == 0 || s.c.Quota() != s.unattributedQuota) {
 		f = s.fail("I1", "producer quota %d left (the operator's: %d)", s.c.Quota(), s.op.quota)
 	}
-	if v, ok := s.c.Override("events", enforcer.LocalRetentionBytesKey); f == nil && (ok != (s.op.localRet != nil) || ok && v != *s.op.localRet) {
+	if v, ok := s.c.Override("events", enforcer.LocalRetentionBytesKey); f == nil && (ok != (s.op.localRet != nil) || ok && v != *s.op.localRet) &&
+		!(ok && s.unattributedConfigs["events\x00"+v]) {
 		f = s.fail("I1", "local.retention.bytes of events is %q (set %v), the operator's: %s", v, ok, deref(s.op.localRet))
 	}
 	for _, id := range []int32{1, 2, 3} {
 		// A guard's cordon outlives its need: the log dir is under the
 		// uncordon bound (75% - 5 points).
 		for _, d := range s.c.Cordoned(id) {
-			if f == nil && d != s.c.SpareLogDir(1) && s.c.Usage(id) < 0.70 {
+			if f == nil && d != s.c.SpareLogDir(1) && s.c.Usage(id) < 0.70 && !s.unattributedCordons[d] {
 				f = s.fail("I1", "log dir %s of broker %d still cordoned at %.1f%% after the faults stopped", d, id, 100*s.c.Usage(id))
 			}
 		}

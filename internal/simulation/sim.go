@@ -221,6 +221,12 @@ type sim struct {
 	// stopped before recording (spec R8.4): I1 waives them.
 	unattributed      map[ledger.ACL]bool
 	unattributedQuota int64
+	// unattributedConfigs ("topic\x00value") and unattributedCordons (log
+	// dirs): claims of records the ledger lost that no live agent
+	// remembered (lostledger.go).
+	unattributedConfigs map[string]bool
+	unattributedCordons map[string]bool
+	lost                lostLedger
 	// suppressed: the operator lifted the broker's protection in this
 	// episode.
 	suppressed map[int32]bool
@@ -269,7 +275,7 @@ func Run(opts Options) *Failure {
 	}
 	s := &sim{opts: opts, rng: newRand(opts.Seed), classes: map[Class]bool{},
 		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
-		suppressed: map[int32]bool{}}
+		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedCordons: map[string]bool{}}
 	for _, c := range opts.Classes {
 		s.classes[c] = true
 	}
@@ -404,6 +410,7 @@ func (s *sim) run() *Failure {
 		for _, a := range s.agents {
 			s.pass(a)
 		}
+		s.settleLost()
 		if f := s.check(); f != nil {
 			f.Seed, f.Step, f.Trace = s.opts.Seed, s.step, s.trace
 			return f
@@ -452,6 +459,7 @@ func (s *sim) enterQuiet() {
 		// A reshaped ledger stays lost until an operator repairs it: the
 		// operator deletes it, the agents create it again and write their
 		// records from memory.
+		s.loseLedger()
 		s.c.DeleteOwnershipTopic()
 		s.tracef("operator: deletes the reshaped ownership topic")
 	}
@@ -547,6 +555,7 @@ func (s *sim) inject() {
 		a := s.agents[r.IntN(len(s.agents))]
 		if a.deadTill < 0 {
 			a.deadTill = s.step + 1 + r.IntN(12)
+			s.forget(a)
 			s.tracef("%s killed until step %d", a.name, a.deadTill)
 			s.lastFault[a.broker] = s.step
 			if s.classes[QuotaRateChange] && r.IntN(2) == 0 {
@@ -556,11 +565,13 @@ func (s *sim) inject() {
 		}
 	}
 	if one(LedgerDelete, 60) {
+		s.loseLedger()
 		s.c.DeleteOwnershipTopic()
 		s.tracef("ownership topic deleted")
 		s.lastFault[-1] = s.step
 	}
 	if one(LedgerReshape, 60) {
+		s.loseLedger()
 		s.c.RecreateOwnershipTopic(3)
 		s.tracef("ownership topic recreated with 3 partitions")
 		s.lastFault[-1] = s.step

@@ -1,0 +1,133 @@
+package enforcer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
+
+// R8.7 (issue 20, point 3; simulation class ledger_delete, seed 7): the
+// ownership topic is deleted while broker 2's agent is dead, and created
+// again, empty. Broker 1's agent remembers broker 2's record and writes
+// it back, so the dead agent's bindings are still its claims: the peer
+// lifts them after the lease, and the agent restarted from nothing finds
+// its record. Before the fix they were in no record: unattributed, left
+// in place for good.
+func TestR8_7PeerWritesBackARecordTheLedgerLost(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	dead, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	passAt(t, dead, clock, full())
+	if !f.acls[denyAll("a")] {
+		t.Fatal("not protected")
+	}
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, peer, clock, calm()) // it reads broker 2's record
+	// Broker 2's agent dies; the topic is deleted and created again.
+	f.records = ledger.NewRecords()
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, peer, clock, calm())
+	if got := f.records.Agents[2].ACLTopics(); len(got) != 2 {
+		t.Fatalf("R8.7/the peer did not write back the lost record of broker 2: %+v", f.records.Agents)
+	}
+	// A restart from nothing finds its claims.
+	back, _ := enforcerAs(t, 2, cfg, calm(), f, clock)
+	for range 4 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, back, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the restarted agent's bindings outlived the lost ledger: %v", f.acls)
+	}
+}
+
+// R8.7: with the agent dead for good, the peer lifts the record it wrote
+// back once the lease expires.
+func TestR8_7PeerLiftsARecordItWroteBack(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	dead, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	passAt(t, dead, clock, full())
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, peer, clock, calm())
+	f.records = ledger.NewRecords()
+	for range 20 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, peer, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the dead agent's bindings outlived the lost ledger: %v", f.acls)
+	}
+}
+
+// R8.7: a copy of this agent's record that a peer wrote back, older than
+// the one the agent wrote last, is replaced by the agent's own memory.
+func TestR8_7OwnMemoryWinsOverAnOlderCopy(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	e, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	passAt(t, e, clock, full())
+	old := f.records.Agents[2]
+	for range 3 {
+		clock.t = clock.t.Add(4 * time.Second)
+		passAt(t, e, clock, full())
+	}
+	newer := f.records.Agents[2]
+	if !old.Updated.Before(newer.Updated) {
+		t.Fatalf("record not renewed: %v, %v", old.Updated, newer.Updated)
+	}
+	old.Owned = nil // the older copy names less
+	f.records.Agents[2] = old
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, e, clock, full())
+	if got := f.records.Agents[2]; len(got.ACLTopics()) != 2 || got.Updated.Before(newer.Updated) {
+		t.Fatalf("R8.7/the older copy stayed: %+v", got)
+	}
+}
+
+// R8.7 over R8.4 (simulation class ledger_reshape, seed 6): a log dir
+// switching protection on uses the cached records (it never waits for a
+// read), except when the last read found the ledger lost: nothing is
+// claimed then, since what is set would be in no record the agents can
+// read (a reshaped topic takes the record in partition 0, and its repair
+// deletes it). Before the fix the switching-on pass protected on the
+// records cached before the loss.
+func TestR8_7NothingClaimedWhileTheLedgerIsLost(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(calm())
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: 10 * time.Second}, calm(), f, clock)
+	passAt(t, e, clock, calm())
+	clock.t = clock.t.Add(10 * time.Second)
+	f.ledgerErr = ledger.ErrLedgerLost // reshaped
+	if err := e.Reconcile(t.Context()); err == nil {
+		t.Fatal("no error while the ledger is lost")
+	}
+	clock.t = clock.t.Add(time.Second)
+	s := full()
+	s.Time = clock.t
+	e.src.(*staticSource).snap = s
+	_ = e.Reconcile(t.Context())
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/claimed while the ledger is lost: %v", f.acls)
+	}
+	// Back: protection follows within the pass.
+	f.ledgerErr = nil
+	clock.t = clock.t.Add(time.Second)
+	s = full()
+	s.Time = clock.t
+	e.src.(*staticSource).snap = s
+	_ = e.Reconcile(t.Context())
+	if !f.acls[denyAll("a")] {
+		t.Fatalf("R8.4/not protected once the ledger is back: %v", f.acls)
+	}
+}
