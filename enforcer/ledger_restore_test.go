@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -129,5 +130,49 @@ func TestR8_7NothingClaimedWhileTheLedgerIsLost(t *testing.T) {
 	_ = e.Reconcile(t.Context())
 	if !f.acls[denyAll("a")] {
 		t.Fatalf("R8.4/not protected once the ledger is back: %v", f.acls)
+	}
+}
+
+// R8.7 (simulation class ledger_garbage, seed 16): only the broker's lift
+// does not decode (garbage, or a newer guard's lift); its record does, so
+// its claims are known. An operator's lift (the uninstall hook) lifts them:
+// the lift it writes replaces the undecodable value. Before the fix the
+// broker was left alone and what it set stayed after the uninstall. A
+// record that does not decode still leaves its broker alone.
+func TestR8_7OperatorLiftReplacesAnUndecodableLift(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	e, _ := newTestEnforcer(t, Config{Enabled: true}, full(), f, &clockAt{t0})
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ledger.ApplyRecord(f.records, []byte(ledger.LiftKey(1)), []byte("\x00garbage\xff"))
+	if f.records.Undecodable[1] != 1 || !f.records.UndecodableLift[1] {
+		t.Fatalf("undecodable %v, lift only %v", f.records.Undecodable, f.records.UndecodableLift)
+	}
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{All: true, By: "uninstall", Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Untouchable) != 0 || len(res.Lifts) != 1 || len(f.acls) != 0 {
+		t.Fatalf("R8.7/an undecodable lift held the uninstall's lift: %+v, acls %v", res, f.acls)
+	}
+
+	g := newFakeAdmin(full())
+	e2, _ := newTestEnforcer(t, Config{Enabled: true}, full(), g, &clockAt{t0})
+	if err := e2.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ledger.ApplyRecord(g.records, []byte(ledger.LiftKey(1)), []byte("\x00garbage\xff"))
+	ledger.ApplyRecord(g.records, []byte(ledger.RecordKey(1)), []byte(`{"v":99}`))
+	if g.records.UndecodableLift[1] {
+		t.Fatal("a broker whose record does not decode is taken for lift-only")
+	}
+	res, err = ledger.LiftProtection(t.Context(), g, ledger.LiftRequest{All: true, By: "uninstall", Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Untouchable, []int32{1}) || len(g.acls) == 0 {
+		t.Fatalf("R8.7/an undecodable record's claims were lifted: %+v, acls %v", res, g.acls)
 	}
 }

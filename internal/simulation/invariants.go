@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -199,6 +200,19 @@ func (s *sim) checkEnd() *Failure {
 	if s.uninstalled {
 		for _, a := range s.agents {
 			s.orphan(a) // stopped by the uninstall
+		}
+		// A broker whose record does not decode is left alone by the
+		// uninstall's lift (R8.7: its claims are unknown), and its agent,
+		// stopped, never writes a readable one: what its last decodable
+		// record claims (compaction may have removed it from the topic)
+		// is for an operator to decide (protection lift says "Left
+		// alone").
+		if recs, err := s.c.Records(); err == nil {
+			for _, id := range slices.Sorted(maps.Keys(recs.Undecodable)) {
+				if !recs.UndecodableLift[id] {
+					s.unattribute(id, s.decodable[id])
+				}
+			}
 		}
 	}
 	for a := range s.c.ACLs() {

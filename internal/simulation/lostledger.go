@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -9,37 +10,43 @@ import (
 
 // lostLedger follows the records the ownership topic lost (deleted, or
 // recreated with 3 partitions) until they are back in it. An agent
-// remembers every record it read: alive and enforcing from the loss until
-// the ledger is back, it writes the lost records back (spec R8.7,
-// enforcer/ledger_restore.go). When every agent that remembered them has
-// died (or was uninstalled) before they were back, nothing on the cluster
-// names what they claimed: it is unattributed (R8.4, for an operator to
-// decide), and I1 waives it, as it waives what a process set and died
-// before recording.
+// remembers every record it read or wrote: alive and enforcing from the
+// loss until the ledger is back, it writes the lost records back (spec
+// R8.7, enforcer/ledger_restore.go). When every agent that remembered a
+// record has died (or was uninstalled) before it was back, nothing on the
+// cluster names what it claimed: that is unattributed (R8.4, for an
+// operator to decide), and I1 waives it, as it waives what a process set
+// and died before recording.
 type lostLedger struct {
-	// recs: the lost records not yet back, by broker.
-	recs map[int32]ledger.Record
+	// recs: the lost records not yet back, by broker; ownOnly: records
+	// written to the reshaped topic (partition 0), which no other agent
+	// could read: only their writer remembers them.
+	recs    map[int32]ledger.Record
+	ownOnly map[int32]bool
 	// memory: the agents alive since the loss.
 	memory map[string]bool
 }
 
-// loseLedger notes the records the topic holds as it is lost.
+// loseLedger notes the records the topic holds as it is lost (or, for a
+// reshaped one being repaired, what its partition 0 took meanwhile).
 func (s *sim) loseLedger() {
-	recs, err := s.c.Records()
 	if s.lost.recs == nil {
-		s.lost.recs, s.lost.memory = map[int32]ledger.Record{}, map[string]bool{}
+		s.lost = lostLedger{recs: map[int32]ledger.Record{}, ownOnly: map[int32]bool{}, memory: map[string]bool{}}
 		for _, a := range s.agents {
 			if a.enabled && a.deadTill < 0 && !s.uninstalled {
 				s.lost.memory[a.name] = true
 			}
 		}
 	}
+	recs, err := s.c.Records()
+	ownOnly := err != nil
 	if err != nil {
-		return // lost already: what it held is noted
+		recs = s.c.Partition0()
 	}
 	for id, r := range recs.Agents {
 		if r.Claims() {
 			s.lost.recs[id] = r
+			s.lost.ownOnly[id] = ownOnly
 		}
 	}
 }
@@ -48,42 +55,59 @@ func (s *sim) loseLedger() {
 func (s *sim) forget(a *agentSim) { delete(s.lost.memory, a.name) }
 
 // settleLost, after every step: the lost records back in the topic are
-// done with; once no agent remembers the rest, what they claimed is
-// unattributed.
+// done with; what no live agent remembers is unattributed.
+// It also keeps each broker's last decodable record (decodable).
 func (s *sim) settleLost() {
+	recs, err := s.c.Records()
+	if err == nil {
+		for id, r := range recs.Agents {
+			if recs.Undecodable[id] == 0 || recs.UndecodableLift[id] {
+				s.decodable[id] = r
+			}
+		}
+	}
 	if s.lost.recs == nil {
 		return
 	}
-	if recs, err := s.c.Records(); err == nil {
+	if err == nil {
 		for id := range s.lost.recs {
 			if _, ok := recs.Agents[id]; ok {
 				delete(s.lost.recs, id)
 			}
 		}
 	}
-	if len(s.lost.recs) > 0 && len(s.lost.memory) > 0 {
-		return
-	}
 	for _, id := range slices.Sorted(maps.Keys(s.lost.recs)) {
-		r := s.lost.recs[id]
+		if s.lost.ownOnly[id] && s.lost.memory[fmt.Sprintf("agent-%d", id)] || !s.lost.ownOnly[id] && len(s.lost.memory) > 0 {
+			continue // remembered
+		}
 		s.tracef("broker %d's record lost with the ledger and remembered by no live agent: its claims are unattributed (R8.4)", id)
-		r.Bindings(nil, func(a ledger.ACL) {
-			if s.unattributed == nil {
-				s.unattributed = map[ledger.ACL]bool{}
-			}
-			s.unattributed[a] = true
-		})
-		for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
-			if q > 0 {
-				s.unattributedQuota = q
-			}
+		s.unattribute(id, s.lost.recs[id])
+		delete(s.lost.recs, id)
+	}
+	if err == nil && len(s.lost.recs) == 0 {
+		s.lost = lostLedger{}
+	}
+}
+
+// unattribute waives what broker id's record r claims (I1).
+func (s *sim) unattribute(id int32, r ledger.Record) {
+	s.tracef("broker %d's claims are unattributed (R8.4): %d bindings' shapes, quota %d, %d configs, %d cordons",
+		id, len(r.Held()), r.Quota(), len(r.Configs), len(r.AllCordonClaims()))
+	r.Bindings(nil, func(a ledger.ACL) {
+		if s.unattributed == nil {
+			s.unattributed = map[ledger.ACL]bool{}
 		}
-		for _, c := range r.Configs {
-			s.unattributedConfigs[c.Topic+"\x00"+c.Value] = true
-		}
-		for _, c := range r.AllCordonClaims() {
-			s.unattributedCordons[c.Value] = true
+		s.unattributed[a] = true
+	})
+	for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
+		if q > 0 {
+			s.unattributedQuota = q
 		}
 	}
-	s.lost = lostLedger{}
+	for _, c := range r.Configs {
+		s.unattributedConfigs[c.Topic+"\x00"+c.Value] = true
+	}
+	for _, c := range r.AllCordonClaims() {
+		s.unattributedCordons[c.Value] = true
+	}
 }

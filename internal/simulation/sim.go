@@ -227,6 +227,8 @@ type sim struct {
 	unattributedConfigs map[string]bool
 	unattributedCordons map[string]bool
 	lost                lostLedger
+	// decodable: each broker's last decodable record seen (lostledger.go).
+	decodable map[int32]ledger.Record
 	// suppressed: the operator lifted the broker's protection in this
 	// episode.
 	suppressed map[int32]bool
@@ -275,7 +277,8 @@ func Run(opts Options) *Failure {
 	}
 	s := &sim{opts: opts, rng: newRand(opts.Seed), classes: map[Class]bool{},
 		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
-		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedCordons: map[string]bool{}}
+		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedCordons: map[string]bool{},
+		decodable: map[int32]ledger.Record{}}
 	for _, c := range opts.Classes {
 		s.classes[c] = true
 	}
