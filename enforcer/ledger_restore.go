@@ -88,3 +88,22 @@ func agentOf(rs *Records, id int32) (Record, bool) {
 // worthRestoring: the record holds claims, log dirs under protection, an
 // honoured lift or a purge history (the caps across restarts, R7.3).
 func worthRestoring(r Record) bool { return !r.Empty() || len(r.Purged) > 0 }
+
+// remembering is the admin a release reads the records through: what the
+// topic lost is put back from this agent's memory first (restoreLost), so
+// a binding, quota or config that only a lost record claims is never
+// taken for unclaimed and released (found by the simulation: a lift of an
+// expired peer read the recreated topic between two failed record reads,
+// and the agent's own cordon claim fell out of its memory).
+type remembering struct {
+	Admin
+	e *Enforcer
+}
+
+func (r remembering) LoadRecords(ctx context.Context) (Records, error) {
+	recs, err := r.Admin.LoadRecords(ctx)
+	if err != nil {
+		return recs, err
+	}
+	return r.e.restoreLost(ctx, recs), nil
+}

@@ -176,3 +176,27 @@ func TestR8_7OperatorLiftReplacesAnUndecodableLift(t *testing.T) {
 		t.Fatalf("R8.7/an undecodable record's claims were lifted: %+v, acls %v", res, g.acls)
 	}
 }
+
+// R8.7 (simulation class ledger_delete, seed 77): a release reads the
+// records again (ReleaseUnclaimed); when the topic was deleted and created
+// again since this agent's last read, that read lacks the records it lost.
+// They are put back from memory first: before the fix the agent took the
+// recreated topic's content for its memory, its own claims fell out of it,
+// and what they named stayed in place unclaimed for good.
+func TestR8_7ReleaseReadKeepsWhatTheLedgerLost(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true}, full(), f, clock)
+	passAt(t, e, clock, full())
+	if len(e.clusterRecord().ACLTopics()) != 2 {
+		t.Fatalf("not protected: %+v", e.clusterRecord())
+	}
+	f.records = ledger.NewRecords() // deleted, created again
+	if _, err := e.release(t.Context(), nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.clusterRecord().ACLTopics(); len(got) != 2 || !e.prot.dirty {
+		t.Fatalf("R8.7/the agent's claims fell out of its memory at a release: %v (dirty %v)", got, e.prot.dirty)
+	}
+}
