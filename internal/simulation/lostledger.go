@@ -3,6 +3,7 @@ package simulation
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
@@ -10,33 +11,36 @@ import (
 
 // lostLedger follows the records the ownership topic lost (deleted, or
 // recreated with 3 partitions) until they are back in it. An agent
-// remembers every record it read or wrote: alive and enforcing from the
-// loss until the ledger is back, it writes the lost records back (spec
-// R8.7, enforcer/ledger_restore.go). When every agent that remembered a
-// record has died (or was uninstalled) before it was back, nothing on the
-// cluster names what it claimed: that is unattributed (R8.4, for an
+// remembers every record it read or wrote, and writes the lost ones back
+// once the ledger is back (spec R8.7, enforcer/ledger_restore.go). A
+// peer's memory is what it read at its last pass: a claim the owner wrote
+// after that is in its memory alone. When every agent that remembered a
+// record as it was lost has died (or was uninstalled) before it was back,
+// nothing names what it claimed: that is unattributed (R8.4, for an
 // operator to decide), and I1 waives it, as it waives what a process set
 // and died before recording.
 type lostLedger struct {
-	// recs: the lost records not yet back, by broker; ownOnly: records
-	// written to the reshaped topic (partition 0), which no other agent
-	// could read: only their writer remembers them.
-	recs    map[int32]ledger.Record
-	ownOnly map[int32]bool
-	// memory: the agents alive since the loss.
-	memory map[string]bool
+	// recs: the lost records not yet back, by broker.
+	recs map[int32]ledger.Record
+	// holders: for each lost record, the agents (alive since the loss)
+	// whose memory holds it as it was lost.
+	holders map[int32]map[string]bool
+}
+
+// seenAt notes the records agent a reads at its pass (its memory of its
+// peers' records).
+func (s *sim) seenAt(a *agentSim) {
+	if recs, err := s.c.Records(); err == nil {
+		s.seen[a.name] = recs
+	}
 }
 
 // loseLedger notes the records the topic holds as it is lost (or, for a
-// reshaped one being repaired, what its partition 0 took meanwhile).
+// reshaped one being repaired, what its partition 0 took meanwhile: only
+// their writer could read them).
 func (s *sim) loseLedger() {
 	if s.lost.recs == nil {
-		s.lost = lostLedger{recs: map[int32]ledger.Record{}, ownOnly: map[int32]bool{}, memory: map[string]bool{}}
-		for _, a := range s.agents {
-			if a.enabled && a.deadTill < 0 && !s.uninstalled {
-				s.lost.memory[a.name] = true
-			}
-		}
+		s.lost = lostLedger{recs: map[int32]ledger.Record{}, holders: map[int32]map[string]bool{}}
 	}
 	recs, err := s.c.Records()
 	ownOnly := err != nil
@@ -44,19 +48,44 @@ func (s *sim) loseLedger() {
 		recs = s.c.Partition0()
 	}
 	for id, r := range recs.Agents {
-		if r.Claims() {
-			s.lost.recs[id] = r
-			s.lost.ownOnly[id] = ownOnly
+		if !r.Claims() {
+			continue
 		}
+		if old, ok := s.lost.recs[id]; ok && reflect.DeepEqual(old, r) {
+			continue // lost already, nothing new
+		}
+		s.lost.recs[id] = r
+		h := map[string]bool{}
+		for _, a := range s.agents {
+			if !a.enabled || a.deadTill >= 0 || s.uninstalled {
+				continue
+			}
+			own := a.name == fmt.Sprintf("agent-%d", id)
+			if own && (!ownOnly || s.lost.holders[id][a.name] || a.since <= s.step) {
+				h[a.name] = true // its own record, as it wrote it
+			} else if p, ok := s.seen[a.name].Agents[id]; ok && !ownOnly && sameClaims(p, r) {
+				h[a.name] = true
+			}
+		}
+		s.lost.holders[id] = h
 	}
 }
 
+func sameClaims(a, b ledger.Record) bool {
+	return reflect.DeepEqual(a.Owned, b.Owned) && reflect.DeepEqual(a.Configs, b.Configs)
+}
+
 // forget: agent a's process dies; its memory with it.
-func (s *sim) forget(a *agentSim) { delete(s.lost.memory, a.name) }
+func (s *sim) forget(a *agentSim) {
+	for _, h := range s.lost.holders {
+		delete(h, a.name)
+	}
+	delete(s.seen, a.name)
+}
 
 // settleLost, after every step: the lost records back in the topic are
-// done with; what no live agent remembers is unattributed.
-// It also keeps each broker's last decodable record (decodable).
+// done with; what no live agent remembers is unattributed. It also keeps
+// each broker's last decodable record (decodable).
 func (s *sim) settleLost() {
 	recs, err := s.c.Records()
 	if err == nil {
@@ -77,10 +106,10 @@ func (s *sim) settleLost() {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.lost.recs)) {
-		if s.lost.ownOnly[id] && s.lost.memory[fmt.Sprintf("agent-%d", id)] || !s.lost.ownOnly[id] && len(s.lost.memory) > 0 {
+		if len(s.lost.holders[id]) > 0 {
 			continue // remembered
 		}
-		s.tracef("broker %d's record lost with the ledger and remembered by no live agent: its claims are unattributed (R8.4)", id)
+		s.tracef("broker %d's record lost with the ledger and remembered by no live agent", id)
 		s.unattribute(id, s.lost.recs[id])
 		delete(s.lost.recs, id)
 	}
@@ -91,7 +120,7 @@ func (s *sim) settleLost() {
 
 // unattribute waives what broker id's record r claims (I1).
 func (s *sim) unattribute(id int32, r ledger.Record) {
-	s.tracef("broker %d's claims are unattributed (R8.4): %d bindings' shapes, quota %d, %d configs, %d cordons",
+	s.tracef("broker %d's claims are unattributed (R8.4): %d held, quota %d, %d configs, %d cordons",
 		id, len(r.Held()), r.Quota(), len(r.Configs), len(r.AllCordonClaims()))
 	r.Bindings(nil, func(a ledger.ACL) {
 		if s.unattributed == nil {

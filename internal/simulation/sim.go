@@ -108,6 +108,11 @@ type Known struct {
 	What      string
 }
 
+// ledgerAlso: the ledger classes' mix (every class of DefaultMix but the
+// disk, which Known adds).
+var ledgerAlso = []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+	OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump}
+
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
 	OperatorACLs: {Seed: 3, Invariant: "I2", What: "point 2 (an operator's binding adopted): one created just before " +
@@ -130,18 +135,24 @@ var KnownBroken = map[Class]Known{
 			"its own (older) original over the operator's value. Fixed (seed 20 with disk alone): the agent giving up the " +
 			"lower value hands the key back to the other live claim's value first (ReleaseUnclaimed), which read a value " +
 			"no record named as an operator's change and left the topic lowered"},
-	LedgerDelete: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
-		What: "the ownership topic deleted, and an agent restarted from nothing before writing its record again: " +
-			"what it set is in no record, unattributed (R8.4), and stays (the local retention it lowered)"},
-	LedgerReshape: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
-		What: "the ownership topic reshaped (lost: nothing claimed or released, R8.7, so I6 is waived while it is), " +
-			"then repaired by deleting it, and an agent restarted from nothing: its quota is in no record and stays"},
-	LedgerGarbage: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
-		Seed: 569, Invariant: "I1",
-		What: "an undecodable value under lift-broker-2 (after an operator's lift of broker 2), agent 2 then " +
-			"protects with the quota, is killed and restarts: the quota stays (seed 280 before the call faults and " +
-			"clock jumps joined DefaultMix; at 569 the lowered local retention stays)"},
+	LedgerDelete: {Also: ledgerAlso, Seed: 304, Invariant: "I1",
+		What: "1 seed in 400 (seed 7, with agent_kill alone, is fixed: records the topic lost are written back from " +
+			"memory, TestR8_7PeerWritesBackARecordTheLedgerLost; seed 77: a release's read of the recreated topic, " +
+			"TestR8_7ReleaseReadKeepsWhatTheLedgerLost): a cordon claim made in the pass before the loss, which no peer " +
+			"had read yet, is not written back; not yet explained further"},
+	LedgerReshape: {Also: ledgerAlso, Seed: 134, Invariant: "I1",
+		What: "about 5 seeds in 400, each a guard's cordon (seed 175: a binding) left after the repair: an agent " +
+			"restarted while the topic was reshaped starts on the repaired, empty topic, and a peer that remembers " +
+			"its record does not write it back (not yet explained). Fixed: seed 7 (the quota of an agent restarted " +
+			"while every agent restarted: unattributed, R8.4), seed 6 (a log dir switching on claimed while the last " +
+			"read found the ledger lost: TestR8_7NothingClaimedWhileTheLedgerIsLost)"},
+	LedgerGarbage: {Also: ledgerAlso, Seed: 610, Invariant: "I1",
+		What: "none in seeds 1-400, first at 610: an undecodable value replaces broker 2's record while its agent is dead; " +
+			"compaction removes the last decodable one; the agent restarts from nothing and writes a new record over " +
+			"the garbage, and its cordon claim is forgotten (its peers remember it, but never write over an " +
+			"undecodable value: it may be a newer guard's record). Needs a decision. Fixed: seed 16 (an undecodable " +
+			"lift held an uninstall's lift: TestR8_7OperatorLiftReplacesAnUndecodableLift), seed 569 (an uninstall " +
+			"while a record does not decode leaves its claims: R8.7, unattributed)"},
 	CordonFaults: {Also: DefaultMix, Seed: 462, Invariant: "I6",
 		What: "new with the cordon (issue 22): faults on the cordon calls shift the fault stream, and seeds 462 and 486 " +
 			"then find an operator's lift of all claims whose suppression outlives the episode the simulator " +
@@ -229,6 +240,8 @@ type sim struct {
 	lost                lostLedger
 	// decodable: each broker's last decodable record seen (lostledger.go).
 	decodable map[int32]ledger.Record
+	// seen: the records each agent read at its last pass.
+	seen map[string]ledger.Records
 	// suppressed: the operator lifted the broker's protection in this
 	// episode.
 	suppressed map[int32]bool
@@ -278,7 +291,7 @@ func Run(opts Options) *Failure {
 	s := &sim{opts: opts, rng: newRand(opts.Seed), classes: map[Class]bool{},
 		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
 		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedCordons: map[string]bool{},
-		decodable: map[int32]ledger.Record{}}
+		decodable: map[int32]ledger.Record{}, seen: map[string]ledger.Records{}}
 	for _, c := range opts.Classes {
 		s.classes[c] = true
 	}
@@ -432,6 +445,7 @@ func (s *sim) pass(a *agentSim) {
 		}
 	}
 	a.clock.now = s.now
+	s.seenAt(a)
 	a.src.snap = s.c.Snapshot(a.broker)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
