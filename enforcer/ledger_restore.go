@@ -27,7 +27,14 @@ import (
 // the records lives: what they claimed is then unattributed (R8.4), shown
 // as the operator's, for an operator to decide (docs/operating.md).
 func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
-	prev := e.prot.records
+	prev := e.prot.remembered
+	if prev == nil {
+		prev = e.prot.records
+	}
+	defer func() {
+		m := recs.Clone()
+		e.prot.remembered = &m
+	}()
 	cloned := false
 	set := func(id int32, r Record) {
 		if !cloned {

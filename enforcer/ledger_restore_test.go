@@ -1,6 +1,8 @@
 package enforcer
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -198,5 +200,47 @@ func TestR8_7ReleaseReadKeepsWhatTheLedgerLost(t *testing.T) {
 	}
 	if got := e.clusterRecord().ACLTopics(); len(got) != 2 || !e.prot.dirty {
 		t.Fatalf("R8.7/the agent's claims fell out of its memory at a release: %v (dirty %v)", got, e.prot.dirty)
+	}
+}
+
+// liveFails fails the brokers' list while fail is set.
+type liveFails struct {
+	*fakeAdmin
+	fail bool
+}
+
+func (l *liveFails) LiveBrokers(ctx context.Context) ([]int32, error) {
+	if l.fail {
+		return nil, errors.New("LiveBrokers: REQUEST_TIMED_OUT")
+	}
+	return l.fakeAdmin.LiveBrokers(ctx)
+}
+
+// R8.7 (simulation class ledger_reshape, seeds 134, 216, 295): an agent's
+// memory of its peers' records is the last read of the topic that
+// succeeded, even when its pass then failed (the brokers' list unread).
+// Before the fix only a read whose whole pass succeeded counted, and a
+// peer's claim made since was written back by nobody once the topic was
+// lost and repaired.
+func TestR8_7MemoryIsTheLastSuccessfulRead(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	dead, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	passAt(t, dead, clock, full())
+	la := &liveFails{fakeAdmin: f, fail: true}
+	peer, _ := enforcerAs(t, 1, cfg, calm(), la, clock)
+	clock.t = clock.t.Add(time.Second)
+	_ = peer.Reconcile(t.Context()) // the records read, the brokers' list not
+	f.records = ledger.NewRecords() // deleted, created again
+	la.fail = false
+	clock.t = clock.t.Add(time.Second)
+	s := calm()
+	s.Time = clock.t
+	peer.src.(*staticSource).snap = s
+	_ = peer.Reconcile(t.Context())
+	if got := f.records.Agents[2].ACLTopics(); len(got) != 2 {
+		t.Fatalf("R8.7/the peer did not write back broker 2's lost record: %+v", f.records.Agents)
 	}
 }

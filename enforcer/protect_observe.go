@@ -80,6 +80,11 @@ type protectionState struct {
 	// topic lost it).
 	ledgerLost bool
 	written    *Record
+	// remembered: every record as the last successful read of the topic
+	// returned it, with what restoreLost put back: the memory lost
+	// records are written back from (a read whose pass then failed, its
+	// brokers' list unread, still counts).
+	remembered *Records
 	// releaseFailures: releases failed in a row; releaseRetryAt: not
 	// retried before (capped backoff, spec R8.5).
 	releaseFailures int

@@ -13,8 +13,8 @@ import (
 // recreated with 3 partitions) until they are back in it. An agent
 // remembers every record it read or wrote, and writes the lost ones back
 // once the ledger is back (spec R8.7, enforcer/ledger_restore.go). A
-// peer's memory is what it read at its last pass: a claim the owner wrote
-// after that is in its memory alone. When every agent that remembered a
+// peer's memory is what its last successful read returned (trackedAdmin):
+// a claim the owner wrote after that is in the owner's memory alone. When every agent that remembered a
 // record as it was lost has died (or was uninstalled) before it was back,
 // nothing names what it claimed: that is unattributed (R8.4, for an
 // operator to decide), and I1 waives it, as it waives what a process set
@@ -25,14 +25,6 @@ type lostLedger struct {
 	// holders: for each lost record, the agents (alive since the loss)
 	// whose memory holds it as it was lost.
 	holders map[int32]map[string]bool
-}
-
-// seenAt notes the records agent a reads at its pass (its memory of its
-// peers' records).
-func (s *sim) seenAt(a *agentSim) {
-	if recs, err := s.c.Records(); err == nil {
-		s.seen[a.name] = recs
-	}
 }
 
 // loseLedger notes the records the topic holds as it is lost (or, for a
@@ -63,7 +55,7 @@ func (s *sim) loseLedger() {
 			own := a.name == fmt.Sprintf("agent-%d", id)
 			if own && (!ownOnly || s.lost.holders[id][a.name] || a.since <= s.step) {
 				h[a.name] = true // its own record, as it wrote it
-			} else if p, ok := s.seen[a.name].Agents[id]; ok && !ownOnly && sameClaims(p, r) {
+			} else if p, ok := a.tracked.seen.Agents[id]; ok && !ownOnly && sameClaims(p, r) {
 				h[a.name] = true
 			}
 		}
@@ -80,7 +72,6 @@ func (s *sim) forget(a *agentSim) {
 	for _, h := range s.lost.holders {
 		delete(h, a.name)
 	}
-	delete(s.seen, a.name)
 }
 
 // settleLost, after every step: the lost records back in the topic are

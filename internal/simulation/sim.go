@@ -240,8 +240,6 @@ type sim struct {
 	lost                lostLedger
 	// decodable: each broker's last decodable record seen (lostledger.go).
 	decodable map[int32]ledger.Record
-	// seen: the records each agent read at its last pass.
-	seen map[string]ledger.Records
 	// suppressed: the operator lifted the broker's protection in this
 	// episode.
 	suppressed map[int32]bool
@@ -291,7 +289,7 @@ func Run(opts Options) *Failure {
 	s := &sim{opts: opts, rng: newRand(opts.Seed), classes: map[Class]bool{},
 		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
 		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedCordons: map[string]bool{},
-		decodable: map[int32]ledger.Record{}, seen: map[string]ledger.Records{}}
+		decodable: map[int32]ledger.Record{}}
 	for _, c := range opts.Classes {
 		s.classes[c] = true
 	}
@@ -445,7 +443,6 @@ func (s *sim) pass(a *agentSim) {
 		}
 	}
 	a.clock.now = s.now
-	s.seenAt(a)
 	a.src.snap = s.c.Snapshot(a.broker)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()

@@ -18,6 +18,18 @@ type trackedAdmin struct {
 	// written names them.
 	pending      map[ledger.ACL]bool
 	pendingQuota int64
+	// seen: the records the agent's last successful read returned (its
+	// memory of its peers' records, lostledger.go).
+	seen ledger.Records
+}
+
+// LoadRecords remembers what a successful read returned.
+func (t *trackedAdmin) LoadRecords(ctx context.Context) (ledger.Records, error) {
+	recs, err := t.ClusterAdmin.LoadRecords(ctx)
+	if err == nil {
+		t.seen = recs.Clone()
+	}
+	return recs, err
 }
 
 func newTrackedAdmin(a *simbroker.ClusterAdmin) *trackedAdmin {
