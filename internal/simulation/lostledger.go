@@ -1,7 +1,6 @@
 package simulation
 
 import (
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -52,11 +51,10 @@ func (s *sim) loseLedger() {
 			if !a.enabled || a.deadTill >= 0 || s.uninstalled {
 				continue
 			}
-			own := a.name == fmt.Sprintf("agent-%d", id)
-			if own && (!ownOnly || s.lost.holders[id][a.name] || a.since <= s.step) {
-				h[a.name] = true // its own record, as it wrote it
+			if w, ok := a.tracked.stored[id]; ok && sameClaims(w, r) {
+				h[a.name] = true // as it wrote it
 			} else if p, ok := a.tracked.seen.Agents[id]; ok && !ownOnly && sameClaims(p, r) {
-				h[a.name] = true
+				h[a.name] = true // as it read it
 			}
 		}
 		s.lost.holders[id] = h
