@@ -136,18 +136,21 @@ var KnownBroken = map[Class]Known{
 			"lower value hands the key back to the other live claim's value first (ReleaseUnclaimed), which read a value " +
 			"no record named as an operator's change and left the topic lowered"},
 	LedgerDelete: {Also: ledgerAlso, Seed: 304, Invariant: "I1",
-		What: "1 seed in 400 (seed 7, with agent_kill alone, is fixed: records the topic lost are written back from " +
-			"memory, TestR8_7PeerWritesBackARecordTheLedgerLost; seed 77: a release's read of the recreated topic, " +
-			"TestR8_7ReleaseReadKeepsWhatTheLedgerLost): a cordon claim made in the pass before the loss, which no peer " +
-			"had read yet, is not written back; not yet explained further"},
-	LedgerReshape: {Also: ledgerAlso, Seed: 134, Invariant: "I1",
-		What: "about 5 seeds in 400, each a guard's cordon (seed 175: a binding) left after the repair: an agent " +
-			"restarted while the topic was reshaped starts on the repaired, empty topic, and a peer that remembers " +
-			"its record does not write it back (not yet explained). Fixed: seed 7 (the quota of an agent restarted " +
-			"while every agent restarted: unattributed, R8.4), seed 6 (a log dir switching on claimed while the last " +
-			"read found the ledger lost: TestR8_7NothingClaimedWhileTheLedgerIsLost)"},
+		What: "what is left (1 seed in 400): the topic is deleted while broker 2's agent is dead; the agent " +
+			"restarts in the pass that creates the topic again, finds no record of its own, and writes a new one " +
+			"before a peer writes its old record back (a peer never writes over a record that is there): the cordon " +
+			"it claimed before its restart is forgotten. Fix to weigh: an agent whose first read lacks its own record " +
+			"claims nothing for a pass, or merges a copy a peer writes back later. Fixed: seed 7 (with agent_kill " +
+			"alone: lost records are written back from memory, TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 " +
+			"(a release's read of the recreated topic, TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
+	LedgerReshape: {Also: ledgerAlso, Seed: 1092, Invariant: "I1",
+		What: "what is left: none in seeds 1-1091; at 1092 a lowered local.retention.bytes stays after the repair " +
+			"(not yet explained). Fixed: seed 7 (every agent restarted while the topic was reshaped: what they " +
+			"claimed is unattributed, R8.4), seed 6 (a log dir switching on claimed while the last read found the " +
+			"ledger lost: TestR8_7NothingClaimedWhileTheLedgerIsLost), seeds 134, 216, 295 (a peer's memory is its " +
+			"last successful read: TestR8_7MemoryIsTheLastSuccessfulRead)"},
 	LedgerGarbage: {Also: ledgerAlso, Seed: 610, Invariant: "I1",
-		What: "none in seeds 1-400, first at 610: an undecodable value replaces broker 2's record while its agent is dead; " +
+		What: "none in seeds 1-609: at 610 an undecodable value replaces broker 2's record while its agent is dead; " +
 			"compaction removes the last decodable one; the agent restarts from nothing and writes a new record over " +
 			"the garbage, and its cordon claim is forgotten (its peers remember it, but never write over an " +
 			"undecodable value: it may be a newer guard's record). Needs a decision. Fixed: seed 16 (an undecodable " +
