@@ -298,9 +298,10 @@ func (e *Enforcer) releaseBackoff(n int) time.Duration {
 	return min(d, maxReleaseBackoff, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Interval))
 }
 
-// release runs ReleaseUnclaimed and keeps the records it read.
+// release runs ReleaseUnclaimed and keeps the records it read (with what
+// the topic lost put back from memory: remembering).
 func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64, configs []ConfigClaim) (ledger.Released, error) {
-	rel, err := ledger.ReleaseUnclaimed(ctx, e.admin, cands, quota, configs)
+	rel, err := ledger.ReleaseUnclaimed(ctx, remembering{e.admin, e}, cands, quota, configs)
 	if rel.Records.Agents != nil {
 		rs := rel.Records.Clone()
 		e.prot.records = &rs

@@ -80,6 +80,11 @@ type protectionState struct {
 	// topic lost it).
 	ledgerLost bool
 	written    *Record
+	// remembered: every record as the last successful read of the topic
+	// returned it, with what restoreLost put back: the memory lost
+	// records are written back from (a read whose pass then failed, its
+	// brokers' list unread, still counts).
+	remembered *Records
 	// releaseFailures: releases failed in a row; releaseRetryAt: not
 	// retried before (capped backoff, spec R8.5).
 	releaseFailures int
@@ -141,11 +146,13 @@ func (e *Enforcer) clusterRecord() Record {
 }
 
 // recordsDue reports whether the records must be read before anything
-// else: never read yet, or an interval old (or the clock went back),
+// else: never read yet, lost at the last read, or an interval old (or the clock went back),
 // unless a log dir is just switching protection on (that must not wait
 // for a read: it uses the cached records).
 func (e *Enforcer) recordsDue(o Observed) bool {
-	if e.prot.records == nil {
+	if e.prot.records == nil || e.prot.ledgerLost {
+		// Lost at the last read: nothing is claimed on the cached
+		// records, a log dir switching on included (R8.7 over R8.4).
 		return true
 	}
 	due := o.Now.Sub(e.prot.loaded) >= e.cfg.Interval || o.Now.Before(e.prot.loaded)
@@ -193,14 +200,9 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
 		o.Purged = e.purged(e.ev.lastMono)
 	}
-	// This agent's own record vanished (the topic was deleted and created
-	// again): it is written again from memory, never read as "no claims".
-	if _, ok := recs.Agents[e.brokerID]; !ok && e.prot.written != nil && !e.prot.written.Empty() {
-		recs = recs.Clone()
-		recs.Agents[e.brokerID] = *e.prot.written
-		e.prot.dirty = true
-		e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
-	}
+	// Records the topic lost (deleted, created again) are written back
+	// from memory, never read as "no claims" (ledger_restore.go).
+	recs = e.restoreLost(ctx, recs)
 	live, err := e.admin.LiveBrokers(ctx)
 	if err != nil {
 		return fmt.Errorf("list brokers: %w", err)

@@ -337,6 +337,10 @@ type Records struct {
 	// (never lifted by a peer or an operator's lift) until a decodable
 	// value replaces them; Agents keeps their last decodable record.
 	Undecodable map[int32]int
+	// UndecodableLift: brokers whose only undecodable value is their
+	// lift (their record decodes): an operator's lift may go on, since
+	// the lift it writes replaces the undecodable one.
+	UndecodableLift map[int32]bool
 	// Throttles: each broker's throttle claim for moves within it
 	// (throttle.go).
 	Throttles map[int32]ThrottleClaim
@@ -347,7 +351,7 @@ type Records struct {
 
 // NewRecords returns an empty set.
 func NewRecords() Records {
-	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}, Undecodable: map[int32]int{},
+	return Records{Agents: map[int32]Record{}, Lifts: map[int32]Lift{}, Undecodable: map[int32]int{}, UndecodableLift: map[int32]bool{},
 		Throttles: map[int32]ThrottleClaim{}, Reassigns: map[string]ReassignClaim{}}
 }
 
@@ -388,11 +392,18 @@ func ApplyRecord(out Records, key, value []byte) {
 	}
 	if err != nil {
 		if out.Undecodable != nil {
+			liftOnly := lift && (out.Undecodable[id] == 0 || out.UndecodableLift[id])
 			out.Undecodable[id]++
+			if liftOnly && out.UndecodableLift != nil {
+				out.UndecodableLift[id] = true
+			} else {
+				delete(out.UndecodableLift, id)
+			}
 		}
 		return
 	}
 	delete(out.Undecodable, id)
+	delete(out.UndecodableLift, id)
 }
 
 // Clone copies the maps (records are values).
@@ -406,6 +417,9 @@ func (rs Records) Clone() Records {
 	}
 	if out.Undecodable == nil {
 		out.Undecodable = map[int32]int{}
+	}
+	if out.UndecodableLift = maps.Clone(rs.UndecodableLift); out.UndecodableLift == nil {
+		out.UndecodableLift = map[int32]bool{}
 	}
 	if out.Throttles = maps.Clone(rs.Throttles); out.Throttles == nil {
 		out.Throttles = map[int32]ThrottleClaim{}

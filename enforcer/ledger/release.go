@@ -234,9 +234,11 @@ func LiftProtection(ctx context.Context, a LiftAdmin, req LiftRequest) (LiftResu
 		if !req.All && req.Topic == "" && id != req.Broker {
 			continue
 		}
-		if recs.Undecodable[id] > 0 {
+		if recs.Undecodable[id] > 0 && !recs.UndecodableLift[id] {
 			// Its latest record does not decode: what it claims now is
-			// unknown, so nothing of it is lifted (spec R8.7).
+			// unknown, so nothing of it is lifted (spec R8.7). Only its
+			// lift undecodable, its claims are known: the lift written
+			// here replaces that value.
 			res.Untouchable = append(res.Untouchable, id)
 			continue
 		}

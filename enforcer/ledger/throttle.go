@@ -103,6 +103,7 @@ func applyThrottle(out Records, id int32, value []byte) {
 	c, err := DecodeThrottle(value)
 	if err != nil {
 		if out.Undecodable != nil {
+			delete(out.UndecodableLift, id)
 			out.Undecodable[id]++
 		}
 		return

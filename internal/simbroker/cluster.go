@@ -413,13 +413,26 @@ func (c *Cluster) AppendOwnershipRecord(key string, value []byte) {
 	c.folded = nil
 }
 
+// Records reads the ownership topic as an agent (or protection status)
+// would, without faults: the simulation's own view of the ledger.
+func (c *Cluster) Records() (ledger.Records, error) { return c.readOwnership() }
+
+// Partition0 folds the ownership topic's partition 0 whatever its
+// partition count: what the agents wrote to a reshaped topic (they write
+// to partition 0 explicitly), readable by none of them.
+func (c *Cluster) Partition0() ledger.Records {
+	out := ledger.NewRecords()
+	if c.own.exists && len(c.own.partitions) > 0 {
+		for _, r := range c.own.partitions[0] {
+			ledger.ApplyRecord(out, []byte(r.key), r.value)
+		}
+	}
+	return out
+}
+
 // OwnershipPartitions is the ownership topic's partition count (0:
 // missing).
 func (c *Cluster) OwnershipPartitions() int { return len(c.own.partitions) }
-
-// Records reads the ownership topic as protection status does, without
-// faults.
-func (c *Cluster) Records() (ledger.Records, error) { return c.readOwnership() }
 
 func (c *Cluster) ensureOwnership() {
 	if !c.own.exists {

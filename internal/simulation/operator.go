@@ -127,6 +127,9 @@ func (o *operator) act() {
 	}
 	if one(OperatorUninstall, 400) {
 		s.uninstalled = true
+		for _, a := range s.agents {
+			s.forget(a) // the agents stop: no memory writes a lost record back
+		}
 		s.tracef("operator: uninstall (agents stop)")
 		o.lift(ledger.LiftRequest{By: "operator", Reason: "uninstall", All: true})
 	}

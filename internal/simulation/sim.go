@@ -108,6 +108,11 @@ type Known struct {
 	What      string
 }
 
+// ledgerAlso: the ledger classes' mix (every class of DefaultMix but the
+// disk, which Known adds).
+var ledgerAlso = []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+	OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump}
+
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
 	OperatorACLs: {Also: []Class{Burst, AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
@@ -130,18 +135,27 @@ var KnownBroken = map[Class]Known{
 			"place after the faults stop (not yet explained; seed 6 with burst too). Fixed: a stale claim restoring its older " +
 			"original over an operator's newer value (seed 23: TestR8_5StaleConfigClaimRestoresNotOverANewerOriginal), " +
 			"the hand-back of a shared key (seed 20 with disk alone)"},
-	LedgerDelete: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
-		What: "the ownership topic deleted, and an agent restarted from nothing before writing its record again: " +
-			"what it set is in no record, unattributed (R8.4), and stays (the local retention it lowered)"},
-	LedgerReshape: {Also: []Class{AgentKill}, Seed: 7, Invariant: "I1",
-		What: "the ownership topic reshaped (lost: nothing claimed or released, R8.7, so I6 is waived while it is), " +
-			"then repaired by deleting it, and an agent restarted from nothing: its quota is in no record and stays"},
-	LedgerGarbage: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
-		Seed: 569, Invariant: "I1",
-		What: "an undecodable value under lift-broker-2 (after an operator's lift of broker 2), agent 2 then " +
-			"protects with the quota, is killed and restarts: the quota stays (seed 280 before the call faults and " +
-			"clock jumps joined DefaultMix; at 569 the lowered local retention stays)"},
+	LedgerDelete: {Also: ledgerAlso, Seed: 304, Invariant: "I1",
+		What: "what is left (1 seed in 400): the topic is deleted while broker 2's agent is dead; the agent " +
+			"restarts in the pass that creates the topic again, finds no record of its own, and writes a new one " +
+			"before a peer writes its old record back (a peer never writes over a record that is there): the cordon " +
+			"it claimed before its restart is forgotten. Fix to weigh: an agent whose first read lacks its own record " +
+			"claims nothing for a pass, or merges a copy a peer writes back later. Fixed: seed 7 (with agent_kill " +
+			"alone: lost records are written back from memory, TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 " +
+			"(a release's read of the recreated topic, TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
+	LedgerReshape: {Also: ledgerAlso, Seed: 1092, Invariant: "I1",
+		What: "what is left: none in seeds 1-1091; at 1092 a lowered local.retention.bytes stays after the repair " +
+			"(not yet explained). Fixed: seed 7 (every agent restarted while the topic was reshaped: what they " +
+			"claimed is unattributed, R8.4), seed 6 (a log dir switching on claimed while the last read found the " +
+			"ledger lost: TestR8_7NothingClaimedWhileTheLedgerIsLost), seeds 134, 216, 295 (a peer's memory is its " +
+			"last successful read: TestR8_7MemoryIsTheLastSuccessfulRead)"},
+	LedgerGarbage: {Also: ledgerAlso, Seed: 610, Invariant: "I1",
+		What: "none in seeds 1-609: at 610 an undecodable value replaces broker 2's record while its agent is dead; " +
+			"compaction removes the last decodable one; the agent restarts from nothing and writes a new record over " +
+			"the garbage, and its cordon claim is forgotten (its peers remember it, but never write over an " +
+			"undecodable value: it may be a newer guard's record). Needs a decision. Fixed: seed 16 (an undecodable " +
+			"lift held an uninstall's lift: TestR8_7OperatorLiftReplacesAnUndecodableLift), seed 569 (an uninstall " +
+			"while a record does not decode leaves its claims: R8.7, unattributed)"},
 }
 
 // Options configure one run.
@@ -216,6 +230,14 @@ type sim struct {
 	// stopped before recording (spec R8.4): I1 waives them.
 	unattributed      map[ledger.ACL]bool
 	unattributedQuota int64
+	// unattributedConfigs ("topic\x00value") and unattributedCordons (log
+	// dirs): claims of records the ledger lost that no live agent
+	// remembered (lostledger.go).
+	unattributedConfigs map[string]bool
+	unattributedCordons map[string]bool
+	lost                lostLedger
+	// decodable: each broker's last decodable record seen (lostledger.go).
+	decodable map[int32]ledger.Record
 	// suppressed: the operator lifted the broker's protection in this
 	// episode.
 	suppressed map[int32]bool
@@ -266,7 +288,8 @@ func Run(opts Options) *Failure {
 	}
 	s := &sim{opts: opts, rng: newRand(opts.Seed), classes: map[Class]bool{},
 		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
-		suppressed: map[int32]bool{}}
+		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedCordons: map[string]bool{},
+		decodable: map[int32]ledger.Record{}}
 	for _, c := range opts.Classes {
 		s.classes[c] = true
 	}
@@ -402,6 +425,7 @@ func (s *sim) run() *Failure {
 		for _, a := range s.agents {
 			s.pass(a)
 		}
+		s.settleLost()
 		f := s.check()
 		if f == nil {
 			f = s.checkRelief()
@@ -463,6 +487,7 @@ func (s *sim) enterQuiet() {
 		// A reshaped ledger stays lost until an operator repairs it: the
 		// operator deletes it, the agents create it again and write their
 		// records from memory.
+		s.loseLedger()
 		s.c.DeleteOwnershipTopic()
 		s.tracef("operator: deletes the reshaped ownership topic")
 	}
@@ -558,6 +583,7 @@ func (s *sim) inject() {
 		a := s.agents[r.IntN(len(s.agents))]
 		if a.deadTill < 0 {
 			a.deadTill = s.step + 1 + r.IntN(12)
+			s.forget(a)
 			s.tracef("%s killed until step %d", a.name, a.deadTill)
 			s.lastFault[a.broker] = s.step
 			if s.classes[QuotaRateChange] && r.IntN(2) == 0 {
@@ -567,11 +593,13 @@ func (s *sim) inject() {
 		}
 	}
 	if one(LedgerDelete, 60) {
+		s.loseLedger()
 		s.c.DeleteOwnershipTopic()
 		s.tracef("ownership topic deleted")
 		s.lastFault[-1] = s.step
 	}
 	if one(LedgerReshape, 60) {
+		s.loseLedger()
 		s.c.RecreateOwnershipTopic(3)
 		s.tracef("ownership topic recreated with 3 partitions")
 		s.lastFault[-1] = s.step

@@ -18,10 +18,25 @@ type trackedAdmin struct {
 	// written names them.
 	pending      map[ledger.ACL]bool
 	pendingQuota int64
+	// seen: the records the agent's last successful read returned (its
+	// memory of its peers' records, lostledger.go).
+	seen ledger.Records
+	// stored: the last record it wrote, by broker (its own, and a
+	// peer's it wrote back).
+	stored map[int32]ledger.Record
+}
+
+// LoadRecords remembers what a successful read returned.
+func (t *trackedAdmin) LoadRecords(ctx context.Context) (ledger.Records, error) {
+	recs, err := t.ClusterAdmin.LoadRecords(ctx)
+	if err == nil {
+		t.seen = recs.Clone()
+	}
+	return recs, err
 }
 
 func newTrackedAdmin(a *simbroker.ClusterAdmin) *trackedAdmin {
-	return &trackedAdmin{ClusterAdmin: a, pending: map[ledger.ACL]bool{}}
+	return &trackedAdmin{ClusterAdmin: a, pending: map[ledger.ACL]bool{}, stored: map[int32]ledger.Record{}}
 }
 
 // CreateACLs remembers the bindings whatever the outcome (a reply lost
@@ -41,6 +56,9 @@ func (t *trackedAdmin) SetDefaultProducerQuota(ctx context.Context, rate int64) 
 // StoreRecord forgets what a record written names.
 func (t *trackedAdmin) StoreRecord(ctx context.Context, r ledger.Record) error {
 	err := t.ClusterAdmin.StoreRecord(ctx, r)
+	if err == nil {
+		t.stored[r.BrokerID] = r
+	}
 	if err == nil {
 		r.Bindings(nil, func(a ledger.ACL) { delete(t.pending, a) })
 		if q := t.pendingQuota; q > 0 && (r.Quota() == q || r.ReleasingQuota() == q) {

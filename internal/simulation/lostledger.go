@@ -1,0 +1,131 @@
+package simulation
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
+
+// lostLedger follows the records the ownership topic lost (deleted, or
+// recreated with 3 partitions) until they are back in it. An agent
+// remembers every record it read or wrote, and writes the lost ones back
+// once the ledger is back (spec R8.7, enforcer/ledger_restore.go). A
+// peer's memory is what its last successful read returned (trackedAdmin):
+// a claim the owner wrote after that is in the owner's memory alone. When every agent that remembered a
+// record as it was lost has died (or was uninstalled) before it was back,
+// nothing names what it claimed: that is unattributed (R8.4, for an
+// operator to decide), and I1 waives it, as it waives what a process set
+// and died before recording.
+type lostLedger struct {
+	// recs: the lost records not yet back, by broker.
+	recs map[int32]ledger.Record
+	// holders: for each lost record, the agents (alive since the loss)
+	// whose memory holds it as it was lost.
+	holders map[int32]map[string]bool
+}
+
+// loseLedger notes the records the topic holds as it is lost (or, for a
+// reshaped one being repaired, what its partition 0 took meanwhile: only
+// their writer could read them).
+func (s *sim) loseLedger() {
+	if s.lost.recs == nil {
+		s.lost = lostLedger{recs: map[int32]ledger.Record{}, holders: map[int32]map[string]bool{}}
+	}
+	recs, err := s.c.Records()
+	ownOnly := err != nil
+	if err != nil {
+		recs = s.c.Partition0()
+	}
+	for id, r := range recs.Agents {
+		if !r.Claims() {
+			continue
+		}
+		if old, ok := s.lost.recs[id]; ok && reflect.DeepEqual(old, r) {
+			continue // lost already, nothing new
+		}
+		s.lost.recs[id] = r
+		h := map[string]bool{}
+		for _, a := range s.agents {
+			if !a.enabled || a.deadTill >= 0 || s.uninstalled {
+				continue
+			}
+			if w, ok := a.tracked.stored[id]; ok && sameClaims(w, r) {
+				h[a.name] = true // as it wrote it
+			} else if p, ok := a.tracked.seen.Agents[id]; ok && !ownOnly && sameClaims(p, r) {
+				h[a.name] = true // as it read it
+			}
+		}
+		s.lost.holders[id] = h
+	}
+}
+
+func sameClaims(a, b ledger.Record) bool {
+	return reflect.DeepEqual(a.Owned, b.Owned) && reflect.DeepEqual(a.Configs, b.Configs)
+}
+
+// forget: agent a's process dies; its memory with it.
+func (s *sim) forget(a *agentSim) {
+	for _, h := range s.lost.holders {
+		delete(h, a.name)
+	}
+}
+
+// settleLost, after every step: the lost records back in the topic are
+// done with; what no live agent remembers is unattributed. It also keeps
+// each broker's last decodable record (decodable).
+func (s *sim) settleLost() {
+	recs, err := s.c.Records()
+	if err == nil {
+		for id, r := range recs.Agents {
+			if recs.Undecodable[id] == 0 || recs.UndecodableLift[id] {
+				s.decodable[id] = r
+			}
+		}
+	}
+	if s.lost.recs == nil {
+		return
+	}
+	if err == nil {
+		for id := range s.lost.recs {
+			if _, ok := recs.Agents[id]; ok {
+				delete(s.lost.recs, id)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.lost.recs)) {
+		if len(s.lost.holders[id]) > 0 {
+			continue // remembered
+		}
+		s.tracef("broker %d's record lost with the ledger and remembered by no live agent", id)
+		s.unattribute(id, s.lost.recs[id])
+		delete(s.lost.recs, id)
+	}
+	if err == nil && len(s.lost.recs) == 0 {
+		s.lost = lostLedger{}
+	}
+}
+
+// unattribute waives what broker id's record r claims (I1).
+func (s *sim) unattribute(id int32, r ledger.Record) {
+	s.tracef("broker %d's claims are unattributed (R8.4): %d held, quota %d, %d configs, %d cordons",
+		id, len(r.Held()), r.Quota(), len(r.Configs), len(r.AllCordonClaims()))
+	r.Bindings(nil, func(a ledger.ACL) {
+		if s.unattributed == nil {
+			s.unattributed = map[ledger.ACL]bool{}
+		}
+		s.unattributed[a] = true
+	})
+	for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
+		if q > 0 {
+			s.unattributedQuota = q
+		}
+	}
+	for _, c := range r.Configs {
+		s.unattributedConfigs[c.Topic+"\x00"+c.Value] = true
+	}
+	for _, c := range r.AllCordonClaims() {
+		s.unattributedCordons[c.Value] = true
+	}
+}
