@@ -367,7 +367,8 @@ func featureNames(r rights.Report) []string {
 // Features lists the rights features the enforcer uses with this
 // configuration (rights.Needs says what each needs): observe, deleting
 // records when a band frees space, the protection strategy's feature when
-// a band protects, and the relief rungs switched on (cordon, move).
+// a band protects, and the relief rungs switched on (cordon, move,
+// reassign).
 func Features(cfg Config) ([]rights.Feature, error) {
 	cfg = cfg.WithDefaults()
 	p, err := ProfileFor(cfg)
@@ -398,6 +399,9 @@ func enforcerFeatures(p Profile, strategy string, relief ReliefConfig, extra []r
 	}
 	if relief.Move.MoveEnabled() && purgeAt(p) > 0 {
 		fs = append(fs, rights.Move) // moves within the broker (R3.8)
+	}
+	if relief.Reassign {
+		fs = append(fs, rights.Reassign) // reassignments off the broker (R3.8)
 	}
 	for _, f := range extra {
 		if !slices.Contains(fs, f) {

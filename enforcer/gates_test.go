@@ -222,6 +222,11 @@ func TestRightsGate(t *testing.T) {
 		[]rights.Feature{rights.Observe, rights.DeleteRecords, rights.ProtectACL, rights.Tiered}) {
 		t.Errorf("local profile, relief off: features %v", got)
 	}
+	// The reassign rung's rights are checked only when it is switched on.
+	if got := enforcerFeatures(LocalProfile(), StrategyACL, ReliefConfig{Reassign: true}, []rights.Feature{rights.Admission}); !slices.Equal(got,
+		[]rights.Feature{rights.Observe, rights.DeleteRecords, rights.ProtectACL, rights.Tiered, rights.Cordon, rights.Move, rights.Reassign, rights.Admission}) {
+		t.Errorf("local profile, reassign on: features %v", got)
+	}
 }
 
 // R7.5: a forward jump of the wall clock holds back deletions by retention

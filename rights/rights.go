@@ -73,11 +73,16 @@ const (
 	// Move: moving partitions between the guard's broker's log dirs
 	// (JBOD, spec R3.8) under a throttle recorded in the ownership topic.
 	Move Feature = "move"
+	// Reassign: the agent's cross-broker rung (enforcer.relief.reassign,
+	// spec R3.8): it reads every broker's log dirs and replicas, and
+	// reassigns replicas off its broker under a replication throttle
+	// recorded in the ownership topic.
+	Reassign Feature = "reassign"
 )
 
 // Features lists every feature in a fixed order.
 func Features() []Feature {
-	return []Feature{Observe, DeleteRecords, ProtectACL, ProtectQuota, Tiered, Cordon, Move, Admission}
+	return []Feature{Observe, DeleteRecords, ProtectACL, ProtectQuota, Tiered, Cordon, Move, Reassign, Admission}
 }
 
 // Scope says which resource of its type a right is needed on.
@@ -172,6 +177,16 @@ func table() []Need {
 		Need{Move, ScopeCluster, AlterConfigs, "IncrementalAlterConfigs of the broker: replica.alter.log.dirs.io.max.bytes.per.second"},
 	)
 	t = append(t, ownership(Move)...)
+	t = append(t,
+		Need{Reassign, ScopeCluster, Describe, "DescribeLogDirs of every broker, ListPartitionReassignments"},
+		Need{Reassign, ScopeTopics, Describe, "Metadata of every topic: replicas and leaders"},
+		Need{Reassign, ScopeCluster, Alter, "AlterPartitionReassignments (R3.8)"},
+		Need{Reassign, ScopeCluster, DescribeConfigs, "DescribeConfigs of brokers: *.replication.throttled.rate already set"},
+		Need{Reassign, ScopeCluster, AlterConfigs, "IncrementalAlterConfigs of brokers: *.replication.throttled.rate"},
+		Need{Reassign, ScopeTopics, DescribeConfigs, "DescribeConfigs of the moved topics: *.replication.throttled.replicas already set"},
+		Need{Reassign, ScopeTopics, AlterConfigs, "IncrementalAlterConfigs of the moved topics: *.replication.throttled.replicas"},
+	)
+	t = append(t, ownership(Reassign)...)
 	t = append(t,
 		Need{Admission, ScopeCluster, Describe, "DescribeLogDirs of every broker: storage and replica sizes"},
 		Need{Admission, ScopeCluster, DescribeConfigs, "DescribeConfigs of a broker: segment and retention defaults"},

@@ -54,8 +54,12 @@ func TestEvaluate(t *testing.T) {
 		}, []Feature{Observe, DeleteRecords}, []string{
 			"observe topics:DESCRIBE clicks ?", "observe topics:DESCRIBE_CONFIGS clicks ?",
 			"delete_records topics:DESCRIBE clicks ?", "delete_records topics:DELETE clicks ?"}},
-		{"no ALTER on the cluster: ACL protection and moves within the broker", func(h *Held) { h.Cluster[Alter] = false },
-			Features(), []string{"protect_acl cluster:ALTER", "move cluster:ALTER"}},
+		{"no ALTER on the cluster: ACL protection, moves within the broker and reassignments", func(h *Held) { h.Cluster[Alter] = false },
+			Features(), []string{"protect_acl cluster:ALTER", "move cluster:ALTER", "reassign cluster:ALTER"}},
+		{"reassignments need the brokers' and the moved topics' configs", func(h *Held) {
+			h.Cluster[AlterConfigs] = false
+			h.Topics["orders"].Ops[AlterConfigs] = false
+		}, []Feature{Reassign}, []string{"reassign cluster:ALTER_CONFIGS", "reassign topics:ALTER_CONFIGS orders"}},
 		{"cordon and move need the broker's configs", func(h *Held) { h.Cluster[AlterConfigs] = false },
 			[]Feature{Cordon, Move}, []string{"cordon cluster:ALTER_CONFIGS", "move cluster:ALTER_CONFIGS"}},
 		{"cluster operations unknown", func(h *Held) { h.Cluster, h.ClusterErr = nil, "broker unreachable" },

@@ -326,6 +326,10 @@ func TestRightsOnRealCluster(t *testing.T) {
 		"cordon ownership:CREATE", "cordon ownership:DESCRIBE", "cordon ownership:READ ?", "cordon ownership:WRITE ?",
 		"move cluster:DESCRIBE", "move cluster:ALTER", "move cluster:DESCRIBE_CONFIGS", "move cluster:ALTER_CONFIGS",
 		"move ownership:CREATE", "move ownership:DESCRIBE", "move ownership:READ ?", "move ownership:WRITE ?",
+		"reassign cluster:DESCRIBE", "reassign topics:DESCRIBE rights.a,rights.b", "reassign cluster:ALTER",
+		"reassign cluster:DESCRIBE_CONFIGS", "reassign cluster:ALTER_CONFIGS",
+		"reassign topics:DESCRIBE_CONFIGS rights.a,rights.b ?", "reassign topics:ALTER_CONFIGS rights.a,rights.b ?",
+		"reassign ownership:CREATE", "reassign ownership:DESCRIBE", "reassign ownership:READ ?", "reassign ownership:WRITE ?",
 		"admission cluster:DESCRIBE", "admission cluster:DESCRIBE_CONFIGS",
 		"admission topics:DESCRIBE rights.a,rights.b", "admission topics:DESCRIBE_CONFIGS rights.a,rights.b ?",
 	})
@@ -340,26 +344,28 @@ func TestRightsOnRealCluster(t *testing.T) {
 		drop []acl
 		want []string
 	}{
-		{[]acl{onCluster(sarama.AclOperationAlter)}, []string{"protect_acl cluster:ALTER", "move cluster:ALTER"}},
+		{[]acl{onCluster(sarama.AclOperationAlter)}, []string{"protect_acl cluster:ALTER", "move cluster:ALTER", "reassign cluster:ALTER"}},
 		{[]acl{{sarama.AclResourceTopic, "*", sarama.AclOperationDelete}}, []string{"delete_records topics:DELETE rights.a,rights.b"}},
-		{[]acl{{sarama.AclResourceTopic, "*", sarama.AclOperationAlterConfigs}}, []string{"tiered topics:ALTER_CONFIGS rights.a,rights.b"}},
-		{[]acl{onCluster(sarama.AclOperationAlterConfigs)}, []string{"protect_quota cluster:ALTER_CONFIGS", "cordon cluster:ALTER_CONFIGS", "move cluster:ALTER_CONFIGS"}},
+		{[]acl{{sarama.AclResourceTopic, "*", sarama.AclOperationAlterConfigs}}, []string{"tiered topics:ALTER_CONFIGS rights.a,rights.b", "reassign topics:ALTER_CONFIGS rights.a,rights.b"}},
+		{[]acl{onCluster(sarama.AclOperationAlterConfigs)}, []string{"protect_quota cluster:ALTER_CONFIGS", "cordon cluster:ALTER_CONFIGS", "move cluster:ALTER_CONFIGS", "reassign cluster:ALTER_CONFIGS"}},
 		{[]acl{{sarama.AclResourceTopic, "__kafka_disk_guard_protection", sarama.AclOperationWrite}},
-			[]string{"protect_acl ownership:WRITE", "protect_quota ownership:WRITE", "cordon ownership:WRITE", "move ownership:WRITE"}},
+			[]string{"protect_acl ownership:WRITE", "protect_quota ownership:WRITE", "cordon ownership:WRITE", "move ownership:WRITE", "reassign ownership:WRITE"}},
 		{[]acl{{sarama.AclResourceTopic, "__kafka_disk_guard_protection", sarama.AclOperationCreate}},
-			[]string{"protect_acl ownership:CREATE", "protect_quota ownership:CREATE", "cordon ownership:CREATE", "move ownership:CREATE"}},
+			[]string{"protect_acl ownership:CREATE", "protect_quota ownership:CREATE", "cordon ownership:CREATE", "move ownership:CREATE", "reassign ownership:CREATE"}},
 		// Kafka's implications: ALTER grants DESCRIBE, ALTER_CONFIGS grants
 		// DESCRIBE_CONFIGS; dropping DESCRIBE alone changes nothing.
 		{[]acl{onCluster(sarama.AclOperationDescribe)}, nil},
 		// Without any Cluster:DESCRIBE the broker does not report cluster
 		// operations: the probes find ALTER refused and the configs rights held.
 		{[]acl{onCluster(sarama.AclOperationDescribe), onCluster(sarama.AclOperationAlter)},
-			[]string{"observe cluster:DESCRIBE", "protect_acl cluster:DESCRIBE", "protect_acl cluster:ALTER", "move cluster:DESCRIBE", "move cluster:ALTER", "admission cluster:DESCRIBE"}},
+			[]string{"observe cluster:DESCRIBE", "protect_acl cluster:DESCRIBE", "protect_acl cluster:ALTER", "move cluster:DESCRIBE", "move cluster:ALTER",
+				"reassign cluster:DESCRIBE", "reassign cluster:ALTER", "admission cluster:DESCRIBE"}},
 		{[]acl{onCluster(sarama.AclOperationDescribeConfigs), onCluster(sarama.AclOperationAlterConfigs), onCluster(sarama.AclOperationDescribe), onCluster(sarama.AclOperationAlter)},
 			[]string{"observe cluster:DESCRIBE", "observe cluster:DESCRIBE_CONFIGS", "protect_acl cluster:DESCRIBE", "protect_acl cluster:ALTER",
 				"protect_acl cluster:DESCRIBE_CONFIGS", "protect_quota cluster:DESCRIBE_CONFIGS", "protect_quota cluster:ALTER_CONFIGS",
 				"cordon cluster:DESCRIBE_CONFIGS", "cordon cluster:ALTER_CONFIGS",
 				"move cluster:DESCRIBE", "move cluster:ALTER", "move cluster:DESCRIBE_CONFIGS", "move cluster:ALTER_CONFIGS",
+				"reassign cluster:DESCRIBE", "reassign cluster:ALTER", "reassign cluster:DESCRIBE_CONFIGS", "reassign cluster:ALTER_CONFIGS",
 				"admission cluster:DESCRIBE", "admission cluster:DESCRIBE_CONFIGS"}},
 	} {
 		names := make([]string, len(tc.drop))

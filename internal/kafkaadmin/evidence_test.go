@@ -207,13 +207,13 @@ func TestRights(t *testing.T) {
 		{"super user", func(*fakeBrokers) {}, q, nil},
 		{"cluster operations reported: ALTER missing", func(f *fakeBrokers) {
 			f.clusterOps &^= bits(sarama.AclOperationAlter)
-		}, q, []string{"protect_acl cluster:ALTER", "move cluster:ALTER"}},
+		}, q, []string{"protect_acl cluster:ALTER", "move cluster:ALTER", "reassign cluster:ALTER"}},
 		{"no Cluster:DESCRIBE: probes decide", func(f *fakeBrokers) {
 			f.clusterOps = 0
 			f.describeAclsErr = sarama.ErrClusterAuthorizationFailed
 			f.quotasErr = sarama.ErrClusterAuthorizationFailed
 		}, q, []string{"observe cluster:DESCRIBE", "protect_acl cluster:DESCRIBE", "protect_quota cluster:ALTER_CONFIGS", "cordon cluster:ALTER_CONFIGS",
-			"move cluster:DESCRIBE", "move cluster:ALTER_CONFIGS", "admission cluster:DESCRIBE"}},
+			"move cluster:DESCRIBE", "move cluster:ALTER_CONFIGS", "reassign cluster:DESCRIBE", "reassign cluster:ALTER_CONFIGS", "admission cluster:DESCRIBE"}},
 		{"probe answers something else: unknown", func(f *fakeBrokers) {
 			f.clusterOps = 0
 			f.configsErr = sarama.ErrRequestTimedOut
