@@ -71,80 +71,18 @@ func runRelief(ctx context.Context, args []string, getenv env, out streams) erro
 }
 
 func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) error {
-	var f reliefFlags
-	fs := flag.NewFlagSet("relief plan", flag.ContinueOnError)
-	fs.SetOutput(out.stderr)
-	fs.Usage = func() { fmt.Fprint(out.stderr, reliefUsage); fs.PrintDefaults() }
-	f.kf.register(fs)
-	fs.StringVar(&f.config, "config", "", "the guard's configuration file: its kafka section, and its enforcer profile for the default --band")
-	fs.Float64Var(&f.band, "band", 0, "relieve brokers at or above this usage, percent (default: the profile's first band that purges unexpired data; 85 without --config)")
-	fs.Float64Var(&f.target, "target", 0, "move until a relieved broker is at or under this usage, and never fill a destination past it, percent (default: --band minus 10)")
-	fs.Var(bytesFlag{&f.capacity}, "capacity-bytes", "every broker's capacity; usage is then the bytes of its partitions (default: DescribeLogDirs total and usable bytes)")
-	fs.IntVar(&f.maxMoves, "max-moves", 0, "at most this many replica moves (0: no bound)")
-	fs.StringVar(&f.exclude, "exclude-topics", "", "comma-separated topics never moved (internal topics, __*, never are)")
-	fs.BoolVar(&f.execute, "execute", false, "run the plan (AlterPartitionReassignments with a replication throttle) and wait until it is done")
-	fs.Var(bytesFlag{&f.throttle}, "throttle", "with --execute: the replication throttle, bytes per second on each broker (default 50MiB)")
-	fs.DurationVar(&f.timeout, "timeout", time.Hour, "time allowed for the whole command (with --execute: the reassignment included)")
-	fs.StringVar(&f.jsonOut, "reassignment-json-file", "", "also write the reassignment JSON to this file (and the rollback JSON next to it, .rollback.json)")
-	if err := rejectPasswordFlag(args); err != nil {
+	f, err := parseReliefFlags(args, out)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("relief plan: unexpected argument %q", fs.Arg(0))}
-	}
-	var base kafkaadmin.Config
-	band := 85.0
-	ecfg := enforcer.Config{}
-	if f.config != "" {
-		c, err := loadConfigFile(f.config)
-		if err != nil {
-			return usageError{err.Error()}
-		}
-		base, ecfg = c.Kafka, c.Enforcer
-		if b, ok := firstPurgeBand(c.Enforcer); ok {
-			band = 100 * b
-		}
-	}
-	if f.band != 0 {
-		band = f.band
-	}
-	target := band - 10
-	if f.target != 0 {
-		target = f.target
-	}
-	switch {
-	case band <= 0 || band > 100:
-		return usageError{fmt.Sprintf("relief plan: --band %v is not a percentage in (0, 100]", band)}
-	case target <= 0 || target > band:
-		return usageError{fmt.Sprintf("relief plan: --target %v must be in (0, --band %v]", target, band)}
-	case f.maxMoves < 0:
-		return usageError{"relief plan: --max-moves must be >= 0"}
-	case f.throttle < 0:
-		return usageError{"relief plan: --throttle must be > 0"}
-	}
-	if f.throttle == 0 {
-		f.throttle = 50 << 20
-	}
-	cfg, err := f.kf.apply(base, getenv)
+	st, err := f.settings(getenv)
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
-	if err := cfg.Validate(); err != nil {
-		if f.config == "" {
-			err = flagName(err)
-		}
-		return usageError{err.Error()}
-	}
-	if !cfg.Enabled() {
-		return usageError{"relief plan: no cluster given (--bootstrap-server, KDG_BOOTSTRAP_SERVERS or --config)"}
-	}
-	link := kafkaadmin.NewLink(cfg, slog.New(slog.DiscardHandler), kafkaadmin.LinkOptions{})
+	link := kafkaadmin.NewLink(st.kafka, slog.New(slog.DiscardHandler), kafkaadmin.LinkOptions{})
 	if err := link.Connect(); err != nil {
 		return err
 	}
@@ -162,8 +100,8 @@ func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) 
 			exclude = append(exclude, t)
 		}
 	}
-	plan := relief.Compute(cluster, relief.Config{Band: band / 100, Target: target / 100, MaxMoves: f.maxMoves, Exclude: exclude})
-	if err := writePlan(out.stdout, plan, band, target); err != nil {
+	plan := relief.Compute(cluster, relief.Config{Band: st.band / 100, Target: st.target / 100, MaxMoves: f.maxMoves, Exclude: exclude})
+	if err := writePlan(out.stdout, plan, st.band, st.target); err != nil {
 		return err
 	}
 	if f.jsonOut != "" {
@@ -174,20 +112,133 @@ func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) 
 	if !f.execute || len(plan.Moves) == 0 {
 		return nil
 	}
-	fmt.Fprintf(out.stdout, "\nexecuting %d moves, throttled at %s/s per broker\n", len(plan.Moves), human.Bytes(f.throttle))
+	return executeReliefPlan(ctx, reliefExecution{link: link, adm: adm, flags: f, settings: st, getenv: getenv, out: out}, plan)
+}
+
+// parseReliefFlags parses relief plan's command line; flag.ErrHelp for
+// -h, a usageError for anything else wrong.
+func parseReliefFlags(args []string, out streams) (reliefFlags, error) {
+	var f reliefFlags
+	fs := flag.NewFlagSet("relief plan", flag.ContinueOnError)
+	fs.SetOutput(out.stderr)
+	fs.Usage = func() { fmt.Fprint(out.stderr, reliefUsage); fs.PrintDefaults() }
+	f.kf.register(fs)
+	fs.StringVar(&f.config, "config", "", "the guard's configuration file: its kafka section, and its enforcer profile for the default --band")
+	fs.Float64Var(&f.band, "band", 0, "relieve brokers at or above this usage, percent (default: the profile's first band that purges unexpired data; 85 without --config)")
+	fs.Float64Var(&f.target, "target", 0, "move until a relieved broker is at or under this usage, and never fill a destination past it, percent (default: --band minus 10)")
+	fs.Var(bytesFlag{&f.capacity}, "capacity-bytes", "every broker's capacity; usage is then the bytes of its partitions (default: DescribeLogDirs total and usable bytes)")
+	fs.IntVar(&f.maxMoves, "max-moves", 0, "at most this many replica moves (0: no bound)")
+	fs.StringVar(&f.exclude, "exclude-topics", "", "comma-separated topics never moved (internal topics, __*, never are)")
+	fs.BoolVar(&f.execute, "execute", false, "run the plan (AlterPartitionReassignments with a replication throttle) and wait until it is done")
+	fs.Var(bytesFlag{&f.throttle}, "throttle", "with --execute: the replication throttle, bytes per second on each broker (default 50MiB)")
+	fs.DurationVar(&f.timeout, "timeout", time.Hour, "time allowed for the whole command (with --execute: the reassignment included)")
+	fs.StringVar(&f.jsonOut, "reassignment-json-file", "", "also write the reassignment JSON to this file (and the rollback JSON next to it, .rollback.json)")
+	if err := rejectPasswordFlag(args); err != nil {
+		return f, err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, err
+		}
+		return f, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return f, usageError{fmt.Sprintf("relief plan: unexpected argument %q", fs.Arg(0))}
+	}
+	return f, nil
+}
+
+// reliefSettings are relief plan's flags resolved against --config and
+// the environment.
+type reliefSettings struct {
+	band, target float64 // percent
+	kafka        kafkaadmin.Config
+	enforcer     enforcer.Config
+}
+
+// settings resolves the band, the target and the connection (--config,
+// then the flags and KDG_* variables), checks them and defaults
+// --throttle; every error is a usageError.
+func (f *reliefFlags) settings(getenv env) (reliefSettings, error) {
+	var st reliefSettings
+	var base kafkaadmin.Config
+	st.band = 85.0
+	if f.config != "" {
+		c, err := loadConfigFile(f.config)
+		if err != nil {
+			return st, usageError{err.Error()}
+		}
+		base, st.enforcer = c.Kafka, c.Enforcer
+		if b, ok := firstPurgeBand(c.Enforcer); ok {
+			st.band = 100 * b
+		}
+	}
+	if f.band != 0 {
+		st.band = f.band
+	}
+	st.target = st.band - 10
+	if f.target != 0 {
+		st.target = f.target
+	}
+	switch {
+	case st.band <= 0 || st.band > 100:
+		return st, usageError{fmt.Sprintf("relief plan: --band %v is not a percentage in (0, 100]", st.band)}
+	case st.target <= 0 || st.target > st.band:
+		return st, usageError{fmt.Sprintf("relief plan: --target %v must be in (0, --band %v]", st.target, st.band)}
+	case f.maxMoves < 0:
+		return st, usageError{"relief plan: --max-moves must be >= 0"}
+	case f.throttle < 0:
+		return st, usageError{"relief plan: --throttle must be > 0"}
+	}
+	if f.throttle == 0 {
+		f.throttle = 50 << 20
+	}
+	cfg, err := f.kf.apply(base, getenv)
+	if err != nil {
+		return st, usageError{err.Error()}
+	}
+	if err := cfg.Validate(); err != nil {
+		if f.config == "" {
+			err = flagName(err)
+		}
+		return st, usageError{err.Error()}
+	}
+	if !cfg.Enabled() {
+		return st, usageError{"relief plan: no cluster given (--bootstrap-server, KDG_BOOTSTRAP_SERVERS or --config)"}
+	}
+	st.kafka = cfg
+	return st, nil
+}
+
+// reliefExecution is what relief plan --execute runs with.
+type reliefExecution struct {
+	link     *kafkaadmin.Link
+	adm      *kafkaadmin.Relief
+	flags    reliefFlags
+	settings reliefSettings
+	getenv   env
+	out      streams
+}
+
+// executeReliefPlan runs the plan under a throttle claimed in the
+// ownership topic and waits until it is done; interrupted, it prints how
+// to remove the throttle.
+func executeReliefPlan(ctx context.Context, x reliefExecution, plan relief.Plan) error {
+	out, ecfg := x.out, x.settings.enforcer
+	fmt.Fprintf(out.stdout, "\nexecuting %d moves, throttled at %s/s per broker\n", len(plan.Moves), human.Bytes(x.flags.throttle))
 	last := -1
 	own := enforcer.DefaultOwnershipTopic
 	if ecfg.OwnershipTopic != "" {
 		own = ecfg.OwnershipTopic
 	}
-	store := link.Enforce(own)
+	store := x.link.Enforce(own)
 	if err := store.Prepare(ctx); err != nil {
 		return fmt.Errorf("relief plan --execute: the ownership topic %s: %w", own, err)
 	}
 	host, _ := os.Hostname()
-	claim := &kafkaadmin.ExecuteClaim{Store: store, Owner: "cli-" + claimName(host), Instance: fmt.Sprintf("%s pid %d", operatorName(getenv), os.Getpid()),
+	claim := &kafkaadmin.ExecuteClaim{Store: store, Owner: "cli-" + claimName(host), Instance: fmt.Sprintf("%s pid %d", operatorName(x.getenv), os.Getpid()),
 		Lease: ecfg.WithDefaults().Protection.LeaseDuration}
-	err = adm.Execute(ctx, plan, kafkaadmin.ExecuteOptions{ThrottleBytesPerSecond: f.throttle, Claim: claim, Progress: func(n int) {
+	err := x.adm.Execute(ctx, plan, kafkaadmin.ExecuteOptions{ThrottleBytesPerSecond: x.flags.throttle, Claim: claim, Progress: func(n int) {
 		if n != last {
 			fmt.Fprintf(out.stdout, "  %d of %d moves in progress\n", n, len(plan.Moves))
 			last = n
@@ -196,7 +247,7 @@ func runReliefPlan(ctx context.Context, args []string, getenv env, out streams) 
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(out.stderr, "\nThe reassignment goes on in Kafka, throttled. Once it is done (kafka-reassign-partitions.sh --verify with the JSON above reports it complete, and removes the throttle), or to remove the throttle now:\n")
-			for _, c := range kafkaadmin.ThrottleCommands(plan, strings.Join(cfg.BootstrapServers, ",")) {
+			for _, c := range kafkaadmin.ThrottleCommands(plan, strings.Join(x.settings.kafka.BootstrapServers, ",")) {
 				fmt.Fprintln(out.stderr, "  "+c)
 			}
 			fmt.Fprintf(out.stderr, "The throttle is claimed in the ownership topic %s as %s: a guard agent removes it once the moves are done and the claim's lease (%s) has passed; \"kafka-disk-guard protection lift --all\" removes it now and gives the claim up.\n",
