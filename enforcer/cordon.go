@@ -169,85 +169,134 @@ type CordonHeld struct {
 	LogDir, Dir, Reason string
 }
 
+// cordonMode says what a pass may do with cordons: wantNothing (observe
+// mode's own plan, or a peer's lift not yet trusted: nothing new),
+// suppressedAll (an operator lifted this broker's protection: every
+// claim released).
+type cordonMode struct {
+	wantNothing, suppressedAll bool
+}
+
 // planCordons decides this agent's cordon claims: kept, made (to APPEND
 // once the record is written), given up (releasing: SUBTRACT, dropped once
 // read back gone), dropped (an operator uncordoned it). Without the
 // broker's cordons read this pass the claims stay as they are. It is pure.
-func planCordons(o Observed, goals []DirGoal, me Record, wantNothing, suppressedAll bool, pp *ProtectionPlan) []Owned {
-	po := o.Protection
-	co := po.Cordons
+func planCordons(o Observed, goals []DirGoal, me Record, mode cordonMode, pp *ProtectionPlan) []Owned {
+	co := o.Protection.Cordons
 	if co == nil || !co.Read {
 		return me.AllCordonClaims()
 	}
-	st := co.State
-	suppressedAll = suppressedAll || co.Lifted
-	goalOf := map[string]DirGoal{}
+	mode.suppressedAll = mode.suppressedAll || co.Lifted
+	c := &cordonPlanner{o: o, co: co, mode: mode, pp: pp, goalOf: map[string]DirGoal{}}
 	for _, g := range goals {
 		if e, ok := co.Entries[g.LogDir]; ok && !g.Foreign {
-			goalOf[e] = g
+			c.goalOf[e] = g
 		}
 	}
-	change := func(dir string) CordonChange {
-		g := goalOf[dir]
-		return CordonChange{LogDir: g.LogDir, Dir: dir, Band: g.Band.Name, Usage: g.Usage}
+	claimed := c.keepClaims(me)
+	c.claimNew(claimed)
+	// Log dirs wanted but no log.dirs entry matched.
+	for _, g := range goals {
+		if _, ok := co.Entries[g.LogDir]; !ok && !g.Foreign && g.Usage >= co.From {
+			pp.CordonHeld = append(pp.CordonHeld, CordonHeld{LogDir: g.LogDir, Reason: CordonHeldUnmatched})
+		}
 	}
-	in := func(dir string) bool { return slices.Contains(st.Dynamic, dir) }
-	keep := func(dir string) bool {
-		g, ok := goalOf[dir]
-		return ok && (g.Usage >= co.Under || o.Stale)
-	}
-	var out []Owned
-	release := func(c Owned) {
-		c.Releasing = true
-		out = append(out, c)
-		pp.Uncordon = append(pp.Uncordon, change(c.Value))
-	}
-	for _, c := range me.AllCordonClaims() {
-		if c.Releasing {
-			if in(c.Value) {
-				release(c) // retried until read back gone (R8.5)
+	slices.SortFunc(c.out, func(a, b Owned) int { return cmp.Compare(a.Value, b.Value) })
+	return c.out
+}
+
+// cordonPlanner is one planCordons call: what it read, the goal of each
+// log.dirs entry, and the claims and changes it plans.
+type cordonPlanner struct {
+	o      Observed
+	co     *CordonObserved
+	mode   cordonMode
+	goalOf map[string]DirGoal // by log.dirs entry
+	pp     *ProtectionPlan
+	out    []Owned
+}
+
+// change is the cordon change of a log.dirs entry.
+func (c *cordonPlanner) change(dir string) CordonChange {
+	g := c.goalOf[dir]
+	return CordonChange{LogDir: g.LogDir, Dir: dir, Band: g.Band.Name, Usage: g.Usage}
+}
+
+// in reports whether the broker's dynamic cordoned.log.dirs has dir.
+func (c *cordonPlanner) in(dir string) bool { return slices.Contains(c.co.State.Dynamic, dir) }
+
+// keep reports whether dir's log dir stays over the uncordon bound (or
+// the snapshot is stale).
+func (c *cordonPlanner) keep(dir string) bool {
+	g, ok := c.goalOf[dir]
+	return ok && (g.Usage >= c.co.Under || c.o.Stale)
+}
+
+// release plans the claim's SUBTRACT, the claim kept releasing.
+func (c *cordonPlanner) release(cl Owned) {
+	cl.Releasing = true
+	c.out = append(c.out, cl)
+	c.pp.Uncordon = append(c.pp.Uncordon, c.change(cl.Value))
+}
+
+// keepClaims decides the agent's existing claims: releasing ones retried
+// until read back gone, the others kept, appended again, released or
+// dropped. It returns the entries claimed (not releasing).
+func (c *cordonPlanner) keepClaims(me Record) map[string]bool {
+	po, pp := c.o.Protection, c.pp
+	for _, cl := range me.AllCordonClaims() {
+		if cl.Releasing {
+			if c.in(cl.Value) {
+				c.release(cl) // retried until read back gone (R8.5)
 			}
 			continue
 		}
 	}
 	claimed := map[string]bool{}
-	for _, c := range me.CordonClaims() {
-		claimed[c.Value] = true
+	for _, cl := range me.CordonClaims() {
+		claimed[cl.Value] = true
 		switch {
 		case !po.Records.Live(po.BrokerID, ""):
 			// Lifted by a peer or an operator: released by them, and by
 			// this agent while the entry is still there.
-			if in(c.Value) {
-				release(c)
+			if c.in(cl.Value) {
+				c.release(cl)
 			}
-		case !in(c.Value) && co.Seen[c.Value]:
+		case !c.in(cl.Value) && c.co.Seen[cl.Value]:
 			// Read back in place earlier, gone now: an operator
 			// uncordoned it. Left so, not cordoned again this episode.
-			pp.CordonDropped = append(pp.CordonDropped, change(c.Value))
-		case wantNothing || suppressedAll || !keep(c.Value):
-			if in(c.Value) {
-				release(c)
+			pp.CordonDropped = append(pp.CordonDropped, c.change(cl.Value))
+		case c.mode.wantNothing || c.mode.suppressedAll || !c.keep(cl.Value):
+			if c.in(cl.Value) {
+				c.release(cl)
 			}
-		case !in(c.Value):
+		case !c.in(cl.Value):
 			// Claimed, not (yet) read back: the APPEND failed or has not
 			// reached this broker's view; appending again is idempotent.
-			out = append(out, c)
-			pp.Cordon = append(pp.Cordon, change(c.Value))
+			c.out = append(c.out, cl)
+			pp.Cordon = append(pp.Cordon, c.change(cl.Value))
 		default:
-			out = append(out, c)
+			c.out = append(c.out, cl)
 		}
 	}
-	// New cordons, fullest log dir first.
+	return claimed
+}
+
+// claimNew claims the log dirs at or over the cordon bound not claimed
+// yet, fullest first, or says why each is held; never the broker's last
+// uncordoned log dir.
+func (c *cordonPlanner) claimNew(claimed map[string]bool) {
+	co, st, pp := c.co, c.co.State, c.pp
 	var wanted []DirGoal
-	for dir, g := range goalOf {
-		if g.Usage >= co.From && !claimed[dir] && !o.Stale {
+	for dir, g := range c.goalOf {
+		if g.Usage >= co.From && !claimed[dir] && !c.o.Stale {
 			wanted = append(wanted, g)
 		}
 	}
 	slices.SortFunc(wanted, func(a, b DirGoal) int { return cmp.Or(cmp.Compare(b.Usage, a.Usage), cmp.Compare(a.LogDir, b.LogDir)) })
 	left := len(st.Uncordoned())
-	for _, c := range pp.Cordon {
-		if !st.Cordoned(c.Dir) {
+	for _, ch := range pp.Cordon {
+		if !st.Cordoned(ch.Dir) {
 			left--
 		}
 	}
@@ -258,12 +307,12 @@ func planCordons(o Observed, goals []DirGoal, me Record, wantNothing, suppressed
 		}
 		switch {
 		case st.Cordoned(dir):
-			pp.OperatorCordons = append(pp.OperatorCordons, change(dir)) // never claimed (R8.6)
-		case wantNothing:
+			pp.OperatorCordons = append(pp.OperatorCordons, c.change(dir)) // never claimed (R8.6)
+		case c.mode.wantNothing:
 			// Observe mode's own plan (its view of what enforcing would
 			// do is the plan of the virtual record, WouldProtect), or a
 			// peer's lift not yet trusted: nothing new.
-		case suppressedAll:
+		case c.mode.suppressedAll:
 			held(CordonHeldLifted)
 		case co.Declined[dir]:
 			held(CordonHeldDeclined)
@@ -276,19 +325,11 @@ func planCordons(o Observed, goals []DirGoal, me Record, wantNothing, suppressed
 		case left <= 1:
 			held(CordonHeldLastLogDir)
 		default:
-			out = append(out, ledger.CordonClaim(dir))
-			pp.Cordon = append(pp.Cordon, change(dir))
+			c.out = append(c.out, ledger.CordonClaim(dir))
+			pp.Cordon = append(pp.Cordon, c.change(dir))
 			left--
 		}
 	}
-	// Log dirs wanted but no log.dirs entry matched.
-	for _, g := range goals {
-		if _, ok := co.Entries[g.LogDir]; !ok && !g.Foreign && g.Usage >= co.From {
-			pp.CordonHeld = append(pp.CordonHeld, CordonHeld{LogDir: g.LogDir, Reason: CordonHeldUnmatched})
-		}
-	}
-	slices.SortFunc(out, func(a, b Owned) int { return cmp.Compare(a.Value, b.Value) })
-	return out
 }
 
 // cordonEntries matches each of the guard's log dirs (by its identity's

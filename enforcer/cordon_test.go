@@ -100,7 +100,7 @@ func TestR3_8CordonNeverTakesTheLastLogDir(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o, goals := cordonCase(tc.usage, tc.st, Record{}, false)
 			var pp ProtectionPlan
-			out := planCordons(o, goals, Record{}, false, false, &pp)
+			out := planCordons(o, goals, Record{}, cordonMode{}, &pp)
 			if got := dirs(pp.Cordon); !slices.Equal(got, tc.want) {
 				t.Errorf("cordon %v, want %v", got, tc.want)
 			}
@@ -126,7 +126,7 @@ func TestR3_8CordonNeverTakesTheLastLogDir(t *testing.T) {
 func TestR3_8OperatorCordonIsNeverAdopted(t *testing.T) {
 	o, goals := cordonCase(map[string]float64{"/d1": 0.90, "/d2": 0.10, "/d3": 0.1}, BrokerCordons{Dynamic: []string{"/d1"}}, Record{}, false)
 	var pp ProtectionPlan
-	out := planCordons(o, goals, Record{}, false, false, &pp)
+	out := planCordons(o, goals, Record{}, cordonMode{}, &pp)
 	if len(out) != 0 || len(pp.Cordon) != 0 || len(pp.Uncordon) != 0 {
 		t.Fatalf("claims %v, cordon %v, uncordon %v: the operator's cordon was adopted", out, pp.Cordon, pp.Uncordon)
 	}
@@ -136,7 +136,7 @@ func TestR3_8OperatorCordonIsNeverAdopted(t *testing.T) {
 	// "*" cordons every log dir: nothing to do either.
 	o, goals = cordonCase(map[string]float64{"/d1": 0.90, "/d2": 0.10}, BrokerCordons{Dynamic: []string{"*"}}, Record{}, false)
 	pp = ProtectionPlan{}
-	if out := planCordons(o, goals, Record{}, false, false, &pp); len(out) != 0 || len(pp.Cordon) != 0 {
+	if out := planCordons(o, goals, Record{}, cordonMode{}, &pp); len(out) != 0 || len(pp.Cordon) != 0 {
 		t.Fatalf("with *: claims %v, cordon %v", out, pp.Cordon)
 	}
 }
@@ -189,7 +189,7 @@ func TestR3_8CordonLifecycle(t *testing.T) {
 				o.Protection.Cordons.Seen["/d1"] = true
 			}
 			var pp ProtectionPlan
-			out := planCordons(o, goals, tc.me, tc.wantNothing, false, &pp)
+			out := planCordons(o, goals, tc.me, cordonMode{wantNothing: tc.wantNothing}, &pp)
 			if got := claimValues(out, false); !slices.Equal(got, tc.held) {
 				t.Errorf("held claims %v, want %v", got, tc.held)
 			}
@@ -211,7 +211,7 @@ func TestR3_8CordonLifecycle(t *testing.T) {
 	o, goals := cordonCase(with(0.1), BrokerCordons{}, Record{Owned: []Owned{claim, releasing}}, false)
 	o.Protection.Cordons.Read = false
 	var pp ProtectionPlan
-	if out := planCordons(o, goals, Record{Owned: []Owned{claim}}, false, false, &pp); len(out) != 1 || !pp.Empty() {
+	if out := planCordons(o, goals, Record{Owned: []Owned{claim}}, cordonMode{}, &pp); len(out) != 1 || !pp.Empty() {
 		t.Errorf("unread: claims %v, plan %+v", out, pp)
 	}
 }
@@ -236,7 +236,7 @@ func TestR3_8CordonHeldReasons(t *testing.T) {
 				delete(o.Protection.Cordons.Entries, "/d1")
 			}
 			var pp ProtectionPlan
-			out := planCordons(o, goals, Record{}, false, false, &pp)
+			out := planCordons(o, goals, Record{}, cordonMode{}, &pp)
 			if len(out) != 0 || len(pp.Cordon) != 0 {
 				t.Fatalf("claims %v, cordon %v", out, pp.Cordon)
 			}

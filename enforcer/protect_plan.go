@@ -198,7 +198,7 @@ func planProtection(o Observed, goals []DirGoal) ProtectionPlan {
 	pl.claimBindings(topics)
 	pl.claimQuota(topics)
 	pl.rec.Configs = pl.planConfigs(goals)
-	pl.rec.Owned = append(pl.rec.Owned, planCordons(pl.o, goals, pl.me, pl.wantNothing, pl.suppressed(""), &pl.pp)...)
+	pl.rec.Owned = append(pl.rec.Owned, planCordons(pl.o, goals, pl.me, cordonMode{wantNothing: pl.wantNothing, suppressedAll: pl.suppressed("")}, &pl.pp)...)
 	pl.releaseBindings()
 	pl.releaseQuotas()
 	pl.decideWrite()
