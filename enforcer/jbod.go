@@ -132,26 +132,23 @@ func (p MovePlan) Bytes() int64 {
 // moved partitions' appends (their retention stops too); otherwise
 // candidates are dropped from the end until it does.
 func PlanMoves(dirs []MoveDir, pol MovePolicy) MovePlan {
-	var plan MovePlan
 	if pol.RateBytesPerSecond <= 0 {
-		return plan
+		return MovePlan{}
 	}
-	rate := float64(pol.RateBytesPerSecond)
-	// Planned incoming bytes per destination (this plan's copies).
-	incoming := map[string]float64{}
-	var queued float64 // bytes of every move planned so far: they share the throttle
-	order := make([]int, 0, len(dirs))
+	mp := &movePlanner{dirs: dirs, pol: pol, rate: float64(pol.RateBytesPerSecond), incoming: map[string]float64{}}
+	mp.order = make([]int, 0, len(dirs))
 	for i := range dirs {
-		order = append(order, i)
+		mp.order = append(mp.order, i)
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
+	slices.SortStableFunc(mp.order, func(a, b int) int {
 		return cmp.Compare(ratioOf(dirs[b]), ratioOf(dirs[a]))
 	})
 	anyMoving := false
 	for _, d := range dirs {
 		anyMoving = anyMoving || d.Moving || d.IncomingBytes > 0
 	}
-	for _, si := range order {
+	plan := &mp.plan
+	for _, si := range mp.order {
 		src := dirs[si]
 		if !src.Online || ratioOf(src) < pol.From {
 			continue
@@ -169,57 +166,87 @@ func PlanMoves(dirs []MoveDir, pol MovePolicy) MovePlan {
 			plan.Skipped = append(plan.Skipped, MoveSkip{src.Path, MoveSkipNoCandidate})
 			continue
 		}
-		need := float64(src.UsedBytes) - pol.Target*float64(src.CapacityBytes)
-		var picked []Move
-		var pickedBytes, pickedWrite float64
-		noRoom, tooSlow := false, false
-		for _, c := range cands {
-			if pickedBytes >= need || (pol.MaxMoves > 0 && len(plan.Moves)+len(picked) >= pol.MaxMoves) {
-				break
-			}
-			// Copy time of everything queued so far plus this one.
-			end := (queued + pickedBytes + float64(c.Bytes)) / (rate - c.WriteBytesPerSecond)
-			if !beforePurge(src, pol, pickedWrite+c.WriteBytesPerSecond, end) {
-				tooSlow = true
-				continue
-			}
-			dest := ""
-			best := 0.0
-			for _, di := range order {
-				d := dirs[di]
-				if di == si || !d.Online || d.Moving || ratioOf(d) >= pol.From {
-					continue
-				}
-				takes := float64(c.Bytes) + c.WriteBytesPerSecond*end + math.Max(d.GrowthBytesPerSecond, 0)*end +
-					float64(d.IncomingBytes) + incoming[d.Path]
-				room := pol.Target*float64(d.CapacityBytes) - float64(d.UsedBytes) - takes
-				if room >= 0 && (dest == "" || room > best) {
-					dest, best = d.Path, room
-				}
-			}
-			if dest == "" {
-				noRoom = true
-				continue
-			}
-			incoming[dest] += float64(c.Bytes) + c.WriteBytesPerSecond*end
-			picked = append(picked, Move{Topic: c.Topic, Partition: c.Partition, From: src.Path, To: dest,
-				Bytes: c.Bytes, Cold: c.WriteBytesPerSecond <= pol.ColdBytesPerSecond})
-			pickedBytes += float64(c.Bytes)
-			pickedWrite += c.WriteBytesPerSecond
-		}
+		picked, pickedBytes, reason := mp.pick(si, cands)
 		if len(picked) == 0 {
-			reason := MoveSkipNoRoom
-			if tooSlow && !noRoom {
-				reason = MoveSkipTooSlow
-			}
 			plan.Skipped = append(plan.Skipped, MoveSkip{src.Path, reason})
 			continue
 		}
 		plan.Moves = append(plan.Moves, picked...)
-		queued += pickedBytes
+		mp.queued += pickedBytes
 	}
-	plan.Duration = time.Duration(queued / rate * float64(time.Second))
-	return plan
+	plan.Duration = time.Duration(mp.queued / mp.rate * float64(time.Second))
+	return *plan
+}
+
+// movePlanner is one PlanMoves call: the broker's dirs, fullest first
+// (order), and what the plan holds so far.
+type movePlanner struct {
+	dirs     []MoveDir
+	order    []int // indexes of dirs, fullest first
+	pol      MovePolicy
+	rate     float64
+	incoming map[string]float64 // planned incoming bytes per destination (this plan's copies)
+	queued   float64            // bytes of every move planned so far: they share the throttle
+	plan     MovePlan
+}
+
+// pick takes the source dirs[si]'s candidates in order until its usage
+// minus the bytes picked is under Target, each copy ending before the
+// source reaches PurgeAt and landing where it fits. With none picked, the
+// reason is why (no_room or too_slow).
+func (mp *movePlanner) pick(si int, cands []MoveCandidate) (picked []Move, pickedBytes float64, reason string) {
+	src, pol := mp.dirs[si], mp.pol
+	need := float64(src.UsedBytes) - pol.Target*float64(src.CapacityBytes)
+	var pickedWrite float64
+	noRoom, tooSlow := false, false
+	for _, c := range cands {
+		if pickedBytes >= need || (pol.MaxMoves > 0 && len(mp.plan.Moves)+len(picked) >= pol.MaxMoves) {
+			break
+		}
+		// Copy time of everything queued so far plus this one.
+		end := (mp.queued + pickedBytes + float64(c.Bytes)) / (mp.rate - c.WriteBytesPerSecond)
+		if !beforePurge(src, pol, pickedWrite+c.WriteBytesPerSecond, end) {
+			tooSlow = true
+			continue
+		}
+		dest := mp.destination(si, c, end)
+		if dest == "" {
+			noRoom = true
+			continue
+		}
+		mp.incoming[dest] += float64(c.Bytes) + c.WriteBytesPerSecond*end
+		picked = append(picked, Move{Topic: c.Topic, Partition: c.Partition, From: src.Path, To: dest,
+			Bytes: c.Bytes, Cold: c.WriteBytesPerSecond <= pol.ColdBytesPerSecond})
+		pickedBytes += float64(c.Bytes)
+		pickedWrite += c.WriteBytesPerSecond
+	}
+	reason = MoveSkipNoRoom
+	if tooSlow && !noRoom {
+		reason = MoveSkipTooSlow
+	}
+	return picked, pickedBytes, reason
+}
+
+// destination is the online dir other than dirs[si], not in the move band
+// nor moving, with the most room left under Target after taking c (its
+// copy, what it grows by until end, the dir's own growth and the copies
+// already coming in); "" when none has room.
+func (mp *movePlanner) destination(si int, c MoveCandidate, end float64) string {
+	dest := ""
+	best := 0.0
+	for _, di := range mp.order {
+		d := mp.dirs[di]
+		if di == si || !d.Online || d.Moving || ratioOf(d) >= mp.pol.From {
+			continue
+		}
+		takes := float64(c.Bytes) + c.WriteBytesPerSecond*end + math.Max(d.GrowthBytesPerSecond, 0)*end +
+			float64(d.IncomingBytes) + mp.incoming[d.Path]
+		room := mp.pol.Target*float64(d.CapacityBytes) - float64(d.UsedBytes) - takes
+		if room >= 0 && (dest == "" || room > best) {
+			dest, best = d.Path, room
+		}
+	}
+	return dest
 }
 
 // candidates are a source's partitions that may move, in the order they
