@@ -138,56 +138,11 @@ func (mv *Mover) Run(ctx context.Context) error {
 
 // Pass runs one pass.
 func (mv *Mover) Pass(ctx context.Context) error {
-	snap := mv.d.Snapshots.Snapshot()
-	if snap == nil {
-		return nil
-	}
-	cid, err := mv.d.Evidence.ClusterID(ctx)
-	if err != nil {
-		return fmt.Errorf("cluster id: %w", err)
-	}
-	conf := int32(-1)
-	if mv.cfg.BrokerID != nil {
-		conf = *mv.cfg.BrokerID
-	}
-	broker, err := agent.GuardedNode(snap.LogDirs, cid, conf)
-	if err != nil {
+	p, err := mv.planPass(ctx)
+	if p == nil || err != nil {
 		return err
 	}
-	ev, err := mv.d.Evidence.IdentityEvidence(ctx, broker)
-	if err != nil {
-		return fmt.Errorf("log dirs of broker %d: %w", broker, err)
-	}
-	ids := agent.CheckIdentity(snap.LogDirs, ev)
-	brokerPath := map[string]string{}
-	for _, id := range ids {
-		if id.Confirmed() {
-			brokerPath[id.Path] = id.BrokerPath
-		}
-	}
-	inFlight, movingBytes := 0, map[string]int64{}
-	for _, d := range ev.LogDirs {
-		inFlight += len(d.Future)
-	}
-	for i := range snap.LogDirs {
-		for _, p := range snap.LogDirs[i].Partitions {
-			if p.Kind == agent.KindFuture {
-				movingBytes[snap.LogDirs[i].Path] += p.DiskBytes
-			}
-		}
-	}
-	growth := growthOf(snap)
-	if mv.d.Growth != nil {
-		growth = mv.d.Growth(snap)
-	}
-	dirs := MoveDirs(snap, growth, func(p string) bool { return brokerPath[p] != "" })
-	plan := PlanMoves(dirs, mv.pol)
-	if !mv.cfg.Relief.Move.MoveEnabled() {
-		plan.Moves = nil
-	}
-	mv.m.report(snap, plan, inFlight, movingBytes)
-	mv.logSkips(plan)
-
+	broker, plan := p.broker, p.plan
 	recs, err := mv.d.Store.LoadRecords(ctx)
 	switch {
 	case err != nil && mv.dryRun && errors.Is(err, ErrLedgerMissing):
@@ -209,21 +164,16 @@ func (mv *Mover) Pass(ctx context.Context) error {
 	peerErr := mv.restorePeers(ctx, recs, broker)
 
 	if mv.dryRun {
-		for _, m := range plan.Moves {
-			mv.logger.Info("would move partition", "topic", m.Topic, "partition", m.Partition, "from", m.From, "to", m.To,
-				"bytes", m.Bytes, "cold", m.Cold, "duration", plan.Duration.Round(time.Second),
-				eventAttr(MoveDone{Move: m, DryRun: true, Duration: plan.Duration}))
-			mv.m.moves.WithLabelValues(MoveResultPlanned).Inc()
-		}
-		if held && inFlight == 0 {
+		mv.logWouldMove(plan)
+		if held && p.inFlight == 0 {
 			return errors.Join(peerErr, mv.release(ctx, mine))
 		}
 		return peerErr
 	}
 	switch {
 	case len(plan.Moves) > 0:
-		return errors.Join(peerErr, mv.start(ctx, broker, plan, brokerPath, mine, held))
-	case held && inFlight == 0:
+		return errors.Join(peerErr, mv.start(ctx, p, mine, held))
+	case held && p.inFlight == 0:
 		return errors.Join(peerErr, mv.release(ctx, mine))
 	case held && mv.d.Clock.Now().Sub(mine.Renewed) > mv.cfg.Protection.LeaseDuration/3:
 		mine.Renewed, mine.Instance = mv.d.Clock.Now(), mv.d.Instance
@@ -232,9 +182,85 @@ func (mv *Mover) Pass(ctx context.Context) error {
 	return peerErr
 }
 
+// movePass is what a pass found and planned: the guarded broker, its
+// confirmed log dirs' paths as the broker names them (by the agent's
+// path), the moves in flight and the plan.
+type movePass struct {
+	broker     int32
+	brokerPath map[string]string
+	inFlight   int
+	plan       MovePlan
+}
+
+// planPass reads the snapshot and the broker's log dirs (R7.1), plans the
+// moves (none when moves are off) and reports them; nil without a
+// snapshot.
+func (mv *Mover) planPass(ctx context.Context) (*movePass, error) {
+	snap := mv.d.Snapshots.Snapshot()
+	if snap == nil {
+		return nil, nil
+	}
+	cid, err := mv.d.Evidence.ClusterID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster id: %w", err)
+	}
+	conf := int32(-1)
+	if mv.cfg.BrokerID != nil {
+		conf = *mv.cfg.BrokerID
+	}
+	broker, err := agent.GuardedNode(snap.LogDirs, cid, conf)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := mv.d.Evidence.IdentityEvidence(ctx, broker)
+	if err != nil {
+		return nil, fmt.Errorf("log dirs of broker %d: %w", broker, err)
+	}
+	p := &movePass{broker: broker, brokerPath: map[string]string{}}
+	for _, id := range agent.CheckIdentity(snap.LogDirs, ev) {
+		if id.Confirmed() {
+			p.brokerPath[id.Path] = id.BrokerPath
+		}
+	}
+	movingBytes := map[string]int64{}
+	for _, d := range ev.LogDirs {
+		p.inFlight += len(d.Future)
+	}
+	for i := range snap.LogDirs {
+		for _, part := range snap.LogDirs[i].Partitions {
+			if part.Kind == agent.KindFuture {
+				movingBytes[snap.LogDirs[i].Path] += part.DiskBytes
+			}
+		}
+	}
+	growth := growthOf(snap)
+	if mv.d.Growth != nil {
+		growth = mv.d.Growth(snap)
+	}
+	dirs := MoveDirs(snap, growth, func(path string) bool { return p.brokerPath[path] != "" })
+	p.plan = PlanMoves(dirs, mv.pol)
+	if !mv.cfg.Relief.Move.MoveEnabled() {
+		p.plan.Moves = nil
+	}
+	mv.m.report(snap, p.plan, p.inFlight, movingBytes)
+	mv.logSkips(p.plan)
+	return p, nil
+}
+
+// logWouldMove logs and counts observe mode's planned moves.
+func (mv *Mover) logWouldMove(plan MovePlan) {
+	for _, m := range plan.Moves {
+		mv.logger.Info("would move partition", "topic", m.Topic, "partition", m.Partition, "from", m.From, "to", m.To,
+			"bytes", m.Bytes, "cold", m.Cold, "duration", plan.Duration.Round(time.Second),
+			eventAttr(MoveDone{Move: m, DryRun: true, Duration: plan.Duration}))
+		mv.m.moves.WithLabelValues(MoveResultPlanned).Inc()
+	}
+}
+
 // start claims and sets the throttle (once per episode), then starts the
 // plan's moves.
-func (mv *Mover) start(ctx context.Context, broker int32, plan MovePlan, brokerPath map[string]string, mine ledger.ThrottleClaim, held bool) error {
+func (mv *Mover) start(ctx context.Context, p *movePass, mine ledger.ThrottleClaim, held bool) error {
+	broker, plan := p.broker, p.plan
 	now := mv.d.Clock.Now()
 	rate := strconv.FormatInt(mv.pol.RateBytesPerSecond, 10)
 	prev, set, err := mv.d.Admin.Throttle(ctx, broker)
@@ -272,12 +298,19 @@ func (mv *Mover) start(ctx context.Context, broker int32, plan MovePlan, brokerP
 		return err
 	}
 	mv.logger.Info("move throttle set", "broker_id", broker, "key", ThrottleKey, "value", rate, "previous", ledger.ShowValue(mine.Orig))
+	return mv.startMoves(ctx, p)
+}
+
+// startMoves submits the plan's moves (AlterReplicaLogDirs, to the log
+// dirs as the broker names them) and logs and counts each one's outcome.
+func (mv *Mover) startMoves(ctx context.Context, p *movePass) error {
+	plan := p.plan
 	req := make([]Move, 0, len(plan.Moves))
 	for _, m := range plan.Moves {
-		m.To = brokerPath[m.To]
+		m.To = p.brokerPath[m.To]
 		req = append(req, m)
 	}
-	res, err := mv.d.Admin.Move(ctx, broker, req)
+	res, err := mv.d.Admin.Move(ctx, p.broker, req)
 	if err != nil {
 		mv.m.moves.WithLabelValues(MoveResultFailed).Add(float64(len(req)))
 		return err

@@ -63,8 +63,6 @@ var known = map[string]bool{
 	"agent/live.go loop.run":                                       true,
 	"agent/live.go loop.publish":                                   true,
 	"cmd/kafka-disk-guard/protection_reassign.go liftReassigns":    true,
-	"enforcer/jbod_run.go Mover.Pass":                              true,
-	"enforcer/jbod_run.go Mover.start":                             true,
 	"enforcer/reassign_throttle.go ReleaseReassignWithin":          true,
 	"internal/kafkaadmin/relief.go Relief.ReadCluster":             true,
 	"internal/kafkaadmin/relief_claim.go Relief.SetThrottleConfig": true,
