@@ -64,7 +64,6 @@ var known = map[string]bool{
 	"agent/live.go loop.publish":                                   true,
 	"cmd/kafka-disk-guard/protection_reassign.go liftReassigns":    true,
 	"enforcer/reassign_throttle.go ReleaseReassignWithin":          true,
-	"internal/kafkaadmin/relief.go Relief.ReadCluster":             true,
 	"internal/kafkaadmin/relief_claim.go Relief.SetThrottleConfig": true,
 	"internal/kafkaadmin/relief_claim.go PlanClaim":                true,
 	"internal/simbroker/cluster.go Authorize":                      true,

@@ -49,40 +49,16 @@ func (r *Relief) ReadCluster(ctx context.Context, capacityBytes int64) (relief.C
 	if err != nil {
 		return out, err
 	}
-	brokers, _, err := c.admin.DescribeCluster()
+	ids, racks, err := brokerRacks(c)
 	if err != nil {
-		return out, fmt.Errorf("describe cluster: %w", err)
+		return out, err
 	}
-	if len(brokers) == 0 {
-		return out, errors.New("describe cluster: no brokers")
-	}
-	ids := make([]int32, 0, len(brokers))
-	racks := map[int32]string{}
-	for _, b := range brokers {
-		ids = append(ids, b.ID())
-		racks[b.ID()] = b.Rack()
-	}
-	slices.Sort(ids)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
-	metas, err := c.admin.DescribeTopics(nil)
+	index, err := readPartitions(c, &out)
 	if err != nil {
-		return out, fmt.Errorf("describe topics: %w", err)
-	}
-	index := map[string]int{} // topic/partition -> out.Partitions index
-	for _, m := range metas {
-		if !errors.Is(m.Err, sarama.ErrNoError) {
-			return out, fmt.Errorf("describe topic %s: %w", m.Name, m.Err)
-		}
-		for _, p := range m.Partitions {
-			if !errors.Is(p.Err, sarama.ErrNoError) && !errors.Is(p.Err, sarama.ErrLeaderNotAvailable) && !errors.Is(p.Err, sarama.ErrReplicaNotAvailable) {
-				return out, fmt.Errorf("describe topic %s partition %d: %w", m.Name, p.ID, p.Err)
-			}
-			index[tpKey(m.Name, p.ID)] = len(out.Partitions)
-			out.Partitions = append(out.Partitions, relief.Partition{Topic: m.Name, Partition: p.ID,
-				Replicas: slices.Clone(p.Replicas), Leader: p.Leader, Sizes: map[int32]int64{}})
-		}
+		return out, err
 	}
 	if err := ctx.Err(); err != nil {
 		return out, err
@@ -92,40 +68,88 @@ func (r *Relief) ReadCluster(ctx context.Context, capacityBytes int64) (relief.C
 		return out, fmt.Errorf("describe log dirs: %w", err)
 	}
 	for _, id := range ids {
-		b := relief.Broker{ID: id, Rack: racks[id]}
-		ds, ok := dirs[id]
-		known := ok && len(ds) > 0
-		var total, usable, parts int64
-		for _, d := range ds {
-			if !errors.Is(d.ErrorCode, sarama.ErrNoError) {
-				known = false // an offline log dir: the broker's usage is not known
-				continue
+		out.Brokers = append(out.Brokers, brokerUsage(relief.Broker{ID: id, Rack: racks[id]}, dirs[id], capacityBytes, index, out.Partitions))
+	}
+	return out, nil
+}
+
+// brokerRacks returns every broker's id, sorted, and rack.
+func brokerRacks(c *conn) ([]int32, map[int32]string, error) {
+	brokers, _, err := c.admin.DescribeCluster()
+	if err != nil {
+		return nil, nil, fmt.Errorf("describe cluster: %w", err)
+	}
+	if len(brokers) == 0 {
+		return nil, nil, errors.New("describe cluster: no brokers")
+	}
+	ids := make([]int32, 0, len(brokers))
+	racks := map[int32]string{}
+	for _, b := range brokers {
+		ids = append(ids, b.ID())
+		racks[b.ID()] = b.Rack()
+	}
+	slices.Sort(ids)
+	return ids, racks, nil
+}
+
+// readPartitions appends every partition's replicas and leader to out
+// and returns the index of each ("topic/partition") in out.Partitions.
+func readPartitions(c *conn, out *relief.Cluster) (map[string]int, error) {
+	metas, err := c.admin.DescribeTopics(nil)
+	if err != nil {
+		return nil, fmt.Errorf("describe topics: %w", err)
+	}
+	index := map[string]int{} // topic/partition -> out.Partitions index
+	for _, m := range metas {
+		if !errors.Is(m.Err, sarama.ErrNoError) {
+			return nil, fmt.Errorf("describe topic %s: %w", m.Name, m.Err)
+		}
+		for _, p := range m.Partitions {
+			if !errors.Is(p.Err, sarama.ErrNoError) && !errors.Is(p.Err, sarama.ErrLeaderNotAvailable) && !errors.Is(p.Err, sarama.ErrReplicaNotAvailable) {
+				return nil, fmt.Errorf("describe topic %s partition %d: %w", m.Name, p.ID, p.Err)
 			}
-			if d.TotalBytes <= 0 || d.UsableBytes < 0 {
-				known = false
-			}
-			total += d.TotalBytes
-			usable += d.UsableBytes
-			for _, t := range d.Topics {
-				for _, p := range t.Partitions {
-					parts += p.Size
-					if i, ok := index[tpKey(t.Topic, p.PartitionID)]; ok {
-						out.Partitions[i].Sizes[id] += p.Size
-					}
+			index[tpKey(m.Name, p.ID)] = len(out.Partitions)
+			out.Partitions = append(out.Partitions, relief.Partition{Topic: m.Name, Partition: p.ID,
+				Replicas: slices.Clone(p.Replicas), Leader: p.Leader, Sizes: map[int32]int64{}})
+		}
+	}
+	return index, nil
+}
+
+// brokerUsage sets b's capacity and usage from its log dirs (ds) as
+// ReadCluster says, and adds each partition's size on b to partitions
+// (found through index).
+func brokerUsage(b relief.Broker, ds []sarama.DescribeLogDirsResponseDirMetadata, capacityBytes int64, index map[string]int, partitions []relief.Partition) relief.Broker {
+	known := len(ds) > 0
+	var total, usable, parts int64
+	for _, d := range ds {
+		if !errors.Is(d.ErrorCode, sarama.ErrNoError) {
+			known = false // an offline log dir: the broker's usage is not known
+			continue
+		}
+		if d.TotalBytes <= 0 || d.UsableBytes < 0 {
+			known = false
+		}
+		total += d.TotalBytes
+		usable += d.UsableBytes
+		for _, t := range d.Topics {
+			for _, p := range t.Partitions {
+				parts += p.Size
+				if i, ok := index[tpKey(t.Topic, p.PartitionID)]; ok {
+					partitions[i].Sizes[b.ID] += p.Size
 				}
 			}
 		}
-		switch {
-		case capacityBytes > 0:
-			b.CapacityBytes, b.UsedBytes = capacityBytes, parts
-		case known:
-			b.CapacityBytes, b.UsedBytes = total, total-usable
-		default:
-			b.UsedBytes = parts // capacity unknown: its partitions, for the report
-		}
-		out.Brokers = append(out.Brokers, b)
 	}
-	return out, nil
+	switch {
+	case capacityBytes > 0:
+		b.CapacityBytes, b.UsedBytes = capacityBytes, parts
+	case known:
+		b.CapacityBytes, b.UsedBytes = total, total-usable
+	default:
+		b.UsedBytes = parts // capacity unknown: its partitions, for the report
+	}
+	return b
 }
 
 func tpKey(topic string, p int32) string { return topic + "/" + strconv.Itoa(int(p)) }
