@@ -321,12 +321,7 @@ func (l *loop) close() {
 
 func (l *loop) run(ctx context.Context) error {
 	a := l.a
-	if w, err := a.newWatcher(); err != nil {
-		a.logger.Warn("inotify unavailable, polling every directory", "err", err, "poll_interval", a.cfg.PollInterval)
-		l.ownErrs[ErrIO]++
-	} else {
-		l.w = w
-	}
+	l.startWatcher()
 	l.expand()
 	// Watch first, then scan: a file created in between is seen by both,
 	// never by neither.
@@ -367,13 +362,7 @@ func (l *loop) run(ctx context.Context) error {
 				errs = nil
 				continue
 			}
-			if errors.Is(err, errOverflow) {
-				a.logger.Warn("inotify queue overflow, rescanning")
-				l.fullScan("overflow")
-				continue
-			}
-			l.ownErrs[ErrIO]++
-			a.logger.Warn("inotify error", "err", err)
+			l.watcherError(err)
 		case <-debounce.C:
 			l.debounceSet = false
 			l.flush(false)
@@ -390,15 +379,44 @@ func (l *loop) run(ctx context.Context) error {
 		case <-resync.C:
 			l.fullScan("periodic")
 		case <-poll.C:
-			// Polls take at most a tenth of the loop's time: with tens of
-			// thousands of directories left without a watch, a poll can
-			// take longer than its interval.
-			if time.Since(l.pollEnd) >= 9*l.pollDur {
-				start := time.Now()
-				l.poll()
-				l.pollEnd, l.pollDur = time.Now(), time.Since(start)
-			}
+			l.pollPaced()
 		}
+	}
+}
+
+// startWatcher starts the inotify watcher; without one every directory
+// is polled.
+func (l *loop) startWatcher() {
+	a := l.a
+	w, err := a.newWatcher()
+	if err != nil {
+		a.logger.Warn("inotify unavailable, polling every directory", "err", err, "poll_interval", a.cfg.PollInterval)
+		l.ownErrs[ErrIO]++
+		return
+	}
+	l.w = w
+}
+
+// watcherError handles an error of the watcher: a queue overflow rescans
+// everything, anything else is counted and logged.
+func (l *loop) watcherError(err error) {
+	if errors.Is(err, errOverflow) {
+		l.a.logger.Warn("inotify queue overflow, rescanning")
+		l.fullScan("overflow")
+		return
+	}
+	l.ownErrs[ErrIO]++
+	l.a.logger.Warn("inotify error", "err", err)
+}
+
+// pollPaced polls the unwatched directories, at most a tenth of the
+// loop's time: with tens of thousands of directories left without a
+// watch, a poll can take longer than its interval.
+func (l *loop) pollPaced() {
+	if time.Since(l.pollEnd) >= 9*l.pollDur {
+		start := time.Now()
+		l.poll()
+		l.pollEnd, l.pollDur = time.Now(), time.Since(start)
 	}
 }
 
@@ -1027,37 +1045,9 @@ func (l *loop) publish() {
 		ConfigFetched: cs.Fetched, ConfigErrors: cs.Errors}
 	structural := false
 	for _, d := range l.dirs {
-		ld := d.base
-		ld.Path, ld.Pattern = d.path, d.pattern
-		if !d.missing {
-			ld.Err = nil
-		}
-		ld.Usage = d.usage
-		ld.Filesystem = d.fs
-		ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk+d.partDisk, d.rootPending+d.partPend
-		if d.order == nil {
-			structural = true
-			d.order = make([]string, 0, len(d.parts))
-			for name := range d.parts {
-				d.order = append(d.order, name)
-			}
-			slices.SortFunc(d.order, func(x, y string) int {
-				return partitionOrder(*d.parts[x].part, *d.parts[y].part)
-			})
-		}
-		if d.changed || d.published == nil {
-			// Published snapshots are never modified: a change gets a new
-			// slice; unchanged partitions share their segments with it.
-			content = true
-			d.published = make([]Partition, len(d.order))
-			for i, name := range d.order {
-				ps := d.parts[name]
-				d.published[i] = *ps.part
-				ps.part = &d.published[i]
-			}
-			d.changed = false
-		}
-		ld.Partitions = d.published
+		ld, reordered, changed := publishedLogDir(d)
+		structural = structural || reordered
+		content = content || changed
 		s.LogDirs = append(s.LogDirs, ld)
 	}
 	if l.mayHold(cs) {
@@ -1071,29 +1061,7 @@ func (l *loop) publish() {
 		l.generation++
 	}
 	s.Generation = l.generation
-	s.Health = Health{
-		LastFullScan:         l.lastFull,
-		LastFullScanDuration: l.lastFullDur,
-		ScanErrors:           a.scanner.Errors(),
-		Rescans:              make(map[string]uint64, len(l.rescans)),
-		PartitionRereads:     l.rereads,
-		WatchMode:            "inotify",
-	}
-	for k, v := range l.ownErrs {
-		s.Health.ScanErrors[k] += v
-	}
-	for k, v := range l.rescans {
-		s.Health.Rescans[k] = v
-	}
-	for _, d := range l.dirs {
-		if !d.watched && !d.missing {
-			s.Health.PolledDirs++
-		}
-		s.Health.PolledDirs += d.unwatched
-	}
-	if l.w == nil || s.Health.PolledDirs > 0 {
-		s.Health.WatchMode = "polling"
-	}
+	s.Health = l.health()
 	a.snap.Store(s)
 	select {
 	case a.updated <- struct{}{}:
@@ -1105,6 +1073,73 @@ func (l *loop) publish() {
 		default:
 		}
 	}
+}
+
+// publishedLogDir is d as the snapshot shows it: its last full scan with
+// today's usage and partitions. reordered: its partitions were sorted
+// anew (a partition came or went); changed: they were copied anew.
+func publishedLogDir(d *dirState) (ld LogDir, reordered, changed bool) {
+	ld = d.base
+	ld.Path, ld.Pattern = d.path, d.pattern
+	if !d.missing {
+		ld.Err = nil
+	}
+	ld.Usage = d.usage
+	ld.Filesystem = d.fs
+	ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk+d.partDisk, d.rootPending+d.partPend
+	if d.order == nil {
+		reordered = true
+		d.order = make([]string, 0, len(d.parts))
+		for name := range d.parts {
+			d.order = append(d.order, name)
+		}
+		slices.SortFunc(d.order, func(x, y string) int {
+			return partitionOrder(*d.parts[x].part, *d.parts[y].part)
+		})
+	}
+	if d.changed || d.published == nil {
+		// Published snapshots are never modified: a change gets a new
+		// slice; unchanged partitions share their segments with it.
+		changed = true
+		d.published = make([]Partition, len(d.order))
+		for i, name := range d.order {
+			ps := d.parts[name]
+			d.published[i] = *ps.part
+			ps.part = &d.published[i]
+		}
+		d.changed = false
+	}
+	ld.Partitions = d.published
+	return ld, reordered, changed
+}
+
+// health is the loop's own health for a snapshot: scans, errors, rescans
+// and how many directories are polled.
+func (l *loop) health() Health {
+	h := Health{
+		LastFullScan:         l.lastFull,
+		LastFullScanDuration: l.lastFullDur,
+		ScanErrors:           l.a.scanner.Errors(),
+		Rescans:              make(map[string]uint64, len(l.rescans)),
+		PartitionRereads:     l.rereads,
+		WatchMode:            "inotify",
+	}
+	for k, v := range l.ownErrs {
+		h.ScanErrors[k] += v
+	}
+	for k, v := range l.rescans {
+		h.Rescans[k] = v
+	}
+	for _, d := range l.dirs {
+		if !d.watched && !d.missing {
+			h.PolledDirs++
+		}
+		h.PolledDirs += d.unwatched
+	}
+	if l.w == nil || h.PolledDirs > 0 {
+		h.WatchMode = "polling"
+	}
+	return h
 }
 
 // sameSlice reports whether a and b are the same slice (not only equal).
