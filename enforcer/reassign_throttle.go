@@ -136,14 +136,24 @@ func ReleaseReassign(ctx context.Context, a ThrottleConfigAdmin, st ReassignStor
 	return nil
 }
 
+// ReassignRelease is a replication throttle claim to give up, as
+// Instance, through Admin (the values) and Store (the claim).
+type ReassignRelease struct {
+	Admin    ThrottleConfigAdmin
+	Store    ReassignStore
+	Claim    ledger.ReassignClaim
+	Instance string
+}
+
 // ReleaseReassignWithin is ReleaseReassign tried again (every 250 ms)
 // until it succeeds or wait has passed: a config change reaches each
 // broker through the metadata log, so a broker may read the old value
 // back for a moment. For the commands, which have no next pass.
-func ReleaseReassignWithin(ctx context.Context, a ThrottleConfigAdmin, st ReassignStore, c ledger.ReassignClaim, instance string, wait time.Duration) error {
+func ReleaseReassignWithin(ctx context.Context, rel ReassignRelease, wait time.Duration) error {
+	c, instance := rel.Claim, rel.Instance
 	deadline := time.Now().Add(wait)
 	for {
-		err := ReleaseReassign(ctx, a, st, c, instance)
+		err := ReleaseReassign(ctx, rel.Admin, rel.Store, c, instance)
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 			var left []string
 			throttlesRestored, left = liftThrottles(ctx, admin, recs, scope.all, int32(scope.broker))
 			res.Remaining = append(res.Remaining, left...)
-			restored, left := liftReassigns(ctx, admin, recs, scope.all, int32(scope.broker), operatorName(getenv))
+			restored, left := liftReassigns(ctx, admin, recs, req)
 			throttlesRestored = append(throttlesRestored, restored...)
 			res.Remaining = append(res.Remaining, left...)
 		}

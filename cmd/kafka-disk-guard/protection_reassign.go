@@ -83,16 +83,18 @@ func writeReassigns(w io.Writer, rs []ledger.ReassignStatus, now time.Time) {
 	tw.Flush()
 }
 
-// liftReassigns restores every replication throttle claim in scope (all,
-// or the one an agent of broker holds) and removes the claims.
-func liftReassigns(ctx context.Context, admin *kafkaadmin.Enforce, recs ledger.Records, all bool, broker int32, by string) (restored, remaining []string) {
+// liftReassigns restores every replication throttle claim in the lift's
+// scope (all, or the one an agent of its broker holds) and removes the
+// claims, as the lift's operator.
+func liftReassigns(ctx context.Context, admin *kafkaadmin.Enforce, recs ledger.Records, req ledger.LiftRequest) (restored, remaining []string) {
 	r := admin.Relief()
 	for _, o := range reassignOwners(recs) {
-		if !all && o != ledger.ReassignOwner(broker) {
+		if !req.All && o != ledger.ReassignOwner(req.Broker) {
 			continue
 		}
 		c := recs.Reassigns[o]
-		if err := enforcer.ReleaseReassignWithin(ctx, r, admin, c, by, 15*time.Second); err != nil {
+		rel := enforcer.ReassignRelease{Admin: r, Store: admin, Claim: c, Instance: req.By}
+		if err := enforcer.ReleaseReassignWithin(ctx, rel, 15*time.Second); err != nil {
 			remaining = append(remaining, fmt.Sprintf("the replication throttle claimed by %s (%v)", o, err))
 			continue
 		}

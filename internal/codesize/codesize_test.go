@@ -60,10 +60,7 @@ func TestFunctionSize(t *testing.T) {
 // and name. The list only shrinks: a function split off it must leave it,
 // and nothing joins it.
 var known = map[string]bool{
-	"cmd/kafka-disk-guard/protection_reassign.go liftReassigns":    true,
-	"enforcer/reassign_throttle.go ReleaseReassignWithin":          true,
 	"internal/kafkaadmin/relief_claim.go Relief.SetThrottleConfig": true,
-	"internal/kafkaadmin/relief_claim.go PlanClaim":                true,
 	"internal/simbroker/cluster.go Authorize":                      true,
 	"internal/simbroker/relief.go ReliefAdmin.SetThrottleConfig":   true,
 	"internal/simulation/invariants.go sim.check":                  true,

@@ -100,10 +100,10 @@ func ThrottleEntries(plan relief.Plan, rate int64) []ledger.ThrottleEntry {
 	return enforcer.ReassignEntries(plan, rate)
 }
 
-// PlanClaim is the replication throttle claim for plan.
-func PlanClaim(plan relief.Plan, rate int64, owner, instance string, lease time.Duration, now time.Time) ledger.ReassignClaim {
-	c := ledger.ReassignClaim{Owner: owner, Instance: instance, Entries: ThrottleEntries(plan, rate),
-		Since: now, Renewed: now, LeaseMs: lease.Milliseconds()}
+// PlanClaim is cl's replication throttle claim for plan at rate.
+func (cl *ExecuteClaim) PlanClaim(plan relief.Plan, rate int64, now time.Time) ledger.ReassignClaim {
+	c := ledger.ReassignClaim{Owner: cl.Owner, Instance: cl.Instance, Entries: ThrottleEntries(plan, rate),
+		Since: now, Renewed: now, LeaseMs: cl.Lease.Milliseconds()}
 	for _, m := range plan.Moves {
 		c.Partitions = append(c.Partitions, tpKey(m.Topic, m.Partition))
 		c.Moves = append(c.Moves, fmt.Sprintf("%s/%d %d -> %d", m.Topic, m.Partition, m.From, m.To))
@@ -192,7 +192,7 @@ const releaseWait = 30 * time.Second
 // executeClaimed is Execute with the throttle as a ledger claim.
 func (r *Relief) executeClaimed(ctx context.Context, c *conn, plan relief.Plan, opts ExecuteOptions) error {
 	cl := opts.Claim
-	claim := PlanClaim(plan, opts.ThrottleBytesPerSecond, cl.Owner, cl.Instance, cl.Lease, time.Now())
+	claim := cl.PlanClaim(plan, opts.ThrottleBytesPerSecond, time.Now())
 	// Recorded before any value is set: a crash in between leaves a claim
 	// whose restore finds nothing of the guard's in place.
 	if err := cl.Store.StoreReassign(ctx, claim); err != nil {
@@ -200,7 +200,8 @@ func (r *Relief) executeClaimed(ctx context.Context, c *conn, plan relief.Plan, 
 	}
 	undo := func(err error) error {
 		// Nothing moved yet: the throttle goes again, with its claim.
-		return errors.Join(err, enforcer.ReleaseReassignWithin(context.WithoutCancel(ctx), r, cl.Store, claim, cl.Instance, releaseWait))
+		rel := enforcer.ReassignRelease{Admin: r, Store: cl.Store, Claim: claim, Instance: cl.Instance}
+		return errors.Join(err, enforcer.ReleaseReassignWithin(context.WithoutCancel(ctx), rel, releaseWait))
 	}
 	if err := enforcer.SetReplicationThrottle(ctx, r, claim.Entries); err != nil {
 		return undo(fmt.Errorf("set replication throttle: %w", err))
@@ -234,7 +235,8 @@ func (r *Relief) executeClaimed(ctx context.Context, c *conn, plan relief.Plan, 
 		case <-tick.C:
 		}
 	}
-	if err := enforcer.ReleaseReassignWithin(ctx, r, cl.Store, claim, cl.Instance, releaseWait); err != nil {
+	rel := enforcer.ReassignRelease{Admin: r, Store: cl.Store, Claim: claim, Instance: cl.Instance}
+	if err := enforcer.ReleaseReassignWithin(ctx, rel, releaseWait); err != nil {
 		return fmt.Errorf("the reassignment is done; remove the replication throttle (its claim stays releasing: `protection lift --all` or a guard agent removes it): %w", err)
 	}
 	return nil
