@@ -125,7 +125,7 @@ func Compute(c Cluster, cfg Config) Plan {
 				break
 			}
 			size := part.Sizes[src]
-			dst, ok := destination(brokers, ids, part, src, size, cfg.Target)
+			dst, ok := destination(brokers, ids, part, src, cfg.Target)
 			if !ok {
 				continue
 			}
@@ -180,8 +180,10 @@ func candidates(c Cluster, src int32, cfg Config, moved map[string]bool) []*Part
 	return out
 }
 
-// destination picks the broker for part's replica on src.
-func destination(brokers map[int32]*Broker, ids []int32, part *Partition, src int32, size int64, target float64) (int32, bool) {
+// destination picks the broker for part's replica on src (its size
+// there).
+func destination(brokers map[int32]*Broker, ids []int32, part *Partition, src int32, target float64) (int32, bool) {
+	size := part.Sizes[src]
 	srcRack := brokers[src].Rack
 	otherRacks := map[string]bool{}
 	for _, r := range part.Replicas {

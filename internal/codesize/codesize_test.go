@@ -65,7 +65,6 @@ var known = map[string]bool{
 	"internal/simbroker/relief.go ReliefAdmin.SetThrottleConfig":   true,
 	"internal/simulation/invariants.go sim.check":                  true,
 	"internal/simulation/sim.go sim.inject":                        true,
-	"relief/plan.go destination":                                   true,
 }
 
 // scanModule walks the module rooted at root, nested modules (a go.mod
