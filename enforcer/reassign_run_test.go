@@ -59,9 +59,9 @@ func (f *fakeReassign) Reassign(_ context.Context, plan relief.Plan) error {
 	}
 	return nil
 }
-func (f *fakeReassign) SetThrottleConfig(ctx context.Context, resource, name, key, value string, set bool) error {
-	*f.events = append(*f.events, "set "+key)
-	return f.fakeConfigs.SetThrottleConfig(ctx, resource, name, key, value, set)
+func (f *fakeReassign) SetThrottleConfig(ctx context.Context, v ThrottleConfigValue) error {
+	*f.events = append(*f.events, "set "+v.Key)
+	return f.fakeConfigs.SetThrottleConfig(ctx, v)
 }
 
 type loggingStore struct {

@@ -27,8 +27,17 @@ const (
 type ThrottleConfigAdmin interface {
 	// ThrottleConfig reads the value (set false: none).
 	ThrottleConfig(ctx context.Context, resource, name, key string) (value string, set bool, err error)
-	// SetThrottleConfig sets it, or deletes it when set is false.
-	SetThrottleConfig(ctx context.Context, resource, name, key, value string, set bool) error
+	// SetThrottleConfig sets the value, or deletes it when Set is false.
+	SetThrottleConfig(ctx context.Context, v ThrottleConfigValue) error
+}
+
+// ThrottleConfigValue is a throttle config value to set (Set) or delete
+// (Set false) on a resource: ledger.ResourceBroker (Name the broker id)
+// or ledger.ResourceTopic.
+type ThrottleConfigValue struct {
+	Resource, Name, Key string
+	Value               string
+	Set                 bool
 }
 
 // ErrReplicationThrottleInPlace: a replication throttle is already set
@@ -61,7 +70,7 @@ func CheckNoReplicationThrottle(ctx context.Context, a ThrottleConfigAdmin, entr
 func SetReplicationThrottle(ctx context.Context, a ThrottleConfigAdmin, entries []ledger.ThrottleEntry) error {
 	var errs []error
 	for _, e := range entries {
-		if err := a.SetThrottleConfig(ctx, e.Resource, e.Name, e.Key, e.Value, true); err != nil {
+		if err := a.SetThrottleConfig(ctx, ThrottleConfigValue{Resource: e.Resource, Name: e.Name, Key: e.Key, Value: e.Value, Set: true}); err != nil {
 			errs = append(errs, fmt.Errorf("set %s: %w", e, err))
 		}
 	}
@@ -97,7 +106,7 @@ func restoreEntry(ctx context.Context, a ThrottleConfigAdmin, e ledger.ThrottleE
 	if e.Orig != nil {
 		v, s = *e.Orig, true
 	}
-	if err := a.SetThrottleConfig(ctx, e.Resource, e.Name, e.Key, v, s); err != nil {
+	if err := a.SetThrottleConfig(ctx, ThrottleConfigValue{Resource: e.Resource, Name: e.Name, Key: e.Key, Value: v, Set: s}); err != nil {
 		return fmt.Errorf("restore %s: %w", e, err)
 	}
 	cur, set, err = a.ThrottleConfig(ctx, e.Resource, e.Name, e.Key)

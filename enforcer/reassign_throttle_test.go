@@ -19,11 +19,11 @@ func (f *fakeConfigs) ThrottleConfig(_ context.Context, resource, name, key stri
 	return v, ok, nil
 }
 
-func (f *fakeConfigs) SetThrottleConfig(_ context.Context, resource, name, key, value string, set bool) error {
-	k := resource + "/" + name + "/" + key
+func (f *fakeConfigs) SetThrottleConfig(_ context.Context, v ThrottleConfigValue) error {
+	k := v.Resource + "/" + v.Name + "/" + v.Key
 	f.calls = append(f.calls, k)
-	if set {
-		f.v[k] = value
+	if v.Set {
+		f.v[k] = v.Value
 	} else {
 		delete(f.v, k)
 	}

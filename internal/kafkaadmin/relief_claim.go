@@ -70,8 +70,9 @@ func (r *Relief) ThrottleConfig(ctx context.Context, resource, name, key string)
 	return "", false, nil
 }
 
-// SetThrottleConfig sets the resource's key, or deletes it (set false).
-func (r *Relief) SetThrottleConfig(ctx context.Context, resource, name, key, value string, set bool) error {
+// SetThrottleConfig sets the resource's key, or deletes it (Set false).
+func (r *Relief) SetThrottleConfig(ctx context.Context, tv enforcer.ThrottleConfigValue) error {
+	resource, name, key := tv.Resource, tv.Name, tv.Key
 	typ, _, err := configResource(resource, name)
 	if err != nil {
 		return err
@@ -84,8 +85,8 @@ func (r *Relief) SetThrottleConfig(ctx context.Context, resource, name, key, val
 		return err
 	}
 	e := sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationDelete}
-	if set {
-		v := value
+	if tv.Set {
+		v := tv.Value
 		e = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}
 	}
 	if err := c.admin.IncrementalAlterConfig(typ, name, map[string]sarama.IncrementalAlterConfigsEntry{key: e}, false); err != nil {

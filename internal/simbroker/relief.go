@@ -335,7 +335,8 @@ func (a *ReliefAdmin) Throttle(ctx context.Context, broker int32) (string, bool,
 }
 
 func (a *ReliefAdmin) SetThrottle(ctx context.Context, broker int32, value string, set bool) error {
-	return a.SetThrottleConfig(ctx, ledger.ResourceBroker, strconv.Itoa(int(broker)), enforcer.ThrottleKey, value, set)
+	return a.SetThrottleConfig(ctx, enforcer.ThrottleConfigValue{Resource: ledger.ResourceBroker, Name: strconv.Itoa(int(broker)),
+		Key: enforcer.ThrottleKey, Value: value, Set: set})
 }
 
 func (a *ReliefAdmin) ThrottleConfig(ctx context.Context, resource, name, key string) (string, bool, error) {
@@ -356,9 +357,9 @@ func (a *ReliefAdmin) ThrottleConfig(ctx context.Context, resource, name, key st
 	return v, ok, err
 }
 
-func (a *ReliefAdmin) SetThrottleConfig(ctx context.Context, resource, name, key, value string, set bool) error {
+func (a *ReliefAdmin) SetThrottleConfig(ctx context.Context, v enforcer.ThrottleConfigValue) error {
 	return a.do(ctx, "IncrementalAlterConfigs", func() error {
-		a.c.SetThrottleValue(resource, name, key, value, set)
+		a.c.SetThrottleValue(v.Resource, v.Name, v.Key, v.Value, v.Set)
 		return nil
 	})
 }
