@@ -50,10 +50,27 @@ func (s *sim) fail(inv, format string, args ...any) *Failure {
 	return &Failure{Invariant: inv, Message: fmt.Sprintf(format, args...)}
 }
 
+// check checks the invariants after a step, in order (I2, I3, I5 and I4,
+// I6): the first broken one is the failure.
 func (s *sim) check() *Failure {
+	acls := s.c.ACLs()
+	for _, check := range []func() *Failure{
+		func() *Failure { return s.checkOperatorsKept(acls) },
+		func() *Failure { return s.checkNoRightGained(acls) },
+		s.checkDeletions,
+		s.checkProtection,
+	} {
+		if f := check(); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// checkOperatorsKept is I2: the operator's bindings, quota and cordon
+// stay, and no broker has every log dir cordoned.
+func (s *sim) checkOperatorsKept(acls map[ledger.ACL]bool) *Failure {
 	c := s.c
-	acls := c.ACLs()
-	// I2.
 	for a := range s.op.acls {
 		if !acls[a] && !s.op.busy["acl"] {
 			return s.fail("I2", "the operator's binding %v was removed", a)
@@ -72,7 +89,13 @@ func (s *sim) check() *Failure {
 			return s.fail("I2", "every log dir of broker %d is cordoned: %v", id, c.Cordoned(id))
 		}
 	}
-	// I3.
+	return nil
+}
+
+// checkNoRightGained is I3: no principal may do anything the operator's
+// bindings alone would not let it.
+func (s *sim) checkNoRightGained(acls map[ledger.ACL]bool) *Failure {
+	c := s.c
 	base := map[ledger.ACL]bool{}
 	for a := range acls {
 		if s.op.ever[a] {
@@ -89,7 +112,13 @@ func (s *sim) check() *Failure {
 			}
 		}
 	}
-	// I4, I5.
+	return nil
+}
+
+// checkDeletions is I5 (no DeleteRecords on a tiered or compact-only
+// partition) and I4 (the unexpired bytes purged stay under the caps).
+func (s *sim) checkDeletions() *Failure {
+	c := s.c
 	for _, d := range c.Deletions {
 		if d.Tiered || d.Compact {
 			return s.fail("I5", "DeleteRecords on %s-%d (tiered %v, compact-only %v)", d.Topic, d.Partition, d.Tiered, d.Compact)
@@ -114,7 +143,13 @@ func (s *sim) check() *Failure {
 				id, hour, day, capHour*capacity, capDay*capacity)
 		}
 	}
-	// I6.
+	return nil
+}
+
+// checkProtection is I6: a log dir in the protect band is protected by
+// an agent bound to protect it.
+func (s *sim) checkProtection() *Failure {
+	c := s.c
 	if c.OwnershipPartitions() > 1 {
 		// A reshaped ledger is lost until repaired: the guard claims
 		// nothing new (R8.7), so protects nothing anew.
