@@ -550,15 +550,34 @@ func (s *sim) faulted(who string) {
 	s.lastFault[-1] = s.step
 }
 
-// inject draws this step's faults.
+// inject draws this step's faults, always in the same order (a seed
+// replays).
 func (s *sim) inject() {
+	s.injectCallWindow()
+	s.injectDisk()
+	s.injectAgentKill()
+	s.injectLedgerFaults()
+	s.injectClusterFaults()
+}
+
+// oneIn reports whether fault class c is on and drawn, one step in n.
+func (s *sim) oneIn(c Class, n int) bool { return s.classes[c] && s.rng.IntN(n) == 0 }
+
+// injectCallWindow opens or closes a window of failing calls: call
+// faults come in windows, calm stretches and stormy ones.
+func (s *sim) injectCallWindow() {
 	r := s.rng
-	// Call faults come in windows: calm stretches and stormy ones.
 	if s.callFaultP > 0 && r.IntN(8) == 0 {
 		s.callFaultP = 0
 	} else if s.callFaultP == 0 && r.IntN(12) == 0 && (s.classes[CallBefore] || s.classes[CallAfter] || s.classes[CallTimeout]) {
 		s.callFaultP = []float64{0.05, 0.2, 0.5}[r.IntN(3)]
 	}
+}
+
+// injectDisk moves a broker's usage to a drawn level: a producer's burst
+// or an outside fill.
+func (s *sim) injectDisk() {
+	r := s.rng
 	if s.classes[Disk] {
 		for _, id := range []int32{1, 2, 3} {
 			if r.IntN(15) != 0 {
@@ -578,8 +597,13 @@ func (s *sim) inject() {
 			s.tracef("disk of broker %d to %.0f%%", id, 100*target)
 		}
 	}
-	one := func(c Class, n int) bool { return s.classes[c] && r.IntN(n) == 0 }
-	if one(AgentKill, 25) {
+}
+
+// injectAgentKill kills an agent for a while (and may change the
+// producers' rate).
+func (s *sim) injectAgentKill() {
+	r := s.rng
+	if s.oneIn(AgentKill, 25) {
 		a := s.agents[r.IntN(len(s.agents))]
 		if a.deadTill < 0 {
 			a.deadTill = s.step + 1 + r.IntN(12)
@@ -592,19 +616,25 @@ func (s *sim) inject() {
 			}
 		}
 	}
-	if one(LedgerDelete, 60) {
+}
+
+// injectLedgerFaults deletes the ownership topic, recreates it with
+// three partitions, or appends an undecodable record to it.
+func (s *sim) injectLedgerFaults() {
+	r := s.rng
+	if s.oneIn(LedgerDelete, 60) {
 		s.loseLedger()
 		s.c.DeleteOwnershipTopic()
 		s.tracef("ownership topic deleted")
 		s.lastFault[-1] = s.step
 	}
-	if one(LedgerReshape, 60) {
+	if s.oneIn(LedgerReshape, 60) {
 		s.loseLedger()
 		s.c.RecreateOwnershipTopic(3)
 		s.tracef("ownership topic recreated with 3 partitions")
 		s.lastFault[-1] = s.step
 	}
-	if one(LedgerGarbage, 60) {
+	if s.oneIn(LedgerGarbage, 60) {
 		keys := []string{ledger.RecordKey(1), ledger.RecordKey(2), ledger.RecordKey(9), ledger.LiftKey(2)}
 		k := keys[r.IntN(len(keys))]
 		v := []byte("\x00garbage\xff")
@@ -615,7 +645,14 @@ func (s *sim) inject() {
 		s.tracef("ownership topic got an undecodable record under %s", k)
 		s.lastFault[-1] = s.step
 	}
-	if one(ClockJump, 40) {
+}
+
+// injectClusterFaults jumps an agent's clock, moves the controller (the
+// next admin calls fail), fences a broker for a few steps, and brings
+// fenced brokers back when their time comes.
+func (s *sim) injectClusterFaults() {
+	r := s.rng
+	if s.oneIn(ClockJump, 40) {
 		a := s.agents[r.IntN(len(s.agents))]
 		if a.clock != nil {
 			d := []time.Duration{-10 * time.Minute, 5 * time.Minute, 2 * time.Hour, 0}[r.IntN(4)]
@@ -624,14 +661,14 @@ func (s *sim) inject() {
 			s.lastFault[a.broker] = s.step
 		}
 	}
-	if one(ControllerMove, 30) {
+	if s.oneIn(ControllerMove, 30) {
 		s.c.MoveController()
 		for _, m := range []string{"CreateACLs", "DeleteACLs", "SetDefaultProducerQuota", "RemoveDefaultProducerQuota", "AlterTopicConfig"} {
 			s.failNext[m] = true
 		}
 		s.tracef("controller moved to %d", s.c.Controller())
 	}
-	if one(BrokerRestart, 40) {
+	if s.oneIn(BrokerRestart, 40) {
 		id := int32(1 + r.IntN(3))
 		if s.c.Alive(id) {
 			s.c.SetAlive(id, false)
