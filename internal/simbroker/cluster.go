@@ -339,16 +339,25 @@ func (c *Cluster) Configs() agent.ConfigSet {
 // DESCRIBE one of READ, WRITE, DELETE, ALTER) allows; with no ACL on the
 // resource at all, allow.everyone.if.no.acl.found decides.
 func (c *Cluster) Authorize(principal, topic, op string) bool {
-	return Authorize(c.acls, c.cfg.SuperUsers, c.cfg.AllowEveryoneIfNoACLFound, principal, topic, op)
+	return Authorizer{ACLs: c.acls, SuperUsers: c.cfg.SuperUsers, AllowEveryone: c.cfg.AllowEveryoneIfNoACLFound}.Authorize(principal, topic, op)
 }
 
-// Authorize is Cluster.Authorize over any set of bindings.
-func Authorize(acls map[ledger.ACL]bool, superUsers []string, allowEveryone bool, principal, topic, op string) bool {
-	if slices.Contains(superUsers, principal) {
+// Authorizer is Kafka's StandardAuthorizer over any set of bindings, as
+// Cluster.Authorize answers.
+type Authorizer struct {
+	ACLs       map[ledger.ACL]bool
+	SuperUsers []string
+	// AllowEveryone: allow.everyone.if.no.acl.found.
+	AllowEveryone bool
+}
+
+// Authorize is Cluster.Authorize over z's bindings.
+func (z Authorizer) Authorize(principal, topic, op string) bool {
+	if slices.Contains(z.SuperUsers, principal) {
 		return true
 	}
 	anyOnResource, allowed := false, false
-	for a := range acls {
+	for a := range z.ACLs {
 		if !aclMatches(a, topic) {
 			continue
 		}
@@ -365,7 +374,7 @@ func Authorize(acls map[ledger.ACL]bool, superUsers []string, allowEveryone bool
 			allowed = true
 		}
 	}
-	return allowed || !anyOnResource && allowEveryone
+	return allowed || !anyOnResource && z.AllowEveryone
 }
 
 // ACLs is every binding on the cluster.

@@ -41,7 +41,7 @@ func TestAuthorizeStandardAuthorizer(t *testing.T) {
 		{"User:bob", "pre-1", ledger.OpWrite, false, true}, // a prefixed ALL
 		{"User:carol", "pre-1", ledger.OpWrite, true, false},
 	} {
-		if got := Authorize(acls, super, c.everyone, c.principal, c.topic, c.op); got != c.want {
+		if got := (Authorizer{ACLs: acls, SuperUsers: super, AllowEveryone: c.everyone}).Authorize(c.principal, c.topic, c.op); got != c.want {
 			t.Errorf("%s %s on %s (allow everyone %v): %v, want %v", c.principal, c.op, c.topic, c.everyone, got, c.want)
 		}
 	}

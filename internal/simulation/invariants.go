@@ -102,11 +102,11 @@ func (s *sim) checkNoRightGained(acls map[ledger.ACL]bool) *Failure {
 			base[a] = true
 		}
 	}
-	super, everyone := []string{"User:admin"}, s.allowEveryone()
+	operators := simbroker.Authorizer{ACLs: base, SuperUsers: []string{"User:admin"}, AllowEveryone: s.allowEveryone()}
 	for _, p := range gridPrincipals {
 		for _, t := range gridTopics {
 			for _, op := range gridOps {
-				if c.Authorize(p, t, op) && !simbroker.Authorize(base, super, everyone, p, t, op) {
+				if c.Authorize(p, t, op) && !operators.Authorize(p, t, op) {
 					return s.fail("I3", "%s gained %s on topic %s (bindings %v)", p, op, t, keys(acls))
 				}
 			}
