@@ -68,16 +68,7 @@ func (e *Enforce) LoadRecords(ctx context.Context) (ledger.Records, error) {
 	if n := len(md[0].Partitions); n != 1 {
 		return ledger.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1 (a total order of writes)", ledger.ErrLedgerLost, e.ownershipTopic, n)
 	}
-	var policy string
-	err = c.viaController(func() error {
-		entries, err := c.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: e.ownershipTopic, ConfigNames: []string{cleanupPolicyKey}})
-		for _, en := range entries {
-			if en.Name == cleanupPolicyKey {
-				policy = en.Value
-			}
-		}
-		return err
-	})
+	policy, err := e.ownershipCleanupPolicy(ctx, c)
 	if err != nil {
 		return ledger.NewRecords(), fmt.Errorf("describe configs of topic %s: %w", e.ownershipTopic, err)
 	}
@@ -279,6 +270,41 @@ func (c *conn) ensureProducer() error {
 	}
 	c.producer = p
 	return nil
+}
+
+// ownershipCleanupPolicy reads the ownership topic's cleanup.policy. The
+// controller already knows the topic; the broker that answers may not yet
+// (a topic just created reaches each broker through the metadata log), so
+// an unknown topic there is asked again for a moment.
+func (e *Enforce) ownershipCleanupPolicy(ctx context.Context, c *conn) (string, error) {
+	var policy string
+	describe := func() error {
+		entries, err := c.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: e.ownershipTopic, ConfigNames: []string{cleanupPolicyKey}})
+		for _, en := range entries {
+			if en.Name == cleanupPolicyKey {
+				policy = en.Value
+			}
+		}
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err := c.viaController(describe)
+		if err == nil || !unknownTopic(err) || attempt == 9 {
+			return policy, err
+		}
+		select {
+		case <-ctx.Done():
+			return policy, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// unknownTopic reports whether err is Kafka's UNKNOWN_TOPIC_OR_PARTITION,
+// as an error or inside a DescribeConfigs answer.
+func unknownTopic(err error) bool {
+	var derr *sarama.DescribeConfigError
+	return errors.Is(err, sarama.ErrUnknownTopicOrPartition) || errors.As(err, &derr) && derr.Err == sarama.ErrUnknownTopicOrPartition
 }
 
 func (e *Enforce) ensureOwnershipTopic(c *conn) error {

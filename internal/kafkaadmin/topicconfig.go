@@ -32,9 +32,8 @@ func (e *Enforce) TopicConfigOverrides(ctx context.Context, topics []string, key
 			entries, err = c.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: t, ConfigNames: []string{key}})
 			return err
 		})
-		var derr *sarama.DescribeConfigError
 		switch {
-		case errors.As(err, &derr) && derr.Err == sarama.ErrUnknownTopicOrPartition, errors.Is(err, sarama.ErrUnknownTopicOrPartition):
+		case unknownTopic(err):
 			continue // deleted: left out of the map
 		case err != nil:
 			return nil, fmt.Errorf("describe configs of topic %s: %w", t, err)
