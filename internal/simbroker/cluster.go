@@ -115,6 +115,7 @@ type ownershipTopic struct {
 type kv struct {
 	key   string
 	value []byte
+	dec   *decoded // the value decoded (fold.go; nil: not yet)
 }
 
 // Deletion is one DeleteRecords that moved a log start offset.
@@ -409,7 +410,7 @@ func (c *Cluster) RecreateOwnershipTopic(n int) {
 // partition 0 (creating the topic): garbage, or a newer version.
 func (c *Cluster) AppendOwnershipRecord(key string, value []byte) {
 	c.ensureOwnership()
-	c.own.partitions[0] = append(compacted(c.own.partitions[0], key), kv{key, slices.Clone(value)})
+	c.own.partitions[0] = append(compacted(c.own.partitions[0], key), kv{key: key, value: slices.Clone(value)})
 	c.folded = nil
 }
 
@@ -423,8 +424,8 @@ func (c *Cluster) Records() (ledger.Records, error) { return c.readOwnership() }
 func (c *Cluster) Partition0() ledger.Records {
 	out := ledger.NewRecords()
 	if c.own.exists && len(c.own.partitions) > 0 {
-		for _, r := range c.own.partitions[0] {
-			ledger.ApplyRecord(out, []byte(r.key), r.value)
+		for i := range c.own.partitions[0] {
+			c.own.partitions[0][i].apply(out)
 		}
 	}
 	return out
@@ -448,7 +449,7 @@ func (c *Cluster) produce(key string, value []byte) {
 		h.Write([]byte(key))
 		p = int(h.Sum32() % uint32(len(c.own.partitions)))
 	}
-	c.own.partitions[p] = append(compacted(c.own.partitions[p], key), kv{key, slices.Clone(value)})
+	c.own.partitions[p] = append(compacted(c.own.partitions[p], key), kv{key: key, value: slices.Clone(value)})
 	c.folded = nil
 }
 
@@ -485,8 +486,8 @@ func (c *Cluster) readOwnership() (ledger.Records, error) {
 	}
 	if c.folded == nil {
 		out := ledger.NewRecords()
-		for _, r := range c.own.partitions[0] {
-			ledger.ApplyRecord(out, []byte(r.key), r.value)
+		for i := range c.own.partitions[0] {
+			c.own.partitions[0][i].apply(out)
 		}
 		c.folded = &out
 	}

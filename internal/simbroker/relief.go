@@ -454,9 +454,9 @@ func (c *Cluster) readThrottleClaims() (ledger.Records, error) {
 		return r.claims.Clone(), nil // unchanged since
 	}
 	out := ledger.NewRecords()
-	for _, kv := range part {
-		if strings.HasPrefix(kv.key, ledger.ThrottleKeyPrefix) || strings.HasPrefix(kv.key, ledger.ReassignKeyPrefix) {
-			ledger.ApplyRecord(out, []byte(kv.key), kv.value)
+	for i := range part {
+		if kv := &part[i]; strings.HasPrefix(kv.key, ledger.ThrottleKeyPrefix) || strings.HasPrefix(kv.key, ledger.ReassignKeyPrefix) {
+			kv.apply(out)
 		}
 	}
 	if len(part) > 0 {
