@@ -38,6 +38,7 @@ type Cluster struct {
 	controller int32
 	parts      []*simPart
 	acls       map[ledger.ACL]bool
+	aclGen     uint64 // counts the calls that may have changed acls
 	quota      int64
 	overrides  map[string]map[string]string
 	own        ownershipTopic
@@ -97,6 +98,7 @@ type simPart struct {
 	segs   []simSeg // oldest first; the last one is active
 	lso    int64
 	leo    int64
+	dir    string // the partition's directory name (model; "": not yet)
 }
 
 type simSeg struct {
@@ -222,13 +224,28 @@ func (p *simPart) appendBytes(n int64, now time.Time) {
 
 // model is the partition as agent.Classify takes it.
 func (p *simPart) model() agent.Partition {
-	ap := agent.Partition{Topic: p.topic.Name, Partition: p.id, Dir: fmt.Sprintf("%s-%d", p.topic.Name, p.id), Kind: agent.KindLive,
+	if p.dir == "" {
+		p.dir = fmt.Sprintf("%s-%d", p.topic.Name, p.id)
+	}
+	ap := agent.Partition{Topic: p.topic.Name, Partition: p.id, Dir: p.dir, Kind: agent.KindLive,
 		LogStartOffset: p.lso, HighWatermark: p.leo, LogEndOffset: p.leo, ActiveWrittenBytes: -1}
+	if len(p.segs) > 0 {
+		ap.Segments = make([]agent.Segment, 0, len(p.segs))
+	}
 	for _, s := range p.segs {
 		ap.Segments = append(ap.Segments, agent.Segment{BaseOffset: s.base, LogBytes: s.bytes, DiskBytes: s.bytes, ApparentBytes: s.bytes, LargestTimestampMs: s.maxTS.UnixMilli()})
 		ap.DiskBytes += s.bytes
 	}
 	return ap
+}
+
+// size is the partition's bytes on disk (model().DiskBytes).
+func (p *simPart) size() int64 {
+	var n int64
+	for _, s := range p.segs {
+		n += s.bytes
+	}
+	return n
 }
 
 // Usage is the broker's log dir usage (0-1).
@@ -368,6 +385,10 @@ func Authorize(acls map[ledger.ACL]bool, superUsers []string, allowEveryone bool
 	}
 	return allowed || !anyOnResource && allowEveryone
 }
+
+// ACLGeneration changes whenever the bindings may have changed (a call
+// to CreateACLs or DeleteACLs took effect).
+func (c *Cluster) ACLGeneration() uint64 { return c.aclGen }
 
 // ACLs is every binding on the cluster.
 func (c *Cluster) ACLs() map[ledger.ACL]bool { return maps.Clone(c.acls) }
@@ -644,6 +665,7 @@ func (a *ClusterAdmin) CreateACLs(ctx context.Context, acls []ledger.ACL) error 
 		}
 		a.c.acls[x] = true
 	}
+	a.c.aclGen++
 	a.took("CreateACLs", acls)
 	return a.c.Faults.after(a.Who, "CreateACLs")
 }
@@ -659,6 +681,7 @@ func (a *ClusterAdmin) DeleteACLs(ctx context.Context, acls []ledger.ACL) error 
 		}
 		delete(a.c.acls, x)
 	}
+	a.c.aclGen++
 	a.took("DeleteACLs", acls)
 	return a.c.Faults.after(a.Who, "DeleteACLs")
 }

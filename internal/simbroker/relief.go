@@ -377,7 +377,7 @@ func (a *ReliefAdmin) ReadCluster(ctx context.Context, capacityBytes int64) (rel
 		}
 		for _, p := range a.c.parts {
 			rs := a.c.replicasOf(p)
-			size := p.model().DiskBytes
+			size := p.size()
 			sizes := map[int32]int64{}
 			for _, r := range rs {
 				sizes[r] = size

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
-	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 )
 
 // The invariants (issue 20), checked after every step (I1 once faults
@@ -73,21 +72,8 @@ func (s *sim) check() *Failure {
 		}
 	}
 	// I3.
-	base := map[ledger.ACL]bool{}
-	for a := range acls {
-		if s.op.ever[a] {
-			base[a] = true
-		}
-	}
-	super, everyone := []string{"User:admin"}, s.allowEveryone()
-	for _, p := range gridPrincipals {
-		for _, t := range gridTopics {
-			for _, op := range gridOps {
-				if c.Authorize(p, t, op) && !simbroker.Authorize(base, super, everyone, p, t, op) {
-					return s.fail("I3", "%s gained %s on topic %s (bindings %v)", p, op, t, keys(acls))
-				}
-			}
-		}
+	if f := s.checkGrid(acls); f != nil {
+		return f
 	}
 	// I4, I5.
 	for _, d := range c.Deletions {
