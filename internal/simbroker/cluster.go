@@ -436,8 +436,15 @@ func (c *Cluster) AppendOwnershipRecord(key string, value []byte) {
 }
 
 // Records reads the ownership topic as an agent (or protection status)
-// would, without faults: the simulation's own view of the ledger.
-func (c *Cluster) Records() (ledger.Records, error) { return c.readOwnership() }
+// would, without faults: the simulation's own view of the ledger. It is
+// the fold kept until the next write, not a copy: read-only.
+func (c *Cluster) Records() (ledger.Records, error) {
+	f, err := c.fold()
+	if err != nil {
+		return ledger.NewRecords(), err
+	}
+	return *f, nil
+}
 
 // Partition0 folds the ownership topic's partition 0 whatever its
 // partition count: what the agents wrote to a reshaped topic (they write
@@ -499,20 +506,11 @@ func compacted(part []kv, key string) []kv {
 // ledger.ApplyRecord (an undecodable value is skipped and counted).
 // The fold is kept until the next write; each read gets its own copy.
 func (c *Cluster) readOwnership() (ledger.Records, error) {
-	if !c.own.exists {
-		return ledger.NewRecords(), fmt.Errorf("%w: %s", ledger.ErrLedgerMissing, c.cfg.OwnershipTopic)
+	f, err := c.fold()
+	if err != nil {
+		return ledger.NewRecords(), err
 	}
-	if n := len(c.own.partitions); n != 1 {
-		return ledger.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1", ledger.ErrLedgerLost, c.cfg.OwnershipTopic, n)
-	}
-	if c.folded == nil {
-		out := ledger.NewRecords()
-		for i := range c.own.partitions[0] {
-			c.own.partitions[0][i].apply(out)
-		}
-		c.folded = &out
-	}
-	out := c.folded.Clone()
+	out := f.Clone()
 	for id, r := range out.Agents {
 		// A fresh copy of what the enforcer could change in place.
 		r.Why, r.LogDirs, r.Owned, r.Configs = slices.Clone(r.Why), slices.Clone(r.LogDirs), slices.Clone(r.Owned), slices.Clone(r.Configs)
@@ -526,6 +524,25 @@ func (c *Cluster) readOwnership() (ledger.Records, error) {
 		out.Lifts[id] = l
 	}
 	return out, nil
+}
+
+// fold is the ownership topic's partition 0 folded, verified as
+// readOwnership says; kept until the next write (read-only).
+func (c *Cluster) fold() (*ledger.Records, error) {
+	if !c.own.exists {
+		return nil, fmt.Errorf("%w: %s", ledger.ErrLedgerMissing, c.cfg.OwnershipTopic)
+	}
+	if n := len(c.own.partitions); n != 1 {
+		return nil, fmt.Errorf("%w: topic %s has %d partitions, want 1", ledger.ErrLedgerLost, c.cfg.OwnershipTopic, n)
+	}
+	if c.folded == nil {
+		out := ledger.NewRecords()
+		for i := range c.own.partitions[0] {
+			c.own.partitions[0][i].apply(out)
+		}
+		c.folded = &out
+	}
+	return c.folded, nil
 }
 
 // ClusterAdmin is one broker's admin view of the cluster: what an agent
@@ -545,6 +562,9 @@ var (
 	_ enforcer.Evidence = (*ClusterAdmin)(nil)
 	_ enforcer.Preparer = (*ClusterAdmin)(nil)
 )
+
+// Cluster is the cluster the view is of.
+func (a *ClusterAdmin) Cluster() *Cluster { return a.c }
 
 // Admin is the admin view of broker id for who.
 func (c *Cluster) Admin(broker int32, who string) *ClusterAdmin {
