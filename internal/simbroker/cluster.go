@@ -179,6 +179,9 @@ func (c *Cluster) Step(now time.Time, producer string) {
 		p.appendBytes(int64(rate*dt)/batchBytes*batchBytes, now)
 	}
 	for _, p := range c.parts {
+		if len(p.segs) < 2 {
+			continue // retention never deletes the active segment
+		}
 		cfg := c.topicConfig(p.topic)
 		m := agent.Classify(p.model(), cfg, now)
 		n := 0
