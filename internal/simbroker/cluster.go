@@ -320,6 +320,15 @@ func (c *Cluster) Controller() int32 { return c.controller }
 func (c *Cluster) Snapshot(broker int32) *agent.Snapshot {
 	n := c.brokers[broker]
 	ld := agent.LogDir{Path: n.dir, BrokerID: broker, ClusterID: c.cfg.ClusterID}
+	led := 0
+	for _, p := range c.parts {
+		if p.leader == broker {
+			led++
+		}
+	}
+	if led > 0 {
+		ld.Partitions = make([]agent.Partition, 0, led)
+	}
 	for _, p := range c.parts {
 		if p.leader == broker {
 			m := p.model()
