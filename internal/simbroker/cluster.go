@@ -38,6 +38,7 @@ type Cluster struct {
 	controller int32
 	parts      []*simPart
 	acls       map[ledger.ACL]bool
+	aclGen     uint64 // counts the calls that may have changed acls
 	quota      int64
 	overrides  map[string]map[string]string
 	own        ownershipTopic
@@ -97,6 +98,7 @@ type simPart struct {
 	segs   []simSeg // oldest first; the last one is active
 	lso    int64
 	leo    int64
+	dir    string // the partition's directory name (model; "": not yet)
 }
 
 type simSeg struct {
@@ -115,6 +117,7 @@ type ownershipTopic struct {
 type kv struct {
 	key   string
 	value []byte
+	dec   *decoded // the value decoded (fold.go; nil: not yet)
 }
 
 // Deletion is one DeleteRecords that moved a log start offset.
@@ -176,6 +179,9 @@ func (c *Cluster) Step(now time.Time, producer string) {
 		p.appendBytes(int64(rate*dt)/batchBytes*batchBytes, now)
 	}
 	for _, p := range c.parts {
+		if len(p.segs) < 2 {
+			continue // retention never deletes the active segment
+		}
 		cfg := c.topicConfig(p.topic)
 		m := agent.Classify(p.model(), cfg, now)
 		n := 0
@@ -221,13 +227,28 @@ func (p *simPart) appendBytes(n int64, now time.Time) {
 
 // model is the partition as agent.Classify takes it.
 func (p *simPart) model() agent.Partition {
-	ap := agent.Partition{Topic: p.topic.Name, Partition: p.id, Dir: fmt.Sprintf("%s-%d", p.topic.Name, p.id), Kind: agent.KindLive,
+	if p.dir == "" {
+		p.dir = fmt.Sprintf("%s-%d", p.topic.Name, p.id)
+	}
+	ap := agent.Partition{Topic: p.topic.Name, Partition: p.id, Dir: p.dir, Kind: agent.KindLive,
 		LogStartOffset: p.lso, HighWatermark: p.leo, LogEndOffset: p.leo, ActiveWrittenBytes: -1}
+	if len(p.segs) > 0 {
+		ap.Segments = make([]agent.Segment, 0, len(p.segs))
+	}
 	for _, s := range p.segs {
 		ap.Segments = append(ap.Segments, agent.Segment{BaseOffset: s.base, LogBytes: s.bytes, DiskBytes: s.bytes, ApparentBytes: s.bytes, LargestTimestampMs: s.maxTS.UnixMilli()})
 		ap.DiskBytes += s.bytes
 	}
 	return ap
+}
+
+// size is the partition's bytes on disk (model().DiskBytes).
+func (p *simPart) size() int64 {
+	var n int64
+	for _, s := range p.segs {
+		n += s.bytes
+	}
+	return n
 }
 
 // Usage is the broker's log dir usage (0-1).
@@ -299,6 +320,15 @@ func (c *Cluster) Controller() int32 { return c.controller }
 func (c *Cluster) Snapshot(broker int32) *agent.Snapshot {
 	n := c.brokers[broker]
 	ld := agent.LogDir{Path: n.dir, BrokerID: broker, ClusterID: c.cfg.ClusterID}
+	led := 0
+	for _, p := range c.parts {
+		if p.leader == broker {
+			led++
+		}
+	}
+	if led > 0 {
+		ld.Partitions = make([]agent.Partition, 0, led)
+	}
 	for _, p := range c.parts {
 		if p.leader == broker {
 			m := p.model()
@@ -377,6 +407,10 @@ func (z Authorizer) Authorize(principal, topic, op string) bool {
 	return allowed || !anyOnResource && z.AllowEveryone
 }
 
+// ACLGeneration changes whenever the bindings may have changed (a call
+// to CreateACLs or DeleteACLs took effect).
+func (c *Cluster) ACLGeneration() uint64 { return c.aclGen }
+
 // ACLs is every binding on the cluster.
 func (c *Cluster) ACLs() map[ledger.ACL]bool { return maps.Clone(c.acls) }
 
@@ -418,13 +452,20 @@ func (c *Cluster) RecreateOwnershipTopic(n int) {
 // partition 0 (creating the topic): garbage, or a newer version.
 func (c *Cluster) AppendOwnershipRecord(key string, value []byte) {
 	c.ensureOwnership()
-	c.own.partitions[0] = append(compacted(c.own.partitions[0], key), kv{key, slices.Clone(value)})
+	c.own.partitions[0] = append(compacted(c.own.partitions[0], key), kv{key: key, value: slices.Clone(value)})
 	c.folded = nil
 }
 
 // Records reads the ownership topic as an agent (or protection status)
-// would, without faults: the simulation's own view of the ledger.
-func (c *Cluster) Records() (ledger.Records, error) { return c.readOwnership() }
+// would, without faults: the simulation's own view of the ledger. It is
+// the fold kept until the next write, not a copy: read-only.
+func (c *Cluster) Records() (ledger.Records, error) {
+	f, err := c.fold()
+	if err != nil {
+		return ledger.NewRecords(), err
+	}
+	return *f, nil
+}
 
 // Partition0 folds the ownership topic's partition 0 whatever its
 // partition count: what the agents wrote to a reshaped topic (they write
@@ -432,8 +473,8 @@ func (c *Cluster) Records() (ledger.Records, error) { return c.readOwnership() }
 func (c *Cluster) Partition0() ledger.Records {
 	out := ledger.NewRecords()
 	if c.own.exists && len(c.own.partitions) > 0 {
-		for _, r := range c.own.partitions[0] {
-			ledger.ApplyRecord(out, []byte(r.key), r.value)
+		for i := range c.own.partitions[0] {
+			c.own.partitions[0][i].apply(out)
 		}
 	}
 	return out
@@ -457,7 +498,7 @@ func (c *Cluster) produce(key string, value []byte) {
 		h.Write([]byte(key))
 		p = int(h.Sum32() % uint32(len(c.own.partitions)))
 	}
-	c.own.partitions[p] = append(compacted(c.own.partitions[p], key), kv{key, slices.Clone(value)})
+	c.own.partitions[p] = append(compacted(c.own.partitions[p], key), kv{key: key, value: slices.Clone(value)})
 	c.folded = nil
 }
 
@@ -486,20 +527,11 @@ func compacted(part []kv, key string) []kv {
 // ledger.ApplyRecord (an undecodable value is skipped and counted).
 // The fold is kept until the next write; each read gets its own copy.
 func (c *Cluster) readOwnership() (ledger.Records, error) {
-	if !c.own.exists {
-		return ledger.NewRecords(), fmt.Errorf("%w: %s", ledger.ErrLedgerMissing, c.cfg.OwnershipTopic)
+	f, err := c.fold()
+	if err != nil {
+		return ledger.NewRecords(), err
 	}
-	if n := len(c.own.partitions); n != 1 {
-		return ledger.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1", ledger.ErrLedgerLost, c.cfg.OwnershipTopic, n)
-	}
-	if c.folded == nil {
-		out := ledger.NewRecords()
-		for _, r := range c.own.partitions[0] {
-			ledger.ApplyRecord(out, []byte(r.key), r.value)
-		}
-		c.folded = &out
-	}
-	out := c.folded.Clone()
+	out := f.Clone()
 	for id, r := range out.Agents {
 		// A fresh copy of what the enforcer could change in place.
 		r.Why, r.LogDirs, r.Owned, r.Configs = slices.Clone(r.Why), slices.Clone(r.LogDirs), slices.Clone(r.Owned), slices.Clone(r.Configs)
@@ -513,6 +545,25 @@ func (c *Cluster) readOwnership() (ledger.Records, error) {
 		out.Lifts[id] = l
 	}
 	return out, nil
+}
+
+// fold is the ownership topic's partition 0 folded, verified as
+// readOwnership says; kept until the next write (read-only).
+func (c *Cluster) fold() (*ledger.Records, error) {
+	if !c.own.exists {
+		return nil, fmt.Errorf("%w: %s", ledger.ErrLedgerMissing, c.cfg.OwnershipTopic)
+	}
+	if n := len(c.own.partitions); n != 1 {
+		return nil, fmt.Errorf("%w: topic %s has %d partitions, want 1", ledger.ErrLedgerLost, c.cfg.OwnershipTopic, n)
+	}
+	if c.folded == nil {
+		out := ledger.NewRecords()
+		for i := range c.own.partitions[0] {
+			c.own.partitions[0][i].apply(out)
+		}
+		c.folded = &out
+	}
+	return c.folded, nil
 }
 
 // ClusterAdmin is one broker's admin view of the cluster: what an agent
@@ -532,6 +583,9 @@ var (
 	_ enforcer.Evidence = (*ClusterAdmin)(nil)
 	_ enforcer.Preparer = (*ClusterAdmin)(nil)
 )
+
+// Cluster is the cluster the view is of.
+func (a *ClusterAdmin) Cluster() *Cluster { return a.c }
 
 // Admin is the admin view of broker id for who.
 func (c *Cluster) Admin(broker int32, who string) *ClusterAdmin {
@@ -652,6 +706,7 @@ func (a *ClusterAdmin) CreateACLs(ctx context.Context, acls []ledger.ACL) error 
 		}
 		a.c.acls[x] = true
 	}
+	a.c.aclGen++
 	a.took("CreateACLs", acls)
 	return a.c.Faults.after(a.Who, "CreateACLs")
 }
@@ -667,6 +722,7 @@ func (a *ClusterAdmin) DeleteACLs(ctx context.Context, acls []ledger.ACL) error 
 		}
 		delete(a.c.acls, x)
 	}
+	a.c.aclGen++
 	a.took("DeleteACLs", acls)
 	return a.c.Faults.after(a.Who, "DeleteACLs")
 }

@@ -378,7 +378,7 @@ func (a *ReliefAdmin) ReadCluster(ctx context.Context, capacityBytes int64) (rel
 		}
 		for _, p := range a.c.parts {
 			rs := a.c.replicasOf(p)
-			size := p.model().DiskBytes
+			size := p.size()
 			sizes := map[int32]int64{}
 			for _, r := range rs {
 				sizes[r] = size
@@ -455,9 +455,9 @@ func (c *Cluster) readThrottleClaims() (ledger.Records, error) {
 		return r.claims.Clone(), nil // unchanged since
 	}
 	out := ledger.NewRecords()
-	for _, kv := range part {
-		if strings.HasPrefix(kv.key, ledger.ThrottleKeyPrefix) || strings.HasPrefix(kv.key, ledger.ReassignKeyPrefix) {
-			ledger.ApplyRecord(out, []byte(kv.key), kv.value)
+	for i := range part {
+		if kv := &part[i]; strings.HasPrefix(kv.key, ledger.ThrottleKeyPrefix) || strings.HasPrefix(kv.key, ledger.ReassignKeyPrefix) {
+			kv.apply(out)
 		}
 	}
 	if len(part) > 0 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
-	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 )
 
 // The invariants (issue 20), checked after every step (I1 once faults
@@ -93,26 +92,9 @@ func (s *sim) checkOperatorsKept(acls map[ledger.ACL]bool) *Failure {
 }
 
 // checkNoRightGained is I3: no principal may do anything the operator's
-// bindings alone would not let it.
+// bindings alone would not let it (grid.go).
 func (s *sim) checkNoRightGained(acls map[ledger.ACL]bool) *Failure {
-	c := s.c
-	base := map[ledger.ACL]bool{}
-	for a := range acls {
-		if s.op.ever[a] {
-			base[a] = true
-		}
-	}
-	operators := simbroker.Authorizer{ACLs: base, SuperUsers: []string{"User:admin"}, AllowEveryone: s.allowEveryone()}
-	for _, p := range gridPrincipals {
-		for _, t := range gridTopics {
-			for _, op := range gridOps {
-				if c.Authorize(p, t, op) && !operators.Authorize(p, t, op) {
-					return s.fail("I3", "%s gained %s on topic %s (bindings %v)", p, op, t, keys(acls))
-				}
-			}
-		}
-	}
-	return nil
+	return s.checkGrid(acls)
 }
 
 // checkDeletions is I5 (no DeleteRecords on a tiered or compact-only

@@ -245,6 +245,8 @@ type sim struct {
 	logger     *slog.Logger
 	// relief: the relief class's world (relief.go; nil without it).
 	relief *reliefSim
+	// grid: what the I3 grid last held for (grid.go).
+	grid gridKey
 }
 
 type agentSim struct {

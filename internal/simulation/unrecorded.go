@@ -30,7 +30,9 @@ type trackedAdmin struct {
 func (t *trackedAdmin) LoadRecords(ctx context.Context) (ledger.Records, error) {
 	recs, err := t.ClusterAdmin.LoadRecords(ctx)
 	if err == nil {
-		t.seen = recs.Clone()
+		// The fold recs is a copy of (read-only, kept until the next
+		// write): nothing was written since the read.
+		t.seen, _ = t.Cluster().Records()
 	}
 	return recs, err
 }
