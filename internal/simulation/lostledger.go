@@ -124,6 +124,13 @@ func (s *sim) unattribute(id int32, r ledger.Record) {
 	}
 	for _, c := range r.Configs {
 		s.unattributedConfigs[c.Topic+"\x00"+c.Value] = true
+		if c.Prev != nil {
+			// Lowering further: the record is written before the new
+			// value is set, so the value in place may still be the
+			// guard's earlier one (the claim's Prev, which the record
+			// names as the guard's).
+			s.unattributedConfigs[c.Topic+"\x00"+*c.Prev] = true
+		}
 	}
 	for _, c := range r.AllCordonClaims() {
 		s.unattributedCordons[c.Value] = true
