@@ -30,3 +30,30 @@ func TestUnattributedLoweringWaivesTheEarlierValue(t *testing.T) {
 		t.Fatalf("an unattributed lowering's earlier value in place: %v", f)
 	}
 }
+
+// An agent that restarts while its record does not decode and no
+// decodable one is left cannot know what its earlier process claimed (its
+// peers never write over an undecodable value): that is unattributed, for
+// an operator to decide, and I1 waives it; while its record still
+// decodes, nothing is waived (found by the simulation: ledger_garbage,
+// seed 610).
+func TestRestartOverAnUndecodableRecordIsUnattributed(t *testing.T) {
+	s := newTestSim(t)
+	s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+	v := "14532608"
+	if err := s.c.Admin(2, "agent-2").AlterTopicConfig(t.Context(), "events", enforcer.LocalRetentionBytesKey, &v); err != nil {
+		t.Fatal(err)
+	}
+	s.decodable = map[int32]ledger.Record{2: {BrokerID: 2, Configs: []ledger.ConfigClaim{{Topic: "events",
+		Key: enforcer.LocalRetentionBytesKey, Value: v}}}}
+	a := &agentSim{name: "agent-2", broker: 2, enabled: true}
+	s.undecodableRestart(a) // no record at all: nothing to waive
+	if f := s.checkEnd(); f == nil || f.Invariant != "I1" {
+		t.Fatalf("a guard's local retention left: %v, want I1", f)
+	}
+	s.c.AppendOwnershipRecord(ledger.RecordKey(2), []byte("garbage"))
+	s.undecodableRestart(a)
+	if f := s.checkEnd(); f != nil {
+		t.Fatalf("the claims of a record that does not decode, at its agent's restart: %v", f)
+	}
+}

@@ -392,6 +392,7 @@ func (s *sim) startAgent(a *agentSim) {
 	a.src = &snapSource{}
 	a.admin = s.c.Admin(id, a.name)
 	s.orphan(a) // a restart: what the dead process set unrecorded
+	s.undecodableRestart(a)
 	a.tracked = newTrackedAdmin(a.admin)
 	enf, err := enforcer.New(cfg, s.logger.With("agent", a.name), prometheus.NewRegistry(),
 		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin, Instance: a.name})
