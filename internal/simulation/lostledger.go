@@ -119,7 +119,7 @@ func (s *sim) unattribute(id int32, r ledger.Record) {
 	})
 	for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
 		if q > 0 {
-			s.unattributedQuota = q
+			s.unattributedQuota[q] = true
 		}
 	}
 	for _, c := range r.Configs {

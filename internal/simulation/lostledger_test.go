@@ -57,3 +57,20 @@ func TestRestartOverAnUndecodableRecordIsUnattributed(t *testing.T) {
 		t.Fatalf("the claims of a record that does not decode, at its agent's restart: %v", f)
 	}
 }
+
+// Every unattributed quota value is waived, not only the last one (found
+// by the simulation: ledger_reshape, seed 1953: broker 1's lost record
+// claimed 2048, then an agent's unrecorded 1024 replaced that waiver).
+func TestUnattributedQuotasAreASet(t *testing.T) {
+	s := newTestSim(t)
+	s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+	s.unattributedQuota = map[int64]bool{}
+	if err := s.c.Admin(1, "agent-1").SetDefaultProducerQuota(t.Context(), 2048); err != nil {
+		t.Fatal(err)
+	}
+	s.unattribute(1, ledger.Record{BrokerID: 1, Owned: []ledger.Owned{ledger.QuotaOwned(2048)}})
+	s.unattribute(2, ledger.Record{BrokerID: 2, Owned: []ledger.Owned{ledger.QuotaOwned(1024)}})
+	if f := s.checkEnd(); f != nil {
+		t.Fatalf("an unattributed quota in place: %v", f)
+	}
+}

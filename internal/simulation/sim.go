@@ -228,8 +228,10 @@ type sim struct {
 	uninstalled bool
 	// unattributed: bindings (and a quota) an agent set and died or
 	// stopped before recording (spec R8.4): I1 waives them.
-	unattributed      map[ledger.ACL]bool
-	unattributedQuota int64
+	unattributed map[ledger.ACL]bool
+	// unattributedQuota: every such quota value (one agent's waiver
+	// never replaces another's).
+	unattributedQuota map[int64]bool
 	// unattributedConfigs ("topic\x00value") and unattributedCordons (log
 	// dirs): claims of records the ledger lost that no live agent
 	// remembered (lostledger.go).
@@ -288,7 +290,7 @@ func Run(opts Options) *Failure {
 	}
 	s := &sim{opts: opts, rng: newRand(opts.Seed), classes: map[Class]bool{},
 		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
-		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedCordons: map[string]bool{},
+		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedQuota: map[int64]bool{}, unattributedCordons: map[string]bool{},
 		decodable: map[int32]ledger.Record{}}
 	for _, c := range opts.Classes {
 		s.classes[c] = true
