@@ -97,7 +97,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
-	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief}
+	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, LedgerReshape}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -143,19 +143,16 @@ var KnownBroken = map[Class]Known{
 			"claims nothing for a pass, or merges a copy a peer writes back later. Fixed: seed 7 (with agent_kill " +
 			"alone: lost records are written back from memory, TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 " +
 			"(a release's read of the recreated topic, TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
-	LedgerReshape: {Also: ledgerAlso, Seed: 1092, Invariant: "I1",
-		What: "what is left: none in seeds 1-1091; at 1092 a lowered local.retention.bytes stays after the repair " +
-			"(not yet explained). Fixed: seed 7 (every agent restarted while the topic was reshaped: what they " +
-			"claimed is unattributed, R8.4), seed 6 (a log dir switching on claimed while the last read found the " +
-			"ledger lost: TestR8_7NothingClaimedWhileTheLedgerIsLost), seeds 134, 216, 295 (a peer's memory is its " +
-			"last successful read: TestR8_7MemoryIsTheLastSuccessfulRead)"},
-	LedgerGarbage: {Also: ledgerAlso, Seed: 610, Invariant: "I1",
-		What: "none in seeds 1-609: at 610 an undecodable value replaces broker 2's record while its agent is dead; " +
-			"compaction removes the last decodable one; the agent restarts from nothing and writes a new record over " +
-			"the garbage, and its cordon claim is forgotten (its peers remember it, but never write over an " +
-			"undecodable value: it may be a newer guard's record). Needs a decision. Fixed: seed 16 (an undecodable " +
-			"lift held an uninstall's lift: TestR8_7OperatorLiftReplacesAnUndecodableLift), seed 569 (an uninstall " +
-			"while a record does not decode leaves its claims: R8.7, unattributed)"},
+	LedgerGarbage: {Also: ledgerAlso, Seed: 1659, Invariant: "I6",
+		What: "what is left: none in seeds 1-1658; at 1659 broker 2's log dir at 99% is left without protection " +
+			"of topic compacted, which an operator's lift by topic suppressed (step 14) before the disk went calm " +
+			"(step 41) and full again (step 55); not yet explained (it fails on the trial branch too, so not a " +
+			"ledger_garbage fix; the lift's end on calm, R8.6, is the first suspect). Fixed: seed 610 (an undecodable " +
+			"value replaced a dead agent's record, compaction removed the last decodable one, and the restarted " +
+			"agent wrote over it: its claims are forgotten, a documented limit (design.md, operating.md), waived " +
+			"as unattributed: TestRestartOverAnUndecodableRecordIsUnattributed), seed 16 (an undecodable lift held " +
+			"an uninstall's lift: TestR8_7OperatorLiftReplacesAnUndecodableLift), seed 569 (an uninstall while a " +
+			"record does not decode leaves its claims: R8.7, unattributed)"},
 }
 
 // Options configure one run.
