@@ -97,7 +97,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
-	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, LedgerReshape}
+	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, LedgerReshape, LedgerDelete}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -135,14 +135,6 @@ var KnownBroken = map[Class]Known{
 			"place after the faults stop (not yet explained; seed 6 with burst too). Fixed: a stale claim restoring its older " +
 			"original over an operator's newer value (seed 23: TestR8_5StaleConfigClaimRestoresNotOverANewerOriginal), " +
 			"the hand-back of a shared key (seed 20 with disk alone)"},
-	LedgerDelete: {Also: ledgerAlso, Seed: 304, Invariant: "I1",
-		What: "what is left (1 seed in 400): the topic is deleted while broker 2's agent is dead; the agent " +
-			"restarts in the pass that creates the topic again, finds no record of its own, and writes a new one " +
-			"before a peer writes its old record back (a peer never writes over a record that is there): the cordon " +
-			"it claimed before its restart is forgotten. Fix to weigh: an agent whose first read lacks its own record " +
-			"claims nothing for a pass, or merges a copy a peer writes back later. Fixed: seed 7 (with agent_kill " +
-			"alone: lost records are written back from memory, TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 " +
-			"(a release's read of the recreated topic, TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
 	LedgerGarbage: {Also: ledgerAlso, Seed: 1659, Invariant: "I6",
 		What: "what is left: none in seeds 1-1658; at 1659 broker 2's log dir at 99% is left without protection " +
 			"of topic compacted, which an operator's lift by topic suppressed (step 14) before the disk went calm " +
