@@ -97,7 +97,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
-	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, LedgerReshape, LedgerDelete}
+	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -135,6 +135,28 @@ var KnownBroken = map[Class]Known{
 			"place after the faults stop (not yet explained; seed 6 with burst too). Fixed: a stale claim restoring its older " +
 			"original over an operator's newer value (seed 23: TestR8_5StaleConfigClaimRestoresNotOverANewerOriginal), " +
 			"the hand-back of a shared key (seed 20 with disk alone)"},
+	LedgerDelete: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump,
+		CordonFaults, Relief}, Seed: 3, Invariant: "I2",
+		What: "what is left: green over 2,000 seeds with the ledger mix (ledgerAlso); with relief (issue 22's " +
+			"reassignment throttle claims in the ledger) at seed 3 an operator's broker 3 " +
+			"replica.alter.log.dirs.io.max.bytes.per.second=555 is replaced by the guard's 20971520 (not yet explained; " +
+			"ledger_reshape shows the same at seed 2). Fixed: seed 304 (an agent restarted while the ledger was lost " +
+			"wrote its new record before a peer wrote its old one back: TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers), " +
+			"seed 7 (TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 (TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
+	LedgerReshape: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump,
+		CordonFaults, Relief}, Seed: 2, Invariant: "I2",
+		What: "what is left: green over 2,000 seeds with the ledger mix (ledgerAlso); with relief (issue 22's " +
+			"reassignment throttle claims in the ledger) at seed 2 an operator's broker 3 " +
+			"replica.alter.log.dirs.io.max.bytes.per.second=555 is replaced by the guard's 20971520 around the " +
+			"reshaped topic's repair (not yet explained; the simulated relief admin's writes are not refused on a " +
+			"reshaped topic as the adapter's are, but refusing them does not fix it). Fixed: seed 1953 (unattributed " +
+			"quotas are a set: TestUnattributedQuotasAreASet), seed 1092 (an unattributed lowering's earlier value: " +
+			"TestUnattributedLoweringWaivesTheEarlierValue), seed 7 (every agent restarted while the topic was " +
+			"reshaped: what they claimed is unattributed, R8.4), seed 6 (TestR8_7NothingClaimedWhileTheLedgerIsLost), " +
+			"seeds 134, 216, 295 (TestR8_7MemoryIsTheLastSuccessfulRead); a write to a reshaped topic is refused " +
+			"(TestR8_7NoWriteToAReshapedOwnershipTopic)"},
 	LedgerGarbage: {Also: ledgerAlso, Seed: 1659, Invariant: "I6",
 		What: "what is left: none in seeds 1-1658; at 1659 broker 2's log dir at 99% is left without protection " +
 			"of topic compacted, which an operator's lift by topic suppressed (step 14) before the disk went calm " +
