@@ -194,3 +194,53 @@ func TestR8_7OwnershipTopicDeletedDuringProtection(t *testing.T) {
 		t.Errorf("ledger_lost %v once back", v)
 	}
 }
+
+// Spec R8.7, on a real broker: the ownership topic deleted and created
+// again with 3 partitions (as infrastructure-as-code would) between a
+// read and a write: the write is refused as the ledger lost, and nothing
+// reaches partition 0, which no agent reads (the producer's cached
+// metadata still says one partition).
+func TestR8_7NoWriteToAReshapedOwnershipTopic(t *testing.T) {
+	const own = "__kdg_test_ledger_reshaped"
+	g := newAdminOn(t, []string{shared.SASLAddr}, shared.GuardConfig(), own)
+	ctx := context.Background()
+	// The topic's first write may find its leader not ready yet (a
+	// loaded machine): an agent's next pass writes again.
+	kafkatest.Eventually(t, 30*time.Second, func() error { return g.StoreRecord(ctx, enforcer.Record{BrokerID: 1}) })
+	if _, err := g.LoadRecords(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ca := shared.Admin(t)
+	if err := ca.DeleteTopic(own); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 60*time.Second, func() error {
+		md, err := ca.DescribeTopics([]string{own})
+		if err != nil {
+			return err
+		}
+		if len(md) == 1 && errors.Is(md[0].Err, sarama.ErrUnknownTopicOrPartition) {
+			return nil
+		}
+		return fmt.Errorf("topic %s not deleted yet", own)
+	})
+	kafkatest.Eventually(t, 60*time.Second, func() error {
+		return ca.CreateTopic(own, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1,
+			ConfigEntries: map[string]*string{"cleanup.policy": ptr("compact")}}, false)
+	})
+	err := g.StoreRecord(ctx, enforcer.Record{BrokerID: 1, Updated: time.Now()})
+	if !errors.Is(err, enforcer.ErrLedgerLost) {
+		t.Fatalf("R8.7/a write to a 3-partition ownership topic: %v, want the ledger lost", err)
+	}
+	if _, err := g.LoadRecords(ctx); !errors.Is(err, enforcer.ErrLedgerLost) {
+		t.Fatalf("R8.7/read of a 3-partition ownership topic: %v, want the ledger lost", err)
+	}
+	c, err := sarama.NewClient([]string{shared.SASLAddr}, shared.GuardConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if hw, err := c.GetOffset(own, 0, sarama.OffsetNewest); err != nil || hw != 0 {
+		t.Fatalf("R8.7/partition 0 of the reshaped topic ends at %d (%v), want 0: a record was written where no agent reads", hw, err)
+	}
+}

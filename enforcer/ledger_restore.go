@@ -4,6 +4,8 @@ import (
 	"context"
 	"maps"
 	"slices"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // restoreLost writes back the records the ownership topic lost: it was
@@ -42,6 +44,27 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		}
 		recs.Agents[id] = r
 	}
+	if !e.prot.readOnce {
+		e.prot.readOnce = true
+		cur, ok := recs.Agents[e.brokerID]
+		e.prot.fresh = !ok || cur.Fresh && cur.Instance == e.instance && e.prot.written != nil && cur.Updated.Equal(e.prot.written.Updated)
+		e.prot.freshUntil = e.monotonic(e.clock.Now()) + e.cfg.Protection.LeaseDuration
+	}
+	if cur, ok := recs.Agents[e.brokerID]; ok && e.isFresh() && e.prot.written != nil && !e.dryRun && !e.prot.standby &&
+		!cur.Fresh && (cur.Instance == "" || cur.Instance == e.instance) {
+		// A record of its earlier process (every record this process
+		// writes is Fresh), written back by a peer (the lost record, or
+		// its claims written into this one: adopt): its claims are
+		// taken as this agent's own, with what it claimed since.
+		if merged, added := ledger.Adopt(*e.prot.written, cur); added {
+			merged.Fresh = true
+			set(e.brokerID, merged)
+			e.prot.written = &merged
+			e.prot.dirty = true
+			e.logger.Warn("this agent's record holds claims of its earlier process that a peer wrote back: adopted as its own",
+				"topic", e.cfg.OwnershipTopic, "claims", merged.Claims())
+		}
+	}
 	own := e.prot.written
 	if r, ok := agentOf(prev, e.brokerID); own == nil && ok && (r.Instance == "" || r.Instance == e.instance) {
 		own = &r // read at this process's start, not written since
@@ -63,7 +86,11 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 	}
 	for _, id := range slices.Sorted(maps.Keys(prev.Agents)) {
 		r := prev.Agents[id]
-		if _, ok := recs.Agents[id]; ok || id == e.brokerID || recs.Undecodable[id] > 0 || !worthRestoring(r) {
+		if id == e.brokerID || recs.Undecodable[id] > 0 || !worthRestoring(r) {
+			continue
+		}
+		if cur, ok := recs.Agents[id]; ok {
+			e.adopt(ctx, id, cur, r, set)
 			continue
 		}
 		r.BrokerID = id
@@ -81,6 +108,41 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 			"broker_id", id, "topic", e.cfg.OwnershipTopic, "claims", r.Claims())
 	}
 	return recs
+}
+
+// adopt: broker id's record cur was written Fresh (its process found no
+// record of its own: it restarted while the ledger was lost) and lacks
+// claims of r, the record of its earlier process this agent remembers
+// (not Fresh): they are written into it, for its agent to adopt (found by
+// the simulation, class ledger_delete, seed 304: a restarted agent read
+// the recreated topic, a peer wrote its old record back, and the agent's
+// first write replaced it). A failed write is tried again at the next
+// read (the memory keeps r's claims, not Fresh).
+func (e *Enforcer) adopt(ctx context.Context, id int32, cur, r Record, set func(int32, Record)) {
+	if !cur.Fresh || r.Fresh || r.Instance != "" && cur.Instance != "" && r.Instance != cur.Instance {
+		return
+	}
+	merged, added := ledger.Adopt(cur, r)
+	if !added {
+		return
+	}
+	// Written not Fresh: its agent adopts the claims of a record that
+	// is not (its own records all are). Remembered Fresh once written,
+	// so the claims are written once, never again after its agent has
+	// released them.
+	merged.BrokerID, merged.Fresh = id, false
+	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
+	err := e.admin.StoreRecord(sctx, merged)
+	cancel()
+	if err != nil {
+		set(id, merged)
+		e.logger.Warn("another agent's record lacks claims of its earlier process: writing them back failed", "broker_id", id, "err", err)
+		return
+	}
+	merged.Fresh = true
+	set(id, merged)
+	e.logger.Warn("another agent's record lacks claims of its earlier process (it restarted while the ledger was lost): written back into it",
+		"broker_id", id, "topic", e.cfg.OwnershipTopic)
 }
 
 // agentOf returns broker id's record from a set that may be nil.

@@ -244,3 +244,50 @@ func TestR8_7MemoryIsTheLastSuccessfulRead(t *testing.T) {
 		t.Fatalf("R8.7/the peer did not write back broker 2's lost record: %+v", f.records.Agents)
 	}
 }
+
+// R8.7 (simulation class ledger_delete, seed 304): broker 2's agent
+// restarts while the ownership topic is lost and created again; it
+// writes its new record (Fresh: it found none of its own) before any peer
+// writes its old one back, and a peer never writes a record over one
+// that is there. The peer, remembering the old record (not Fresh) with
+// claims the new one lacks, writes them into it; the agent adopts them
+// as its own and releases them on calm. Before the fix the bindings
+// looked like the operator's and stayed for good.
+func TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	old, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	for range 20 { // past a lease: its records are no longer Fresh
+		passAt(t, old, clock, full())
+		clock.t = clock.t.Add(time.Second)
+	}
+	if !f.acls[denyAll("a")] || f.records.Agents[2].Fresh {
+		t.Fatalf("not protected, or still Fresh: %+v", f.records.Agents[2])
+	}
+	passAt(t, peer, clock, calm()) // it reads broker 2's record
+	// Broker 2's agent dies; the topic is deleted and created again; the
+	// agent restarts and writes a record before the peer's next pass.
+	f.records = ledger.NewRecords()
+	back, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, back, clock, full())
+	if r := f.records.Agents[2]; !r.Fresh || len(r.ACLTopics()) != 0 {
+		t.Fatalf("the restarted agent's first record: %+v", r)
+	}
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, peer, clock, calm())
+	if got := f.records.Agents[2].ACLTopics(); len(got) != 2 {
+		t.Fatalf("R8.7/the peer did not write the remembered claims back: %+v", f.records.Agents[2])
+	}
+	for range 4 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, back, clock, calm())
+		passAt(t, peer, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the restarted agent's earlier bindings were forgotten: %v", f.acls)
+	}
+}

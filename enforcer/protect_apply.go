@@ -258,6 +258,9 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	ctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
 	defer cancel()
 	r.BrokerID = e.brokerID // the key it is written under
+	// Written before any read, or after a first read without a record
+	// of its own: nothing its earlier process claimed is known to it.
+	r.Fresh = e.isFresh()
 	start := e.monotonic(e.clock.Now())
 	if err := e.admin.StoreRecord(ctx, r); err != nil {
 		e.prot.dirty = true

@@ -80,6 +80,13 @@ type protectionState struct {
 	// topic lost it).
 	ledgerLost bool
 	written    *Record
+	// readOnce: a read of the records succeeded in this process; fresh:
+	// the first found no record of this agent's own; then, for a lease
+	// from that read (freshUntil, monotonic), its records are written
+	// Fresh and it adopts the claims of its earlier process's record when
+	// a peer writes them back (ledger_restore.go).
+	readOnce, fresh bool
+	freshUntil      time.Duration
 	// remembered: every record as the last successful read of the topic
 	// returned it, with what restoreLost put back: the memory lost
 	// records are written back from (a read whose pass then failed, its
@@ -111,6 +118,12 @@ type leaseSeen struct {
 // without one, since the first reading (Go's monotonic reading of Now
 // when the clock's times carry it). Leases are timed on it: how long a
 // record has been seen unrenewed, never the wall clock's difference.
+// isFresh: this process found no record of its own and is within a
+// lease of that read, or has read nothing yet.
+func (e *Enforcer) isFresh() bool {
+	return !e.prot.readOnce || e.prot.fresh && e.monotonic(e.clock.Now()) < e.prot.freshUntil
+}
+
 func (e *Enforcer) monotonic(now time.Time) time.Duration {
 	if mc, ok := e.clock.(MonotonicClock); ok {
 		return mc.Elapsed()

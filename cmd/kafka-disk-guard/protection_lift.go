@@ -43,6 +43,15 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	for _, r := range throttlesRestored {
 		fmt.Fprintf(out.stdout, "Restored %s.\n", r)
 	}
+	return reportLift(out, req, res, err, throttlesRestored)
+}
+
+// reportLift tells the operator what a lift did and returns the command's
+// error: non-nil (exit 1) while anything it was asked to lift may still be
+// in place, a record that does not decode included (what that broker
+// claims is unknown, so nothing of it was lifted; issue 20 point 2: the
+// uninstall hook fails loudly rather than leave it unnoticed).
+func reportLift(out streams, req ledger.LiftRequest, res ledger.LiftResult, err error, throttlesRestored []string) error {
 	logger := slog.New(slog.NewJSONHandler(out.stderr, nil))
 	ids, attrs := liftAttrs(req, res)
 	for _, id := range res.Untouchable {
@@ -60,6 +69,10 @@ func runProtectionLift(ctx context.Context, args []string, getenv env, out strea
 	}
 	if err == nil && len(res.Remaining) > 0 {
 		err = fmt.Errorf("%d change(s) the lift was asked to remove are still in place: run the lift again", len(res.Remaining))
+	}
+	if err == nil && len(res.Untouchable) > 0 {
+		err = fmt.Errorf("the records of broker(s) %v do not decode: what they claim was left in place (see `protection status`; "+
+			"run the lift again once their agents write readable records, or remove what they set by hand)", res.Untouchable)
 	}
 	if err != nil {
 		logger.Error("protection lift by an operator failed", append(attrs, "remaining", res.Remaining, "err", err)...)

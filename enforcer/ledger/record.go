@@ -149,6 +149,13 @@ type Record struct {
 	// purge caps' windows (spec R7.3) survive it.
 	Purged  []PurgeBucket `json:"purged,omitempty"`
 	Updated time.Time     `json:"updated,omitzero"`
+	// Fresh: written by a process whose first read found no record of
+	// its own (a first start, or a restart while the ledger was lost).
+	// A peer that remembers this broker's record from before (not Fresh)
+	// with claims this one lacks writes them into it (Adopt), and the
+	// agent takes them as its own: what its earlier process claimed is
+	// not forgotten (enforcer/ledger_restore.go).
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Lease is the record's lease duration.

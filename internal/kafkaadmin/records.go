@@ -66,7 +66,7 @@ func (e *Enforce) LoadRecords(ctx context.Context) (ledger.Records, error) {
 		return ledger.NewRecords(), fmt.Errorf("describe topic %s: %w", e.ownershipTopic, md[0].Err)
 	}
 	if n := len(md[0].Partitions); n != 1 {
-		return ledger.NewRecords(), fmt.Errorf("%w: topic %s has %d partitions, want 1 (a total order of writes)", ledger.ErrLedgerLost, e.ownershipTopic, n)
+		return ledger.NewRecords(), partitionsLost(e.ownershipTopic, n)
 	}
 	policy, err := e.ownershipCleanupPolicy(ctx, c)
 	if err != nil {
@@ -226,6 +226,9 @@ func (e *Enforce) send(c *conn, key string, value []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := e.onePartition(c, true); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
 	msg := &sarama.ProducerMessage{Topic: e.ownershipTopic, Partition: 0, Key: sarama.StringEncoder(key)}
 	if value != nil {
 		msg.Value = sarama.ByteEncoder(value)
@@ -236,7 +239,45 @@ func (e *Enforce) send(c *conn, key string, value []byte) error {
 		}
 		return fmt.Errorf("write %s to %s: %w", key, e.ownershipTopic, err)
 	}
+	// The producer refreshes its metadata when a write is retried (the
+	// topic recreated under it): a write that reached a reshaped topic's
+	// partition 0 is one no agent reads, so it is no write.
+	if err := e.onePartition(c, false); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
 	return nil
+}
+
+// onePartition checks the ownership topic's partition count in the
+// producer's metadata (refreshed first when refresh is set: one Metadata
+// request for one topic, so a topic reshaped since this pass's read is
+// seen): with more than one partition, a write to partition 0 lands where
+// no agent reads (they refuse the topic, spec R8.7), so it is refused
+// with ErrLedgerLost, never taken for written (found by the simulation,
+// class ledger_reshape: a claim made in the pass where the topic was
+// reshaped was lost).
+func (e *Enforce) onePartition(c *conn, refresh bool) error {
+	if refresh {
+		if err := c.client.RefreshMetadata(e.ownershipTopic); err != nil {
+			if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+				e.topicReady.Store(false)
+			}
+			return fmt.Errorf("metadata of %s: %w", e.ownershipTopic, err)
+		}
+	}
+	parts, err := c.client.Partitions(e.ownershipTopic)
+	if err != nil {
+		return fmt.Errorf("partitions of %s: %w", e.ownershipTopic, err)
+	}
+	if n := len(parts); n != 1 {
+		return partitionsLost(e.ownershipTopic, n)
+	}
+	return nil
+}
+
+// partitionsLost is the ledger lost to a topic with n partitions.
+func partitionsLost(topic string, n int) error {
+	return fmt.Errorf("%w: topic %s has %d partitions, want 1 (a total order of writes)", ledger.ErrLedgerLost, topic, n)
 }
 
 // Prepare creates the ownership topic when missing and the producer that

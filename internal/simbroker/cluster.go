@@ -490,6 +490,17 @@ func (c *Cluster) ensureOwnership() {
 	}
 }
 
+// reshaped refuses a write to an ownership topic with more than one
+// partition, as the adapter does (ledger.ErrLedgerLost: it checks the
+// partition count before each write, internal/kafkaadmin); with
+// HashPartitioner (an adapter before that check) the write goes on.
+func (c *Cluster) reshaped() error {
+	if n := len(c.own.partitions); n > 1 && !c.cfg.HashPartitioner {
+		return fmt.Errorf("%w: topic has %d partitions, want 1", ledger.ErrLedgerLost, n)
+	}
+	return nil
+}
+
 func (c *Cluster) produce(key string, value []byte) {
 	c.ensureOwnership()
 	p := 0
@@ -776,6 +787,9 @@ func (a *ClusterAdmin) StoreRecord(ctx context.Context, r ledger.Record) error {
 	if err := a.c.Faults.before(ctx, a.Who, "StoreRecord"); err != nil {
 		return err
 	}
+	if err := a.c.reshaped(); err != nil {
+		return err
+	}
 	a.c.produce(ledger.RecordKey(r.BrokerID), data)
 	return a.c.Faults.after(a.Who, "StoreRecord")
 }
@@ -786,6 +800,9 @@ func (a *ClusterAdmin) StoreLift(ctx context.Context, l ledger.Lift) error {
 		return err
 	}
 	if err := a.c.Faults.before(ctx, a.Who, "StoreLift"); err != nil {
+		return err
+	}
+	if err := a.c.reshaped(); err != nil {
 		return err
 	}
 	a.c.produce(ledger.LiftKey(l.BrokerID), data)
@@ -806,6 +823,9 @@ func (a *ClusterAdmin) Prepare(ctx context.Context) error {
 // kafka-disk-guard protection resume does.
 func (a *ClusterAdmin) DeleteLift(ctx context.Context, broker int32) error {
 	if err := a.c.Faults.before(ctx, a.Who, "DeleteLift"); err != nil {
+		return err
+	}
+	if err := a.c.reshaped(); err != nil {
 		return err
 	}
 	a.c.produce(ledger.LiftKey(broker), nil)

@@ -238,7 +238,7 @@ func (s *sim) checkEnd() *Failure {
 			break
 		}
 	}
-	if f == nil && s.c.Quota() != s.op.quota && (s.unattributedQuota == 0 || s.c.Quota() != s.unattributedQuota) {
+	if f == nil && s.c.Quota() != s.op.quota && !s.unattributedQuota[s.c.Quota()] {
 		f = s.fail("I1", "producer quota %d left (the operator's: %d)", s.c.Quota(), s.op.quota)
 	}
 	if v, ok := s.c.Override("events", enforcer.LocalRetentionBytesKey); f == nil && (ok != (s.op.localRet != nil) || ok && v != *s.op.localRet) &&

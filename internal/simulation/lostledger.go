@@ -119,13 +119,46 @@ func (s *sim) unattribute(id int32, r ledger.Record) {
 	})
 	for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
 		if q > 0 {
-			s.unattributedQuota = q
+			s.unattributedQuota[q] = true
 		}
 	}
 	for _, c := range r.Configs {
 		s.unattributedConfigs[c.Topic+"\x00"+c.Value] = true
+		if c.Prev != nil {
+			// Lowering further: the record is written before the new
+			// value is set, so the value in place may still be the
+			// guard's earlier one (the claim's Prev, which the record
+			// names as the guard's).
+			s.unattributedConfigs[c.Topic+"\x00"+*c.Prev] = true
+		}
 	}
 	for _, c := range r.AllCordonClaims() {
 		s.unattributedCordons[c.Value] = true
+	}
+}
+
+// undecodableRestart: agent a's process starts while its broker's record
+// does not decode and no decodable one is left in the topic (compaction
+// removed it). The new process cannot know what the earlier one claimed
+// and writes a new record over the value (R8.7: a decodable record
+// replaces it); its peers remember those claims but never write over an
+// undecodable value (it may be a newer guard's record, whose claims the
+// peer's older copy would hide). No rule in the ledger tells garbage
+// from a newer guard's record, so what the last decodable record claimed
+// is unattributed: for an operator to decide (docs/operating.md, "a
+// record does not decode"), and I1 waives it (class ledger_garbage,
+// seed 610).
+func (s *sim) undecodableRestart(a *agentSim) {
+	recs, err := s.c.Records()
+	if err != nil || !a.enabled {
+		return
+	}
+	id := a.broker
+	if _, ok := recs.Agents[id]; ok || recs.Undecodable[id] == 0 || recs.UndecodableLift[id] {
+		return
+	}
+	if r, ok := s.decodable[id]; ok && r.Claims() {
+		s.tracef("%s starts while its record does not decode and no decodable one is left: what it claimed is unknown to it", a.name)
+		s.unattribute(id, r)
 	}
 }

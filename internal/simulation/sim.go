@@ -135,27 +135,38 @@ var KnownBroken = map[Class]Known{
 			"place after the faults stop (not yet explained; seed 6 with burst too). Fixed: a stale claim restoring its older " +
 			"original over an operator's newer value (seed 23: TestR8_5StaleConfigClaimRestoresNotOverANewerOriginal), " +
 			"the hand-back of a shared key (seed 20 with disk alone)"},
-	LedgerDelete: {Also: ledgerAlso, Seed: 304, Invariant: "I1",
-		What: "what is left (1 seed in 400): the topic is deleted while broker 2's agent is dead; the agent " +
-			"restarts in the pass that creates the topic again, finds no record of its own, and writes a new one " +
-			"before a peer writes its old record back (a peer never writes over a record that is there): the cordon " +
-			"it claimed before its restart is forgotten. Fix to weigh: an agent whose first read lacks its own record " +
-			"claims nothing for a pass, or merges a copy a peer writes back later. Fixed: seed 7 (with agent_kill " +
-			"alone: lost records are written back from memory, TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 " +
-			"(a release's read of the recreated topic, TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
-	LedgerReshape: {Also: ledgerAlso, Seed: 1092, Invariant: "I1",
-		What: "what is left: none in seeds 1-1091; at 1092 a lowered local.retention.bytes stays after the repair " +
-			"(not yet explained). Fixed: seed 7 (every agent restarted while the topic was reshaped: what they " +
-			"claimed is unattributed, R8.4), seed 6 (a log dir switching on claimed while the last read found the " +
-			"ledger lost: TestR8_7NothingClaimedWhileTheLedgerIsLost), seeds 134, 216, 295 (a peer's memory is its " +
-			"last successful read: TestR8_7MemoryIsTheLastSuccessfulRead)"},
-	LedgerGarbage: {Also: ledgerAlso, Seed: 610, Invariant: "I1",
-		What: "none in seeds 1-609: at 610 an undecodable value replaces broker 2's record while its agent is dead; " +
-			"compaction removes the last decodable one; the agent restarts from nothing and writes a new record over " +
-			"the garbage, and its cordon claim is forgotten (its peers remember it, but never write over an " +
-			"undecodable value: it may be a newer guard's record). Needs a decision. Fixed: seed 16 (an undecodable " +
-			"lift held an uninstall's lift: TestR8_7OperatorLiftReplacesAnUndecodableLift), seed 569 (an uninstall " +
-			"while a record does not decode leaves its claims: R8.7, unattributed)"},
+	LedgerDelete: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump,
+		CordonFaults, Relief}, Seed: 3, Invariant: "I2",
+		What: "what is left: green over 2,000 seeds with the ledger mix (ledgerAlso); with relief (issue 22's " +
+			"reassignment throttle claims in the ledger) at seed 3 an operator's broker 3 " +
+			"replica.alter.log.dirs.io.max.bytes.per.second=555 is replaced by the guard's 20971520 (not yet explained; it " +
+			"fails on the trial branch too, with the default mix plus ledger_delete; ledger_reshape shows the same). Fixed: seed 304 (an agent restarted while the ledger was lost " +
+			"wrote its new record before a peer wrote its old one back: TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers), " +
+			"seed 7 (TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 (TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
+	LedgerReshape: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
+		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump,
+		CordonFaults, Relief}, Seed: 2, Invariant: "I2",
+		What: "what is left: green over 2,000 seeds with the ledger mix (ledgerAlso); with relief (issue 22's " +
+			"reassignment throttle claims in the ledger) at seed 2 an operator's broker 3 " +
+			"replica.alter.log.dirs.io.max.bytes.per.second=555 is replaced by the guard's 20971520 around the " +
+			"reshaped topic's repair (not yet explained; the simulated relief admin's writes are not refused on a " +
+			"reshaped topic as the adapter's are, but refusing them does not fix it). Fixed: seed 1953 (unattributed " +
+			"quotas are a set: TestUnattributedQuotasAreASet), seed 1092 (an unattributed lowering's earlier value: " +
+			"TestUnattributedLoweringWaivesTheEarlierValue), seed 7 (every agent restarted while the topic was " +
+			"reshaped: what they claimed is unattributed, R8.4), seed 6 (TestR8_7NothingClaimedWhileTheLedgerIsLost), " +
+			"seeds 134, 216, 295 (TestR8_7MemoryIsTheLastSuccessfulRead); a write to a reshaped topic is refused " +
+			"(TestR8_7NoWriteToAReshapedOwnershipTopic)"},
+	LedgerGarbage: {Also: ledgerAlso, Seed: 1659, Invariant: "I6",
+		What: "what is left: none in seeds 1-1658; at 1659 broker 2's log dir at 99% is left without protection " +
+			"of topic compacted, which an operator's lift by topic suppressed (step 14) before the disk went calm " +
+			"(step 41) and full again (step 55); not yet explained (it fails on the trial branch too, so not a " +
+			"ledger_garbage fix; the lift's end on calm, R8.6, is the first suspect). Fixed: seed 610 (an undecodable " +
+			"value replaced a dead agent's record, compaction removed the last decodable one, and the restarted " +
+			"agent wrote over it: its claims are forgotten, a documented limit (design.md, operating.md), waived " +
+			"as unattributed: TestRestartOverAnUndecodableRecordIsUnattributed), seed 16 (an undecodable lift held " +
+			"an uninstall's lift: TestR8_7OperatorLiftReplacesAnUndecodableLift), seed 569 (an uninstall while a " +
+			"record does not decode leaves its claims: R8.7, unattributed)"},
 }
 
 // Options configure one run.
@@ -228,8 +239,10 @@ type sim struct {
 	uninstalled bool
 	// unattributed: bindings (and a quota) an agent set and died or
 	// stopped before recording (spec R8.4): I1 waives them.
-	unattributed      map[ledger.ACL]bool
-	unattributedQuota int64
+	unattributed map[ledger.ACL]bool
+	// unattributedQuota: every such quota value (one agent's waiver
+	// never replaces another's).
+	unattributedQuota map[int64]bool
 	// unattributedConfigs ("topic\x00value") and unattributedCordons (log
 	// dirs): claims of records the ledger lost that no live agent
 	// remembered (lostledger.go).
@@ -290,7 +303,7 @@ func Run(opts Options) *Failure {
 	}
 	s := &sim{opts: opts, rng: newRand(opts.Seed), classes: map[Class]bool{},
 		now: start, lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{}, failNext: map[string]bool{}, liftedAt: -1000,
-		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedCordons: map[string]bool{},
+		suppressed: map[int32]bool{}, unattributedConfigs: map[string]bool{}, unattributedQuota: map[int64]bool{}, unattributedCordons: map[string]bool{},
 		decodable: map[int32]ledger.Record{}}
 	for _, c := range opts.Classes {
 		s.classes[c] = true
@@ -394,6 +407,7 @@ func (s *sim) startAgent(a *agentSim) {
 	a.src = &snapSource{}
 	a.admin = s.c.Admin(id, a.name)
 	s.orphan(a) // a restart: what the dead process set unrecorded
+	s.undecodableRestart(a)
 	a.tracked = newTrackedAdmin(a.admin)
 	enf, err := enforcer.New(cfg, s.logger.With("agent", a.name), prometheus.NewRegistry(),
 		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin, Instance: a.name})

@@ -85,7 +85,7 @@ func (s *sim) orphan(a *agentSim) {
 		s.tracef("%s left binding %v unrecorded (unattributed, R8.4)", a.name, b)
 	}
 	if t.pendingQuota > 0 {
-		s.unattributedQuota = t.pendingQuota
+		s.unattributedQuota[t.pendingQuota] = true
 		s.tracef("%s left quota %d unrecorded (unattributed, R8.4)", a.name, t.pendingQuota)
 	}
 	clear(t.pending)

@@ -1,0 +1,68 @@
+package ledger
+
+import (
+	"reflect"
+	"slices"
+)
+
+// Adopt returns r with the claims of from that r lacks added (bindings by
+// shape and topic, other claims whole, a topic config when r claims no
+// value of that key), and whether any was. Used only between two records
+// of one broker's agent (its earlier process's and its own), so every
+// claim added is one the guard made.
+func Adopt(r, from Record) (Record, bool) {
+	added := false
+	owned := slices.Clone(r.Owned)
+	for _, o := range from.Owned {
+		if o.Kind == OwnedACL && o.Shape != nil {
+			// A topic counts as claimed in either state (held or
+			// releasing) under the same shape.
+			var missing []string
+			for _, t := range o.Topics {
+				if !slices.ContainsFunc(owned, func(x Owned) bool {
+					return x.Kind == OwnedACL && x.Shape != nil && reflect.DeepEqual(*x.Shape, *o.Shape) && slices.Contains(x.Topics, t)
+				}) {
+					missing = append(missing, t)
+				}
+			}
+			if len(missing) == 0 {
+				continue
+			}
+			i := slices.IndexFunc(owned, func(x Owned) bool {
+				return x.Kind == OwnedACL && x.Shape != nil && reflect.DeepEqual(*x.Shape, *o.Shape) && x.Releasing == o.Releasing
+			})
+			if i >= 0 {
+				topics := append(slices.Clone(owned[i].Topics), missing...)
+				slices.Sort(topics)
+				owned[i].Topics = topics
+			} else {
+				o.Topics = missing
+				owned = append(owned, o)
+			}
+			added = true
+			continue
+		}
+		if slices.ContainsFunc(owned, func(x Owned) bool { return sameClaim(x, o) }) {
+			continue
+		}
+		o.Topics = slices.Clone(o.Topics)
+		owned, added = append(owned, o), true
+	}
+	configs := slices.Clone(r.Configs)
+	for _, c := range from.Configs {
+		if !slices.ContainsFunc(configs, func(x ConfigClaim) bool { return x.Topic == c.Topic && x.Key == c.Key }) {
+			configs, added = append(configs, c), true
+		}
+	}
+	if !added {
+		return r, false
+	}
+	r.Owned, r.Configs = owned, configs
+	return r, true
+}
+
+// sameClaim: a and b claim the same thing, held or releasing.
+func sameClaim(a, b Owned) bool {
+	a.Releasing, b.Releasing = false, false
+	return reflect.DeepEqual(a, b)
+}

@@ -1,0 +1,76 @@
+package simulation
+
+import (
+	"testing"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
+
+// A lost record that claims a further lowering of a local retention
+// (Value, with the guard's earlier value as Prev) was written before the
+// new value was set: the value in place may still be Prev, which the
+// record names as the guard's. Unattributed, both are waived (found by
+// the simulation: ledger_reshape, seed 1092, where a StoreRecord failed
+// after taking effect, so the lower value was never set, and the
+// uninstall came while the topic was reshaped).
+func TestUnattributedLoweringWaivesTheEarlierValue(t *testing.T) {
+	s := newTestSim(t)
+	s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+	earlier := "14532608"
+	if err := s.c.Admin(1, "agent-1").AlterTopicConfig(t.Context(), "events", enforcer.LocalRetentionBytesKey, &earlier); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.checkEnd(); f == nil || f.Invariant != "I1" {
+		t.Fatalf("a guard's local retention left: %v, want I1", f)
+	}
+	s.unattribute(1, ledger.Record{BrokerID: 1, Configs: []ledger.ConfigClaim{{Topic: "events",
+		Key: enforcer.LocalRetentionBytesKey, Value: "6348800", Prev: &earlier}}})
+	if f := s.checkEnd(); f != nil {
+		t.Fatalf("an unattributed lowering's earlier value in place: %v", f)
+	}
+}
+
+// An agent that restarts while its record does not decode and no
+// decodable one is left cannot know what its earlier process claimed (its
+// peers never write over an undecodable value): that is unattributed, for
+// an operator to decide, and I1 waives it; while its record still
+// decodes, nothing is waived (found by the simulation: ledger_garbage,
+// seed 610).
+func TestRestartOverAnUndecodableRecordIsUnattributed(t *testing.T) {
+	s := newTestSim(t)
+	s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+	v := "14532608"
+	if err := s.c.Admin(2, "agent-2").AlterTopicConfig(t.Context(), "events", enforcer.LocalRetentionBytesKey, &v); err != nil {
+		t.Fatal(err)
+	}
+	s.decodable = map[int32]ledger.Record{2: {BrokerID: 2, Configs: []ledger.ConfigClaim{{Topic: "events",
+		Key: enforcer.LocalRetentionBytesKey, Value: v}}}}
+	a := &agentSim{name: "agent-2", broker: 2, enabled: true}
+	s.undecodableRestart(a) // no record at all: nothing to waive
+	if f := s.checkEnd(); f == nil || f.Invariant != "I1" {
+		t.Fatalf("a guard's local retention left: %v, want I1", f)
+	}
+	s.c.AppendOwnershipRecord(ledger.RecordKey(2), []byte("garbage"))
+	s.undecodableRestart(a)
+	if f := s.checkEnd(); f != nil {
+		t.Fatalf("the claims of a record that does not decode, at its agent's restart: %v", f)
+	}
+}
+
+// Every unattributed quota value is waived, not only the last one (found
+// by the simulation: ledger_reshape, seed 1953: broker 1's lost record
+// claimed 2048, then an agent's unrecorded 1024 replaced that waiver).
+func TestUnattributedQuotasAreASet(t *testing.T) {
+	s := newTestSim(t)
+	s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+	s.unattributedQuota = map[int64]bool{}
+	if err := s.c.Admin(1, "agent-1").SetDefaultProducerQuota(t.Context(), 2048); err != nil {
+		t.Fatal(err)
+	}
+	s.unattribute(1, ledger.Record{BrokerID: 1, Owned: []ledger.Owned{ledger.QuotaOwned(2048)}})
+	s.unattribute(2, ledger.Record{BrokerID: 2, Owned: []ledger.Owned{ledger.QuotaOwned(1024)}})
+	if f := s.checkEnd(); f != nil {
+		t.Fatalf("an unattributed quota in place: %v", f)
+	}
+}
