@@ -44,43 +44,8 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		}
 		recs.Agents[id] = r
 	}
-	if !e.prot.readOnce {
-		e.prot.readOnce = true
-		cur, ok := recs.Agents[e.brokerID]
-		e.prot.fresh = !ok || cur.Fresh && cur.Instance == e.instance && e.prot.written != nil && cur.Updated.Equal(e.prot.written.Updated)
-		e.prot.freshUntil = e.monotonic(e.clock.Now()) + e.cfg.Protection.LeaseDuration
-	}
-	if cur, ok := recs.Agents[e.brokerID]; ok && e.isFresh() && e.prot.written != nil && !e.dryRun && !e.prot.standby &&
-		!cur.Fresh && (cur.Instance == "" || cur.Instance == e.instance) {
-		// A record of its earlier process (every record this process
-		// writes is Fresh), written back by a peer (the lost record, or
-		// its claims written into this one: adopt): its claims are
-		// taken as this agent's own, with what it claimed since.
-		if merged, added := ledger.Adopt(*e.prot.written, cur); added {
-			merged.Fresh = true
-			set(e.brokerID, merged)
-			e.prot.written = &merged
-			e.prot.dirty = true
-			e.logger.Warn("this agent's record holds claims of its earlier process that a peer wrote back: adopted as its own",
-				"topic", e.cfg.OwnershipTopic, "claims", merged.Claims())
-		}
-	}
-	own := e.prot.written
-	if r, ok := agentOf(prev, e.brokerID); own == nil && ok && (r.Instance == "" || r.Instance == e.instance) {
-		own = &r // read at this process's start, not written since
-	}
-	if cur, ok := recs.Agents[e.brokerID]; own != nil && worthRestoring(*own) && !e.dryRun && !e.prot.standby {
-		switch {
-		case !ok:
-			set(e.brokerID, *own)
-			e.prot.dirty = true
-			e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
-		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated):
-			set(e.brokerID, *e.prot.written)
-			e.prot.dirty = true
-			e.logger.Warn("this agent's record in the ownership topic is older than the one it wrote last (a peer restored it from memory): written again", "topic", e.cfg.OwnershipTopic)
-		}
-	}
+	get := func(id int32) (Record, bool) { r, ok := recs.Agents[id]; return r, ok }
+	e.restoreOwn(prev, get, set)
 	if prev == nil || e.dryRun || e.prot.standby {
 		return recs
 	}
@@ -108,6 +73,51 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 			"broker_id", id, "topic", e.cfg.OwnershipTopic, "claims", r.Claims())
 	}
 	return recs
+}
+
+// restoreOwn is restoreLost for this agent's own record: at its first
+// read it notes whether its record is fresh; it adopts the claims of its
+// earlier process a peer wrote back, and writes its own record again from
+// memory when the topic lost it or holds an older copy. get reads the
+// records as set last changed them.
+func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set func(int32, Record)) {
+	if !e.prot.readOnce {
+		e.prot.readOnce = true
+		cur, ok := get(e.brokerID)
+		e.prot.fresh = !ok || cur.Fresh && cur.Instance == e.instance && e.prot.written != nil && cur.Updated.Equal(e.prot.written.Updated)
+		e.prot.freshUntil = e.monotonic(e.clock.Now()) + e.cfg.Protection.LeaseDuration
+	}
+	if cur, ok := get(e.brokerID); ok && e.isFresh() && e.prot.written != nil && !e.dryRun && !e.prot.standby &&
+		!cur.Fresh && (cur.Instance == "" || cur.Instance == e.instance) {
+		// A record of its earlier process (every record this process
+		// writes is Fresh), written back by a peer (the lost record, or
+		// its claims written into this one: adopt): its claims are
+		// taken as this agent's own, with what it claimed since.
+		if merged, added := ledger.Adopt(*e.prot.written, cur); added {
+			merged.Fresh = true
+			set(e.brokerID, merged)
+			e.prot.written = &merged
+			e.prot.dirty = true
+			e.logger.Warn("this agent's record holds claims of its earlier process that a peer wrote back: adopted as its own",
+				"topic", e.cfg.OwnershipTopic, "claims", merged.Claims())
+		}
+	}
+	own := e.prot.written
+	if r, ok := agentOf(prev, e.brokerID); own == nil && ok && (r.Instance == "" || r.Instance == e.instance) {
+		own = &r // read at this process's start, not written since
+	}
+	if cur, ok := get(e.brokerID); own != nil && worthRestoring(*own) && !e.dryRun && !e.prot.standby {
+		switch {
+		case !ok:
+			set(e.brokerID, *own)
+			e.prot.dirty = true
+			e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
+		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated):
+			set(e.brokerID, *e.prot.written)
+			e.prot.dirty = true
+			e.logger.Warn("this agent's record in the ownership topic is older than the one it wrote last (a peer restored it from memory): written again", "topic", e.cfg.OwnershipTopic)
+		}
+	}
 }
 
 // adopt: broker id's record cur was written Fresh (its process found no
