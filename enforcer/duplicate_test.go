@@ -1,13 +1,18 @@
 package enforcer
 
 import (
-	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // R8.8: a second agent for the same broker left in observe mode, with the
@@ -135,5 +140,67 @@ func TestR8_8DuplicateInstanceNeverPurgesPastTheCaps(t *testing.T) {
 	}
 	if lso := f.lso[TopicPartition{"a", 0}]; lso > maxLSO {
 		t.Fatalf("R7.3/log start offset %d: two instances purged past the hour's cap (offset %d)", lso, maxLSO)
+	}
+}
+
+// staleRecords is an admin whose records reads fail while fail is set:
+// an agent that acts on the records it read last.
+type staleRecords struct {
+	*fakeAdmin
+	fail bool
+}
+
+func (s *staleRecords) LoadRecords(ctx context.Context) (Records, error) {
+	if s.fail {
+		return ledger.NewRecords(), errors.New("REQUEST_TIMED_OUT")
+	}
+	return s.fakeAdmin.LoadRecords(ctx)
+}
+
+// R8.8: two enforcing instances for one broker write one record. An
+// instance whose reads fail writes from a stale one, over the other's
+// claims: those bindings stay in place and no record names them. The
+// instance that claimed them keeps them as set unrecorded, stands by
+// while the other renews, and lifts them once it acts again (found by the
+// simulation, duplicate_agent, seed 311: the absence shape's ALLOWs left
+// for good after the faults stopped).
+func TestR8_8ClaimsWrittenOverByAnotherInstanceAreLifted(t *testing.T) {
+	full, calm := protectSnaps()
+	O := agent.StateOpen
+	fullC := func() *agent.Snapshot {
+		return snap(950, 1000, part("a", 0, 0, 10, seg(0, 1, O)), part("b", 0, 0, 10, seg(0, 1, O)), part("c", 0, 0, 10, seg(0, 1, O)))
+	}
+	f := newFakeAdmin(fullC())
+	clock := &clockAt{t0}
+	newAs := func(instance string, admin Admin) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := calm()
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: admin, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	stale := &staleRecords{fakeAdmin: f}
+	first, second := newAs("pod-a", f), newAs("pod-b", stale)
+	passAt(t, second, clock, calm()) // reads the empty ledger
+	passAfter(t, first, clock, time.Second, full())
+	if !f.acls[denyAll("a")] || f.records.Agents[1].Instance != "pod-a" {
+		t.Fatalf("not protected by pod-a: %v %+v", f.acls, f.records.Agents[1])
+	}
+	stale.fail = true
+	_ = tryPassAfter(t, second, clock, time.Second, fullC())
+	if r := f.records.Agents[1]; r.Instance != "pod-b" || slices.Contains(r.ACLTopics(), "a") {
+		t.Fatalf("the test needs pod-b's record over pod-a's: %+v", r)
+	}
+	stale.fail = false
+	for range 30 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, first, clock, calm())
+		passAt(t, second, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Errorf("R8.8/bindings left once both instances are calm (claimed by pod-a, its record written over by pod-b): %v", f.acls)
 	}
 }

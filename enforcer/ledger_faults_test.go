@@ -679,3 +679,38 @@ func tryPassAfter(t *testing.T, e *Enforcer, clock *clockAt, d time.Duration, s 
 	src.mu.Unlock()
 	return e.Reconcile(t.Context())
 }
+
+// R8.3: a topic whose shape changes keeps its old bindings until the new
+// ones are in place. With allow.everyone.if.no.acl.found, an operator's
+// binding on a protected topic makes its shape DENY WRITE User:*; the
+// operator deleting it makes it the absence shape again (ALLOWs for
+// User:*, no DENY). If creating the ALLOWs fails, the DENY must stay:
+// released in the same pass, it left the topic without ACLs, writable by
+// everyone until a later pass (found by the simulation, operator_acls).
+// Once the new shape is in place, the old one goes.
+func TestR8_3ShapeChangeKeepsTheOldShapeUntilTheNewIsInPlace(t *testing.T) {
+	full, _ := protectSnaps()
+	f := newFakeAdmin(full())
+	f.everyone = AllowEveryoneTrue
+	alice := ledger.LiteralACL("a", "User:alice", OpRead, PermAllow)
+	f.acls[alice] = true // the operator's: topic a gets DENY WRITE User:*
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, full(), f, clock)
+	passAt(t, e, clock, full())
+	readA := ledger.LiteralACL("a", AnyPrincipal, OpRead, PermAllow)
+	if !f.acls[denyAll("a")] || f.acls[readA] {
+		t.Fatalf("a not protected by DENY WRITE User:*: %v", f.acls)
+	}
+	delete(f.acls, alice) // the operator's binding goes: a has the absence shape again
+	f.failCreates = 1
+	_ = tryPassAfter(t, e, clock, time.Second, full())
+	if !f.acls[denyAll("a")] && !f.acls[readA] {
+		t.Fatalf("R8.3/the DENY on a released before the absence shape was in place: a has no ACL, everyone writes: %v", f.acls)
+	}
+	for range 3 {
+		passAfter(t, e, clock, time.Second, full())
+	}
+	if f.acls[denyAll("a")] || !f.acls[readA] {
+		t.Errorf("R8.3/a's shape not changed once the creation succeeds: %v", f.acls)
+	}
+}

@@ -73,8 +73,10 @@ type applying struct {
 	// wrote: the plan's record is written already (the grown one was it);
 	// growFailed: the grown record could not be written.
 	wrote, growFailed bool
-	problems          map[ProtectionError]bool
-	errs              []error
+	// notCreated: topics whose bindings could not be created this pass.
+	notCreated map[string]bool
+	problems   map[ProtectionError]bool
+	errs       []error
 }
 
 // store notes a failed write of the record (nil: written).
@@ -143,7 +145,9 @@ func (e *Enforcer) protectMore(ctx context.Context, ap *applying, band string) {
 	}
 	if len(pp.Create) > 0 {
 		// The fastest-growing topics first, in batches (protect_order.go).
-		if err := e.createProtection(ctx, pp.Create, band, recorded, recordTook); err != nil {
+		notCreated, err := e.createProtection(ctx, pp.Create, band, recorded, recordTook)
+		ap.notCreated = notCreated
+		if err != nil {
 			ap.problems[createProblem(err)] = true
 			ap.errs = append(ap.errs, fmt.Errorf("create acls: %w", err))
 		}
@@ -222,7 +226,13 @@ func (e *Enforcer) giveUp(ctx context.Context, ap *applying, band string) {
 		ap.errs = append(ap.errs, fmt.Errorf("release retried in %s (failed %d times)", wait, e.prot.releaseFailures))
 		return
 	}
-	rel, err := e.release(ctx, flatten(pp.Release), pp.ReleaseQuota, pp.ReleaseConfigs)
+	// A topic whose shape changes keeps its old bindings until the new
+	// ones are in place (spec R8.3): the DENY of the shape left, released
+	// before the absence shape's ALLOWs exist, would leave the topic
+	// without ACLs, writable by everyone. Its claims stay releasing, for
+	// a later pass.
+	release := flatten(slices.DeleteFunc(slices.Clone(pp.Release), func(tp TopicProtection) bool { return ap.notCreated[tp.Topic] }))
+	rel, err := e.release(ctx, release, pp.ReleaseQuota, pp.ReleaseConfigs)
 	e.unprotected(rel, band, "", pp.ReleaseQuota)
 	if err != nil {
 		ap.problems[ErrorLiftFailed] = true

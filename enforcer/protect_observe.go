@@ -69,6 +69,9 @@ type protectionState struct {
 	// this agent stands by (spec R8.8).
 	self    leaseSeen
 	standby bool
+	// overwritten: the Updated of this agent's last written record
+	// whose claims another instance wrote over (protect_overwritten.go).
+	overwritten time.Time
 	// selfGone: since when this agent's broker has been missing from the
 	// cluster's metadata (monotonic; negative: listed).
 	selfGone time.Duration
@@ -210,6 +213,7 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	}
 	e.reportUndecodable(recs)
 	e.followInstance(recs, o.Now)
+	e.keepOverwritten(recs.Agents[e.brokerID])
 	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
 		o.Purged = e.purged(e.ev.lastMono)
 	}
@@ -428,6 +432,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 			return fmt.Errorf("list acls: %w", err)
 		default:
 			po.ACLs, po.ACLsRead = acls, true
+			e.pruneUnrecorded(acls)
 		}
 	}
 	if needQuota {

@@ -124,9 +124,12 @@ func protectBatches(tps []TopicProtection) [][]TopicProtection {
 // and counted when its batch is answered. Without an authorizer, or once
 // ctx ends, the batches left are not sent: their topics count as failed
 // with that error. recordTook: how long the record took (for the debug
-// log: the time before the first batch).
-func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, band string, recorded bool, recordTook time.Duration) error {
+// log: the time before the first batch). It returns the topics of the
+// batches not created (failed or not sent).
+func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, band string, recorded bool,
+	recordTook time.Duration) (notCreated map[string]bool, err error) {
 	start := time.Now()
+	notCreated = map[string]bool{}
 	batches := protectBatches(tps)
 	var errs []error
 	var first time.Duration
@@ -139,6 +142,7 @@ func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, 
 		if stop != nil {
 			for _, tp := range batch {
 				e.protectionAction(actionProtect, tp, why{band: band}, actionResult(stop), stop)
+				notCreated[tp.Topic] = true
 			}
 			continue
 		}
@@ -156,6 +160,9 @@ func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, 
 			}
 		}
 		if err != nil {
+			for _, tp := range batch {
+				notCreated[tp.Topic] = true
+			}
 			errs = append(errs, err)
 			if errors.Is(err, ErrNoAuthorizer) {
 				stop = err
@@ -167,5 +174,5 @@ func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, 
 	}
 	e.logger.Debug("write protection created", "topics", len(tps), "batches", len(batches), "sent", sent,
 		"record", recordTook, "first_batch", first, "took", time.Since(start))
-	return errors.Join(errs...)
+	return notCreated, errors.Join(errs...)
 }

@@ -44,9 +44,9 @@ type fakeAdmin struct {
 	// refuse, when set, makes AlterTopicConfig answer ErrConfigRefused for
 	// the values it returns true for (Kafka's LogConfig validation).
 	refuse func(topic string, value *string) bool
-	// failDeletes, failQuotaRemovals, failAlters: the next n calls
-	// fail (a right revoked for a minute, a controller move).
-	failDeletes, failQuotaRemovals, failAlters int
+	// failDeletes, failQuotaRemovals, failAlters, failCreates: the next
+	// n calls fail (a right revoked for a minute, a controller move).
+	failDeletes, failQuotaRemovals, failAlters, failCreates int
 	// offsetsErr fails every offsets read (a partition leader unreachable).
 	offsetsErr error
 	// ledgerErr fails every records read (ErrLedgerLost: the ownership
@@ -129,6 +129,10 @@ func (f *fakeAdmin) CreateACLs(_ context.Context, acls []ACL) error {
 	defer f.mu.Unlock()
 	if f.noAuthz {
 		return ErrNoAuthorizer
+	}
+	if f.failCreates > 0 {
+		f.failCreates--
+		return errors.New("NOT_CONTROLLER")
 	}
 	f.writes++
 	for _, a := range acls {

@@ -20,7 +20,9 @@ import (
 //     stay, its quota stays at its value.
 //   - I3: no principal gains an access it did not have: the authorizer's
 //     answers for principals x topics x operations with every binding
-//     allow nothing the operator's bindings alone would not.
+//     allow nothing the operator's bindings alone would not, but what a
+//     principal held before the operator's last ACL change, until the
+//     guard re-plans (access.go).
 //   - I4: unexpired bytes purged stay within the caps (5% of the log dir
 //     an hour, 10% a day, each crossed by at most one segment), across
 //     agent restarts.

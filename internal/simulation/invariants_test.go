@@ -20,7 +20,7 @@ func TestInvariantsCatch(t *testing.T) {
 	if err := s.c.Admin(1, "operator").CreateACLs(t.Context(), []ledger.ACL{deny}); err != nil {
 		t.Fatal(err)
 	}
-	s.op.acls[deny], s.op.ever[deny] = true, true
+	s.op.acls[deny], s.op.base[deny] = true, true
 	if f := s.check(); f != nil {
 		t.Fatalf("a clean state fails: %v", f)
 	}

@@ -21,11 +21,19 @@ import (
 type operator struct {
 	s     *sim
 	admin *simbroker.ClusterAdmin
-	// acls: the operator's bindings now; ever: every binding it created
-	// (the authorizer's baseline, I3).
-	acls, ever map[ledger.ACL]bool
-	quota      int64   // the operator's producer quota (0: none)
-	localRet   *string // the operator's local.retention.bytes of the tiered topic (nil: none)
+	// acls: the operator's bindings now; base: those in place because of
+	// it (created, their deletion not yet done): the authorizer's
+	// baseline, I3. A binding identical to one the operator deleted, in
+	// place again, is the guard's.
+	acls, base map[ledger.ACL]bool
+	// held: accesses granted since before an operator's ACL change
+	// (access.go).
+	held map[access]bool
+	// accessGen counts the changes of base and held: with the cluster's
+	// ACL generation it keys the I3 grid's cache (grid.go).
+	accessGen int
+	quota     int64   // the operator's producer quota (0: none)
+	localRet  *string // the operator's local.retention.bytes of the tiered topic (nil: none)
 	// pending: commands that failed, run again until they succeed; busy:
 	// kinds with a command pending (their I2 checks wait).
 	pending []command
@@ -50,16 +58,25 @@ var operatorACLs = []ledger.ACL{
 }
 
 func newOperator(s *sim) *operator {
-	return &operator{s: s, admin: s.c.Admin(1, "operator"), acls: map[ledger.ACL]bool{}, ever: map[ledger.ACL]bool{},
+	return &operator{s: s, admin: s.c.Admin(1, "operator"), acls: map[ledger.ACL]bool{}, base: map[ledger.ACL]bool{},
+		held: map[access]bool{},
 		busy: map[string]bool{}}
 }
 
-// guards reports whether binding a is the guard's as far as Kafka and
-// protection status can tell: in place (not the operator's: act checks
-// that first), or named by a guard's record (voided, releasing or not).
+// guards reports whether binding a may be the guard's: in place (not the
+// operator's: act checks that first), named by a guard's record (voided,
+// releasing or not), or set unrecorded by a live agent.
 func (o *operator) guards(a ledger.ACL) bool {
 	if o.s.c.ACLs()[a] {
 		return true
+	}
+	for _, ag := range o.s.agents {
+		// Set unrecorded by a live agent (its call failed, its record
+		// not written): the agent takes an identical binding for the one
+		// it may have set until a read finds it gone (R8.4, R8.6).
+		if ag.tracked != nil && ag.deadTill < 0 && ag.tracked.pending[a] {
+			return true
+		}
 	}
 	recs, err := o.s.c.Records()
 	return err == nil && recs.GuardBindings()[ledger.NormACL(a)]
@@ -74,7 +91,15 @@ func (o *operator) act() {
 		a := operatorACLs[r.IntN(len(operatorACLs))]
 		if o.acls[a] {
 			delete(o.acls, a)
-			o.do("acl", fmt.Sprintf("delete acl %v", a), func(ctx context.Context) error { return o.admin.DeleteACLs(ctx, []ledger.ACL{a}) })
+			o.do("acl", fmt.Sprintf("delete acl %v", a), func(ctx context.Context) error {
+				o.holdAccess()
+				err := o.admin.DeleteACLs(ctx, []ledger.ACL{a})
+				if err == nil {
+					delete(o.base, a)
+					o.accessGen++
+				}
+				return err
+			})
 		} else if !o.busy["acl"] && o.guards(a) {
 			// Kafka keeps one copy of identical bindings and tells no
 			// creator apart: a binding identical to one a guard's record
@@ -84,9 +109,11 @@ func (o *operator) act() {
 			o.s.tracef("operator: create acl %v: a guard's record claims it, waits", a)
 		} else if !o.busy["acl"] {
 			o.s.tracef("operator: create acl %v", a)
+			o.holdAccess()
 			err := o.admin.CreateACLs(context.Background(), []ledger.ACL{a})
 			if s.c.ACLs()[a] {
-				o.acls[a], o.ever[a] = true, true
+				o.acls[a], o.base[a] = true, true
+				o.accessGen++
 			} else {
 				o.s.tracef("operator: create acl failed: %v", err)
 			}

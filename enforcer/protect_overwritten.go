@@ -1,0 +1,56 @@
+package enforcer
+
+// keepOverwritten keeps what this agent's last written record claimed
+// when another instance for the same broker has written over it (spec
+// R8.8). Two instances write one record: an instance whose reads failed
+// writes from a stale one, and the bindings (and the quota) the other
+// claimed leave the ledger while they stay in place. Those no record
+// names are remembered as set unrecorded: this agent lifts them like its
+// own once it acts again (a standby changes nothing), and until then they
+// are the guard's, never an operator's, to every pass of this agent.
+// Once per record written.
+func (e *Enforcer) keepOverwritten(cur Record) {
+	w := e.prot.written
+	if w == nil || w.Instance != e.instance || cur.Instance == "" || cur.Instance == e.instance || w.Updated.Equal(e.prot.overwritten) {
+		return
+	}
+	e.prot.overwritten = w.Updated
+	now := bindingIndex{}
+	cur.Bindings(nil, func(a ACL) { now.add(a) })
+	n := 0
+	w.Bindings(nil, func(a ACL) {
+		if !now.has(a) && !e.prot.unrecorded[a] {
+			e.prot.unrecorded[a] = true
+			n++
+		}
+	})
+	q := max(w.Quota(), w.ReleasingQuota())
+	if q > 0 && cur.Quota() != q && cur.ReleasingQuota() != q {
+		e.prot.unrecordedQuota = q
+	}
+	if n > 0 || e.prot.unrecordedQuota > 0 {
+		e.logger.Warn("another agent instance for this broker wrote over this agent's record: what it claimed is kept as set unrecorded, lifted by this agent",
+			"broker_id", e.brokerID, "instance", e.instance, "other_instance", cur.Instance, "bindings", n, "quota", e.prot.unrecordedQuota)
+	}
+}
+
+// pruneUnrecorded forgets the bindings set unrecorded that a read after
+// their creation finds gone: a creation that failed before taking effect,
+// one an operator deleted since, or one another instance released after
+// writing over this agent's record. Remembered, an operator's identical
+// binding made later would be taken for this agent's and deleted (spec
+// R8.6; found by the simulation, operator_acls seed 319).
+func (e *Enforcer) pruneUnrecorded(acls []ACL) {
+	if len(e.prot.unrecorded) == 0 {
+		return
+	}
+	in := bindingIndex{}
+	for _, a := range acls {
+		in.add(a)
+	}
+	for a := range e.prot.unrecorded {
+		if !in.has(a) {
+			delete(e.prot.unrecorded, a)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package simulation
+
+import (
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
+)
+
+// access is one answer of I3's grid: a principal's operation on a topic.
+type access struct{ principal, topic, op string }
+
+// settleSteps: once faults stop, the passes the guard has to re-plan a
+// topic whose shape an operator's ACL change made wrong (I3).
+const settleSteps = 2
+
+// holdAccess notes, just before an operator's ACL change, every access
+// the authorizer grants. Kafka has no binding that allows only while no
+// other binding matches: the guard's ALLOW User:* of the absence shape
+// (allow.everyone.if.no.acl.found, a topic without ACLs) keeps everyone's
+// rights but WRITE, and an operator's first binding on the topic takes
+// them away from everyone but the guard's ALLOW, until the guard's next
+// pass re-plans the topic (the shape is then DENY WRITE User:*, its
+// ALLOWs released once the DENY is in place). Through that window a
+// principal keeps an access it had: it gains none (I3). An access lost
+// once is no longer held.
+func (o *operator) holdAccess() {
+	o.accessGen++
+	for _, p := range gridPrincipals {
+		for _, t := range gridTopics {
+			for _, op := range gridOps {
+				if o.s.c.Authorize(p, t, op) {
+					o.held[access{p, t, op}] = true
+				}
+			}
+		}
+	}
+}
+
+// checkAccess is I3: the authorizer's answers with every binding in
+// place allow nothing the operator's bindings alone would not, but an
+// access held since before the operator's last ACL change, until the
+// guard has had settleSteps passes without faults to re-plan.
+func (s *sim) checkAccess(acls map[ledger.ACL]bool) *Failure {
+	base := map[ledger.ACL]bool{}
+	for a := range acls {
+		if s.op.base[a] {
+			base[a] = true
+		}
+	}
+	settled := s.settled()
+	operators := simbroker.Authorizer{ACLs: base, SuperUsers: []string{"User:admin"}, AllowEveryone: s.allowEveryone()}
+	for _, p := range gridPrincipals {
+		for _, t := range gridTopics {
+			for _, op := range gridOps {
+				k := access{p, t, op}
+				if !s.c.Authorize(p, t, op) {
+					delete(s.op.held, k)
+					continue
+				}
+				if operators.Authorize(p, t, op) {
+					continue
+				}
+				if !s.op.held[k] {
+					return s.fail("I3", "%s gained %s on topic %s (bindings %v)", p, op, t, keys(acls))
+				}
+				if settled {
+					return s.fail("I3", "%s still holds %s on topic %s %d passes after the faults stopped: the guard's bindings "+
+						"outlived the operator's ACL change (bindings %v)", p, op, t, s.step-s.opts.Steps, keys(acls))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// settled reports whether the guard has had settleSteps passes since the
+// faults stopped.
+func (s *sim) settled() bool { return s.quiet && s.step-s.opts.Steps >= settleSteps }
