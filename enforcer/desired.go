@@ -29,8 +29,9 @@ const (
 	BlockBrokerUnreachable BlockReason = "broker_unreachable"
 	BlockScanErrors        BlockReason = "scan_errors"
 	// BlockLeaseFenced: this agent's lease, as last written and read
-	// back, is not live with the margin (leaseMargin) and the ledger was
-	// not read this pass: it purges nothing until it renews (spec R8.8).
+	// back, is not live with the margin (leaseMargin), and the ledger,
+	// read before the purge, could not be read or shows another instance
+	// holding the broker: it purges nothing until it renews (spec R8.8).
 	BlockLeaseFenced BlockReason = "lease_fenced"
 )
 

@@ -204,3 +204,43 @@ func TestR8_8ClaimsWrittenOverByAnotherInstanceAreLifted(t *testing.T) {
 		t.Errorf("R8.8/bindings left once both instances are calm (claimed by pod-a, its record written over by pod-b): %v", f.acls)
 	}
 }
+
+// A fresh agent that has never renewed a lease (nothing claimed yet) is
+// not fenced for it: in a pass that did not read the ledger, its first
+// purge reads it then (no other instance holds the broker) and goes on,
+// with enforcer_blocked{reason="lease_fenced"} 0 throughout (a healthy
+// start raised KafkaDiskGuardEnforcerBlocked).
+func TestR8_8FreshAgentIsNotFencedBeforeItsFirstLease(t *testing.T) {
+	C, O := agent.StateClosed, agent.StateOpen
+	var segs []agent.Segment
+	for i := range 30 {
+		segs = append(segs, sized(int64(i)*10, i, C, 100))
+	}
+	segs = append(segs, sized(300, 30, O, 100))
+	s := snap(8800, 10000, part("a", 0, 0, 310, segs...))
+	calm := snap(5000, 10000, part("a", 0, 0, 310, segs...))
+	f := newFakeAdmin(s)
+	clock := &monoClock{wall: t0}
+	cfg := Config{Enabled: true, BrokerID: new(int32(1)), Interval: 20 * time.Second,
+		Protection: ProtectionConfig{LeaseDuration: time.Minute},
+		Purge:      PurgeConfig{MaxPercentPerPass: 2, MaxPercentPerHour: 5, MaxPercentPerDay: 10, OtherBytesPercent: 100}}
+	reg := prometheus.NewRegistry()
+	src := &staticSource{snap: calm, ch: make(chan struct{}, 1)}
+	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src,
+		Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: "pod-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.at(calm)
+	_ = e.Reconcile(t.Context()) // reads the ledger: calm, nothing claimed, no lease
+	src.set(s)
+	clock.tick(5 * time.Second) // within the interval: the ledger is not due
+	clock.at(s)
+	_ = e.Reconcile(t.Context())
+	if v := gather(t, reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "lease_fenced"}); v != 0 {
+		t.Errorf("R8.8/lease_fenced %v for a fresh agent no other instance contends with", v)
+	}
+	if v := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); v == 0 {
+		t.Errorf("R8.8/the fresh agent purged nothing in the purge band")
+	}
+}

@@ -97,12 +97,21 @@ func (e *Enforcer) restorePurges(r Record, now time.Time) bool {
 // the broker that took the broker over in between (it saw no renewal for
 // a lease) wrote its own, and this one stands by. Fenced (the lease not
 // live with the margin after the pass's other record writes, and the
-// ledger not read this pass: Enforcer.fenced), the unexpired deletions
-// wait, and enforcer_blocked{reason="lease_fenced"} is 1.
+// ledger not read this pass: Enforcer.fenced), the ledger is read first
+// (readLeaseHolder); when that read fails or another instance holds the
+// broker, the unexpired deletions wait, and
+// enforcer_blocked{reason="lease_fenced"} is 1.
 func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []Deletion) []Deletion {
-	fenced := e.fenced(now) && slices.ContainsFunc(dels, isPurge)
+	purges := slices.ContainsFunc(dels, isPurge)
+	fenced := e.fenced(now) && purges
+	if fenced && !e.dryRun {
+		// Not read this pass: read now whether another instance holds
+		// the broker (a fresh agent that never renewed, or a lease run
+		// out while nothing was claimed, is not fenced by that alone).
+		fenced = !e.readLeaseHolder(ctx, now)
+	}
 	e.m.blocked.WithLabelValues(string(BlockLeaseFenced)).Set(gauge(fenced))
-	if e.dryRun || !slices.ContainsFunc(dels, isPurge) {
+	if e.dryRun || !purges {
 		return dels
 	}
 	hold := func(msg string, attrs ...any) []Deletion {
@@ -110,7 +119,7 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 		return slices.DeleteFunc(slices.Clone(dels), isPurge)
 	}
 	if fenced {
-		return hold("unexpired records not purged this pass: this agent's lease is not live with its margin and the ledger could not be read (lease fencing)",
+		return hold("unexpired records not purged this pass: this agent's lease is not live with its margin, and the ledger could not be read or another instance holds the broker (lease fencing)",
 			"lease", e.cfg.Protection.LeaseDuration.String(), "margin", leaseMargin(e.cfg.Protection.LeaseDuration).String())
 	}
 	if e.prot.records == nil || e.prot.ledgerLost || e.prot.standby {
@@ -165,6 +174,20 @@ func (e *Enforcer) fenced(now time.Time) bool {
 		return false
 	}
 	return !e.leaseLive(now)
+}
+
+// readLeaseHolder reads the ledger for recordPurgesAhead and reports
+// whether this agent may go on to record its purges: the read succeeded,
+// the ledger is not lost, and no other instance holds this broker's lease
+// (followInstance: then it stands by).
+func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
+	recs, err := e.admin.LoadRecords(ctx)
+	if err != nil {
+		e.logger.Debug("lease fencing: ledger read failed", "err", err)
+		return false
+	}
+	e.followInstance(recs, now)
+	return !e.prot.standby
 }
 
 // isPurge reports whether a deletion deletes unexpired bytes.
