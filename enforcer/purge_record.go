@@ -178,8 +178,8 @@ func (e *Enforcer) fenced(now time.Time) bool {
 
 // readLeaseHolder reads the ledger for recordPurgesAhead and reports
 // whether this agent may go on to record its purges: the read succeeded,
-// the ledger is not lost, and no other instance holds this broker's lease
-// (followInstance: then it stands by).
+// no other instance holds this broker's lease (followInstance: then it
+// stands by), and no purges of another instance were restored by it.
 func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 	recs, err := e.admin.LoadRecords(ctx)
 	if err != nil {
@@ -187,7 +187,13 @@ func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 		return false
 	}
 	e.followInstance(recs, now)
-	return !e.prot.standby
+	if e.prot.standby {
+		return false
+	}
+	// Taking over from another instance: its purges count (the caps are
+	// the log dir's, spec R7.3); this pass's deletions were planned
+	// without them, so they wait for the next pass's plan.
+	return !e.restorePurges(recs.Agents[e.brokerID], now)
 }
 
 // isPurge reports whether a deletion deletes unexpired bytes.
