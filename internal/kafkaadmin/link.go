@@ -128,6 +128,11 @@ func dialSarama(addrs []string, sc *sarama.Config) (*conn, error) {
 	c.Producer.Return.Errors = true
 	c.Producer.RequiredAcks = sarama.WaitForAll
 	c.Producer.Idempotent = false
+	// The ownership topic's records go to partition 0, named in each
+	// message: the default hash partitioner would ignore it. Set here,
+	// before the client exists: its config is read by every connection
+	// it opens, from any goroutine.
+	c.Producer.Partitioner = sarama.NewManualPartitioner
 	c.Metadata.AllowAutoTopicCreation = false
 	client, err := sarama.NewClient(addrs, &c)
 	if err != nil {

@@ -302,9 +302,7 @@ func (c *conn) ensureProducer() error {
 	if c.producer != nil {
 		return nil
 	}
-	// The ownership topic's records go to partition 0, named in each
-	// message: the default hash partitioner would ignore it.
-	c.client.Config().Producer.Partitioner = sarama.NewManualPartitioner
+	// The client's config names the manual partitioner (dialSarama).
 	p, err := sarama.NewSyncProducerFromClient(c.client)
 	if err != nil {
 		return fmt.Errorf("producer: %w", err)
