@@ -73,9 +73,8 @@ type Mover struct {
 	m      *moveMetrics
 
 	// Owned by Run's goroutine.
-	peers   map[int32]peerSeen
-	lastLog string
-	skips   map[string]string // log dir: the reason last logged
+	peers map[int32]peerSeen
+	skips map[string]string // log dir: the reason last logged
 }
 
 type peerSeen struct {
@@ -119,21 +118,7 @@ func (mv *Mover) Run(ctx context.Context) error {
 			mv.logger.Warn("prepare ledger", "err", err)
 		}
 	}
-	for {
-		if err := mv.Pass(ctx); err != nil && ctx.Err() == nil {
-			if err.Error() != mv.lastLog {
-				mv.logger.Warn("move pass failed", "err", err)
-				mv.lastLog = err.Error()
-			}
-		} else {
-			mv.lastLog = ""
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return runPasses(ctx, t, mv.logger, "move pass failed", mv.Pass)
 }
 
 // Pass runs one pass.
@@ -452,4 +437,26 @@ func (mv *Mover) expired(id int32, c ledger.ThrottleClaim) bool {
 		return false
 	}
 	return now.Sub(seen.at) >= c.Lease()
+}
+
+// runPasses runs pass at once and then at every tick until ctx ends,
+// logging a failure once until the pass succeeds or fails otherwise
+// (the mover's and the reassigner's loop).
+func runPasses(ctx context.Context, t *time.Ticker, logger *slog.Logger, msg string, pass func(context.Context) error) error {
+	last := ""
+	for {
+		if err := pass(ctx); err != nil && ctx.Err() == nil {
+			if err.Error() != last {
+				logger.Warn(msg, "err", err)
+				last = err.Error()
+			}
+		} else {
+			last = ""
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

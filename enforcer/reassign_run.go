@@ -89,7 +89,6 @@ type Reassigner struct {
 
 	// Owned by Run's goroutine.
 	peers    map[string]peerSeen
-	lastLog  string
 	lastSkip string
 }
 
@@ -127,21 +126,7 @@ func (r *Reassigner) Run(ctx context.Context) error {
 	defer t.Stop()
 	r.logger.Info("reassigner started", "reassign", r.cfg.Relief.Reassign, "dry_run", r.dryRun,
 		"from", r.pol.From, "target", r.pol.Target, "purge_at", r.pol.PurgeAt, "throttle_bytes_per_second", r.rate)
-	for {
-		if err := r.Pass(ctx); err != nil && ctx.Err() == nil {
-			if err.Error() != r.lastLog {
-				r.logger.Warn("reassign pass failed", "err", err)
-				r.lastLog = err.Error()
-			}
-		} else {
-			r.lastLog = ""
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return runPasses(ctx, t, r.logger, "reassign pass failed", r.Pass)
 }
 
 // Pass runs one pass.
