@@ -347,8 +347,11 @@ cluster_up() {
   local n d size tmpfs p voters=""
   for n in $(seq 1 "$NODES"); do voters+="${voters:+,}$n@127.0.0.1:$(( $(node_port "$n") + 2 ))"; done
   mkdir -p "$CDIR"
-  # A cluster id is 16 random bytes, URL-safe base64 without padding.
-  local id; id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+  # A cluster id is 16 random bytes, URL-safe base64 without padding. One
+  # that starts with '-' reads as an option to kafka-storage (Kafka's own
+  # random ids never start with one), so draw again.
+  local id=-
+  while [ "${id#-}" != "$id" ]; do id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'); done
   local rf=$(( NODES < 3 ? NODES : 3 ))
   for n in $(seq 1 "$NODES"); do
     d=$(node_dir "$n")
