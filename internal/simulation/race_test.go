@@ -3,5 +3,5 @@
 package simulation
 
 // raceEnabled: under the race detector (scripts/test.sh's unit pass) TestSim
-// runs raceSeeds; scripts/test.sh runs the full count without it.
+// runs 30 seeds; scripts/test.sh runs the full count without it.
 const raceEnabled = true
