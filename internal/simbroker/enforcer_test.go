@@ -34,13 +34,24 @@ type cycleResult struct {
 	firstSegLSO bool // at the end every log start offset is its first segment's base
 }
 
+// cycleSpeed is the demo's speed in the cycle tests: 2, or 4 in the quick
+// loop (-short), where a cycle takes half the steps (each step writes and
+// scans the log dir's files: most of the package's time); the full run
+// keeps 2.
+func cycleSpeed() float64 {
+	if testing.Short() {
+		return 4
+	}
+	return 2
+}
+
 // runCycle runs the demo's broker, scenario and an enforcer (cfg) in
 // simulated time, the agent's scanner measuring the log dir at each step,
 // until the scenario is calm again after a burst.
 func runCycle(t *testing.T, cfg enforcer.Config) cycleResult {
 	t.Helper()
 	dir := t.TempDir()
-	bcfg, sc := Demo(DemoOptions{Dir: dir, Now: t0, Capacity: testCapacity, Speed: 2})
+	bcfg, sc := Demo(DemoOptions{Dir: dir, Now: t0, Capacity: testCapacity, Speed: cycleSpeed()})
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	b, err := New(bcfg, logger)

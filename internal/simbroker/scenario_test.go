@@ -72,7 +72,7 @@ func TestScenarioPhases(t *testing.T) {
 func TestDemoScenarioCycle(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cfg, sc := Demo(DemoOptions{Dir: dir, Now: t0, Capacity: testCapacity, Speed: 2})
+	cfg, sc := Demo(DemoOptions{Dir: dir, Now: t0, Capacity: testCapacity, Speed: cycleSpeed()})
 	b, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
