@@ -97,11 +97,8 @@ flags:
 	fs.BoolVar(&c.enforce, "enforce", false, "let the enforcer act on the simulated broker: delete records, write-protect topics (generated log dir only)")
 	fs.StringVar(&c.scenario, "scenario", scenarioFill, "fill: drive usage through the bands and back, in cycles; steady: steady writes only (generated log dir only)")
 	fs.Float64Var(&c.speed, "speed", 1, "run the simulated broker's scenario and retention this many times faster (generated log dir only)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, usageError{err.Error()}
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, usageError{fmt.Sprintf("demo: unexpected argument %q", fs.Arg(0))}

@@ -67,11 +67,8 @@ func (p *protectionFlags) parse(args []string) error {
 	if err := rejectPasswordFlag(args); err != nil {
 		return err
 	}
-	if err := p.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
+	if err := parseFlags(p.fs, args); err != nil {
+		return err
 	}
 	if p.fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("protection %s: unexpected argument %q", p.commandN, p.fs.Arg(0))}

@@ -136,11 +136,8 @@ func parseReliefFlags(args []string, out streams) (reliefFlags, error) {
 	if err := rejectPasswordFlag(args); err != nil {
 		return f, err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return f, err
-		}
-		return f, usageError{err.Error()}
+	if err := parseFlags(fs, args); err != nil {
+		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, usageError{fmt.Sprintf("relief plan: unexpected argument %q", fs.Arg(0))}

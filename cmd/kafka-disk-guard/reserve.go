@@ -127,11 +127,8 @@ func parseReserveFlags(args []string, getenv env, stderr io.Writer) (reserveConf
 	kf.register(fs) // online
 	fs.Var(bytesFlag{&c.policy.BrokerStorageBytes}, "broker-storage-bytes", "online: each broker's configured storage, instead of DescribeLogDirs total bytes")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "online: time allowed to read the cluster")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, usageError{err.Error()}
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}

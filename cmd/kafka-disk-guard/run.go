@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -31,6 +32,17 @@ type command struct {
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
+
+// parseFlags parses a subcommand's arguments: -h (or --help) returns
+// flag.ErrHelp, any other error (an unknown flag, a bad value) a
+// usageError.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return usageError{err.Error()}
+}
 
 // exitCode is the one convention of every subcommand: 0 success, 2 a
 // usage error (unknown flag, bad flag value, invalid configuration:

@@ -82,11 +82,8 @@ func parseScanFlags(args []string, getenv env, stderr io.Writer) (scanConfig, er
 	var kf kafkaFlags
 	kf.register(fs) // with a cluster, topic configs come from it instead of flags and file
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "time allowed to read the topic configs from the cluster")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, err
-		}
-		return cfg, usageError{err.Error()}
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
 	}
 	if fs.NArg() > 0 {
 		return cfg, usageError{fmt.Sprintf("scan: unexpected arguments %q", fs.Args())}
