@@ -21,10 +21,8 @@ func (c *Collector) Growth(snap *agent.Snapshot) map[string]float64 {
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]
 		var sum float64
-		for j := range ld.Partitions {
-			if p := &ld.Partitions[j]; p.Kind == agent.KindLive {
-				sum += p.WriteRateBytesPerSecond
-			}
+		for p := range livePartitions(ld) {
+			sum += p.WriteRateBytesPerSecond
 		}
 		out[ld.Path] = max(out[ld.Path], sum)
 	}

@@ -21,11 +21,7 @@ func HistoryRates(snap *agent.Snapshot) map[Key]float64 {
 	out := map[Key]float64{}
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]
-		for j := range ld.Partitions {
-			p := &ld.Partitions[j]
-			if p.Kind != agent.KindLive {
-				continue
-			}
+		for p := range livePartitions(ld) {
 			first, last := -1, -1
 			for k, s := range p.Segments {
 				if s.LargestTimestampMs == 0 {

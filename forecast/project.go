@@ -141,11 +141,7 @@ func projectDir(snap *agent.Snapshot, ld *agent.LogDir, rates map[Key]float64) L
 		n        int
 	}
 	topics := map[string]*topicAgg{}
-	for j := range ld.Partitions {
-		p := &ld.Partitions[j]
-		if p.Kind != agent.KindLive {
-			continue
-		}
+	for p := range livePartitions(ld) {
 		a := topics[p.Topic]
 		if a == nil {
 			a = &topicAgg{}
@@ -160,11 +156,7 @@ func projectDir(snap *agent.Snapshot, ld *agent.LogDir, rates map[Key]float64) L
 		}
 	}
 	projected := float64(ld.Usage.UsedBytes)
-	for j := range ld.Partitions {
-		p := &ld.Partitions[j]
-		if p.Kind != agent.KindLive {
-			continue
-		}
+	for p := range livePartitions(ld) {
 		rate, ok := rates[Key{ld.Path, p.Topic}]
 		if !ok || rate <= 0 {
 			continue

@@ -10,6 +10,7 @@
 package forecast
 
 import (
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -78,17 +79,25 @@ func NewRates(cfg RateConfig) *Rates {
 	return &Rates{cfg: cfg.withDefaults(), topics: map[Key]*topicRate{}}
 }
 
+// livePartitions yields ld's live partitions: not future, deleted or
+// stray directories.
+func livePartitions(ld *agent.LogDir) iter.Seq[*agent.Partition] {
+	return func(yield func(*agent.Partition) bool) {
+		for j := range ld.Partitions {
+			if p := &ld.Partitions[j]; p.Kind == agent.KindLive && !yield(p) {
+				return
+			}
+		}
+	}
+}
+
 // Appended adds up the appended-bytes counters of the live partitions of
 // each topic in each log dir of snap.
 func Appended(snap *agent.Snapshot) map[Key]uint64 {
 	out := map[Key]uint64{}
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]
-		for j := range ld.Partitions {
-			p := &ld.Partitions[j]
-			if p.Kind != agent.KindLive {
-				continue
-			}
+		for p := range livePartitions(ld) {
 			out[Key{ld.Path, p.Topic}] += p.AppendedBytes
 		}
 	}
