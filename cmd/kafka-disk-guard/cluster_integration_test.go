@@ -85,6 +85,7 @@ type guardOpts struct {
 	enforcer       enforcer.Config
 	refresh        time.Duration // topicConfigs.refreshInterval (default 10s)
 	clock          enforcer.MonotonicClock
+	configFetcher  func(agent.ConfigFetcher) agent.ConfigFetcher // wraps the topic config fetcher
 }
 
 // runGuardOn runs `run` (serve, as the command wires it) against c until
@@ -133,7 +134,7 @@ func startGuardOn(t *testing.T, c *kafkatest.Cluster, o guardOpts) (string, *syn
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), build{"test", ""},
-			serveHooks{ready: func(a string) { addrc <- a }, clock: o.clock})
+			serveHooks{ready: func(a string) { addrc <- a }, clock: o.clock, configFetcher: o.configFetcher})
 	}()
 	var once sync.Once
 	stop := func() {

@@ -210,6 +210,9 @@ type serveHooks struct {
 	// clock, when set, is the wall clock of the agent and the enforcer
 	// (tests that move it, spec R7.5).
 	clock enforcer.MonotonicClock
+	// configFetcher, when set, wraps the cluster's topic config fetcher
+	// (a test that holds a topic's lookup back, spec R7.2).
+	configFetcher func(agent.ConfigFetcher) agent.ConfigFetcher
 }
 
 // demoMoves is what the mover acts through on the demo's simulated broker.
@@ -247,7 +250,7 @@ func serve(ctx context.Context, cfg guardConfig, logger *slog.Logger, b build, h
 		p.configs = hooks.configs
 	}
 	if cfg.Kafka.Enabled() {
-		if err := p.connect(&cfg, logger, reg, offline); err != nil {
+		if err := p.connect(&cfg, logger, reg, offline, hooks.configFetcher); err != nil {
 			return err
 		}
 	} else {
@@ -301,15 +304,21 @@ type guardParts struct {
 
 // connect builds the parts that read the cluster: the Kafka link, the
 // config and tiered-offset refreshers, and admission. cfg's exempt topics
-// gain the ownership topic.
-func (p *guardParts) connect(cfg *guardConfig, logger *slog.Logger, reg prometheus.Registerer, offline agent.ConfigSet) error {
+// gain the ownership topic. wrapFetcher, when set, wraps the config
+// fetcher (serveHooks.configFetcher).
+func (p *guardParts) connect(cfg *guardConfig, logger *slog.Logger, reg prometheus.Registerer, offline agent.ConfigSet,
+	wrapFetcher func(agent.ConfigFetcher) agent.ConfigFetcher) error {
 	var err error
 	p.link = kafkaadmin.NewLink(cfg.Kafka, logger, kafkaadmin.LinkOptions{})
 	p.admin = p.link.Enforce(cfg.Enforcer.OwnershipTopic)
 	p.evidence = p.link.Evidence()
 	brokerID := func() int32 { return guardedBrokerID(p.enf, p.a) }
+	var fetcher agent.ConfigFetcher = p.link.ConfigFetcher(brokerID)
+	if wrapFetcher != nil {
+		fetcher = wrapFetcher(fetcher)
+	}
 	p.refresh, err = agent.NewConfigRefresher(agent.ConfigRefresherConfig{Interval: cfg.TopicConfigs.RefreshInterval}, logger,
-		p.link.ConfigFetcher(brokerID), func() []string { return snapshotTopics(p.a) }, offline)
+		fetcher, func() []string { return snapshotTopics(p.a) }, offline)
 	if err != nil {
 		return err
 	}
