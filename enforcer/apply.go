@@ -22,6 +22,20 @@ func (e *Enforcer) apply(ctx context.Context, plan Plan, goals []DirGoal, o Obse
 		e.windowStart, e.windowActions = o.Now, 0
 	}
 	pp := plan.Protection
+	if o.Protection != nil && !pp.Empty() && e.fenced(o.Now) {
+		// Lease fencing (purge_record.go): the ledger is read before
+		// this agent's record is written, within the bound switching
+		// protection on waits for its record (R8.4).
+		fctx, cancel := context.WithTimeout(ctx, e.cfg.Protection.RecordTimeout)
+		held := e.leaseFence(fctx, o.Now)
+		cancel()
+		if !held && e.prot.standby {
+			// Another instance took this broker over since this agent
+			// last read the ledger: standing by, it changes nothing,
+			// lifts nothing, deletes nothing (spec R8.8).
+			return nil
+		}
+	}
 	if o.Protection != nil {
 		problems, err := e.applyProtection(ctx, plan, protectBand)
 		if err != nil {

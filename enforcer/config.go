@@ -161,6 +161,8 @@ type ProtectionConfig struct {
 	// RecordTimeout bounds how long switching protection on waits for its
 	// ownership record (default 500ms): protection is applied whether or
 	// not the record was written in time, and the record is written after.
+	// An agent without a live lease that did not read the ledger this pass
+	// reads it first, within this bound too (lease fencing).
 	RecordTimeout time.Duration `yaml:"recordTimeout"`
 	// AllowEveryoneIfNoACLFound is the brokers'
 	// allow.everyone.if.no.acl.found as the guard must assume it: auto

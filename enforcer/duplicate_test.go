@@ -2,7 +2,6 @@ package enforcer
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
-	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // R8.8: a second agent for the same broker left in observe mode, with the
@@ -143,23 +141,26 @@ func TestR8_8DuplicateInstanceNeverPurgesPastTheCaps(t *testing.T) {
 	}
 }
 
-// staleRecords is an admin whose records reads fail while fail is set:
-// an agent that acts on the records it read last.
+// staleRecords is an admin whose records reads return an older copy
+// while old is set: reads that raced another instance's write (each
+// ended before that write, and this agent's next write came after it).
 type staleRecords struct {
 	*fakeAdmin
-	fail bool
+	old *Records
 }
 
 func (s *staleRecords) LoadRecords(ctx context.Context) (Records, error) {
-	if s.fail {
-		return ledger.NewRecords(), errors.New("REQUEST_TIMED_OUT")
+	if s.old != nil {
+		return s.old.Clone(), nil
 	}
 	return s.fakeAdmin.LoadRecords(ctx)
 }
 
 // R8.8: two enforcing instances for one broker write one record. An
-// instance whose reads fail writes from a stale one, over the other's
-// claims: those bindings stay in place and no record names them. The
+// instance whose read raced the other's write writes from a stale copy,
+// over the other's claims (before it writes, an instance without a live
+// lease reads the ledger: only a race gets past that, lease_takeover_test.go):
+// those bindings stay in place and no record names them. The
 // instance that claimed them keeps them as set unrecorded, stands by
 // while the other renews, and lifts them once it acts again (found by the
 // simulation, duplicate_agent, seed 311: the absence shape's ALLOWs left
@@ -185,16 +186,20 @@ func TestR8_8ClaimsWrittenOverByAnotherInstanceAreLifted(t *testing.T) {
 	stale := &staleRecords{fakeAdmin: f}
 	first, second := newAs("pod-a", f), newAs("pod-b", stale)
 	passAt(t, second, clock, calm()) // reads the empty ledger
+	empty, err := f.LoadRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	passAfter(t, first, clock, time.Second, full())
 	if !f.acls[denyAll("a")] || f.records.Agents[1].Instance != "pod-a" {
 		t.Fatalf("not protected by pod-a: %v %+v", f.acls, f.records.Agents[1])
 	}
-	stale.fail = true
+	stale.old = &empty
 	_ = tryPassAfter(t, second, clock, time.Second, fullC())
 	if r := f.records.Agents[1]; r.Instance != "pod-b" || slices.Contains(r.ACLTopics(), "a") {
 		t.Fatalf("the test needs pod-b's record over pod-a's: %+v", r)
 	}
-	stale.fail = false
+	stale.old = nil
 	for range 30 {
 		clock.t = clock.t.Add(time.Second)
 		passAt(t, first, clock, calm())

@@ -38,6 +38,7 @@ import (
 // the reads' durations, for the debug log.
 func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err error) {
 	now := e.clock.Now()
+	e.prot.pass = now
 	snap := e.src.Snapshot()
 	o = Observed{Now: now, Snapshot: snap, ScheduleDue: e.scheduleDue(now), FractionDone: e.fractionDone(now),
 		Stale: snap == nil || now.Sub(snap.Time) > e.cfg.StaleAfter}

@@ -23,9 +23,12 @@ func passAt(t *testing.T, e *Enforcer, clock *clockAt, s *agent.Snapshot) {
 
 // What a pass reads of the protection records (spec R8.1, R8.4): the
 // first pass reads them, then every interval (the cluster-wide view and
-// the other agents' leases); switching protection on never waits for a
-// read; lifting reads them again after writing the smaller record, so it
-// never removes what another agent claims meanwhile.
+// the other agents' leases); switching protection on plans on the cached
+// records (an agent without a live lease reads them once before its
+// record's first write, within protection.recordTimeout: lease fencing,
+// TestR8_8InstanceWithoutLeaseReadsBeforeItsFirstWrite); lifting reads
+// them again after writing the smaller record, so it never removes what
+// another agent claims meanwhile.
 func TestReconcileRecordReads(t *testing.T) {
 	O := agent.StateOpen
 	parts := func() []agent.Partition {
@@ -47,20 +50,20 @@ func TestReconcileRecordReads(t *testing.T) {
 	step(0, calm(), 1, "first pass reads the records")
 	step(5*time.Second, calm(), 1, "read less than an interval ago")
 	step(20*time.Second, calm(), 2, "R8.1/an interval since the last read: read (other agents' leases)")
-	step(20*time.Second, full(), 2, "R8.4/switching protection on uses the cached records")
+	step(20*time.Second, full(), 3, "R8.4/switching protection on uses the cached records (and, without a lease, reads before its first write)")
 	if !f.acls[denyAll("a")] || !f.acls[denyAll("b")] {
 		t.Fatalf("not protected: %v", f.acls)
 	}
-	step(time.Second, full(), 3, "protected: the cached records are an interval old")
-	step(time.Second, full(), 3, "protected: read less than an interval ago")
-	step(10*time.Second, full(), 4, "protected: an interval since the last read")
+	step(time.Second, full(), 4, "protected: the cached records are an interval old")
+	step(time.Second, full(), 4, "protected: read less than an interval ago (the lease live)")
+	step(10*time.Second, full(), 5, "protected: an interval since the last read")
 
 	// Meanwhile another agent protected topic a too and claims its DENY.
 	f.mu.Lock()
 	f.records.Agents[2] = Record{BrokerID: 2, LogDirs: []string{"/other"}, Renewed: clock.t, LeaseMs: 60000,
 		Owned: []Owned{{Kind: OwnedACL, Shape: &Shape{Deny: []string{AnyPrincipal}}, Topics: []string{"a"}}}}
 	f.mu.Unlock()
-	step(time.Second, calm(), 5, "R8.1/lifting reads the records again after writing the smaller one")
+	step(time.Second, calm(), 6, "R8.1/lifting reads the records again after writing the smaller one")
 	if !f.acls[denyAll("a")] {
 		t.Error("R8.1/lifted a DENY another agent claims")
 	}

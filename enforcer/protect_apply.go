@@ -267,6 +267,15 @@ func createProblem(err error) ProtectionError {
 func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	ctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
 	defer cancel()
+	if !e.leaseFence(ctx, e.prot.pass) {
+		// Not over a record of another instance this agent has not read
+		// (lease fencing, purge_record.go).
+		e.prot.dirty = true
+		return errors.New("write the protection record: lease fencing: the ledger could not be read, or another agent instance holds this broker")
+	}
+	if e.prot.purgesHeld.Equal(e.prot.pass) {
+		r.Purged = e.purgeHistory(e.prot.pass) // with the purges of the instance taken over from
+	}
 	r.BrokerID = e.brokerID // the key it is written under
 	// Written before any read, or after a first read without a record
 	// of its own: nothing its earlier process claimed is known to it.

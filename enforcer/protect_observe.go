@@ -104,6 +104,13 @@ type protectionState struct {
 	// renewed: it has. The lease fence (leaseLive) counts from it.
 	renewedMono time.Duration
 	renewed     bool
+	// pass: the current pass's time (Observed.Now). fenceRead: the pass
+	// whose lease fencing read was made (at most one a pass, leaseFence);
+	// fenceOK: it allowed this agent's record writes and purges;
+	// purgesHeld: the pass in which it counted another instance's purges
+	// (that pass's purges, planned without them, wait).
+	pass, fenceRead, purgesHeld time.Time
+	fenceOK                     bool
 	// calmSeen: a pass saw this agent's log dirs calm (calm) since its
 	// record was last written after planning protection: an operator's
 	// lift acknowledged earlier is over (its episode ended), even if every

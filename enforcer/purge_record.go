@@ -87,8 +87,8 @@ func (e *Enforcer) restorePurges(r Record, now time.Time) bool {
 // written, the unexpired deletions are held back this pass (the expired
 // ones go on); a purge recorded but not made (a deletion failed, the
 // agent killed) counts until the next record corrects it: the safe side.
-// Without a ledger read (never read, lost) or while standing by, the
-// deletions go on as planned.
+// Without a ledger read (never read, lost), the deletions go on as
+// planned; while standing by, the unexpired ones wait.
 //
 // The write renews this agent's lease (spec R8.8): the record names this
 // instance and Renewed. It is read back, and the unexpired deletions go
@@ -96,20 +96,17 @@ func (e *Enforcer) restorePurges(r Record, now time.Time) bool {
 // the lease is live with the margin (leaseLive): a second instance for
 // the broker that took the broker over in between (it saw no renewal for
 // a lease) wrote its own, and this one stands by. Fenced (the lease not
-// live with the margin after the pass's other record writes, and the
-// ledger not read this pass: Enforcer.fenced), the ledger is read first
-// (readLeaseHolder); when that read fails or another instance holds the
-// broker, the unexpired deletions wait, and
-// enforcer_blocked{reason="lease_fenced"} is 1.
+// live with the margin, and the ledger not read this pass:
+// Enforcer.fenced), the ledger is read first, once in the pass
+// (leaseFence); when that read fails or another instance holds the
+// broker, or when it counted another instance's purges, the unexpired
+// deletions wait, and enforcer_blocked{reason="lease_fenced"} is 1.
 func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []Deletion) []Deletion {
 	purges := slices.ContainsFunc(dels, isPurge)
-	fenced := e.fenced(now) && purges
-	if fenced && !e.dryRun {
-		// Not read this pass: read now whether another instance holds
-		// the broker (a fresh agent that never renewed, or a lease run
-		// out while nothing was claimed, is not fenced by that alone).
-		fenced = !e.readLeaseHolder(ctx, now)
-	}
+	// Not read this pass: read now whether another instance holds the
+	// broker (a fresh agent that never renewed, or a lease run out while
+	// nothing was claimed, is not fenced by that alone).
+	fenced := purges && (!e.leaseFence(ctx, now) || e.prot.purgesHeld.Equal(now))
 	e.m.blocked.WithLabelValues(string(BlockLeaseFenced)).Set(gauge(fenced))
 	if e.dryRun || !purges {
 		return dels
@@ -122,7 +119,10 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 		return hold("unexpired records not purged this pass: this agent's lease is not live with its margin, and the ledger could not be read or another instance holds the broker (lease fencing)",
 			"lease", e.cfg.Protection.LeaseDuration.String(), "margin", leaseMargin(e.cfg.Protection.LeaseDuration).String())
 	}
-	if e.prot.records == nil || e.prot.ledgerLost || e.prot.standby {
+	if e.prot.standby {
+		return hold("unexpired records not purged this pass: another agent instance holds this broker's lease (lease fencing)")
+	}
+	if e.prot.records == nil || e.prot.ledgerLost {
 		return dels
 	}
 	rec := e.clusterRecord()
@@ -176,10 +176,30 @@ func (e *Enforcer) fenced(now time.Time) bool {
 	return !e.leaseLive(now)
 }
 
-// readLeaseHolder reads the ledger for recordPurgesAhead and reports
-// whether this agent may go on to record its purges: the read succeeded,
-// no other instance holds this broker's lease (followInstance: then it
-// stands by), and no purges of another instance were restored by it.
+// leaseFence reports whether this agent may write its record and purge
+// unexpired data this pass (lease fencing, spec R8.8): it is not fenced,
+// or the ledger, read once in the pass (readLeaseHolder), shows no other
+// instance holding the broker. Every write of this agent's record goes
+// through it (storeRecord), its first included: another instance may
+// have taken the broker over since this agent last read the ledger (a
+// pass switching protection on uses the records read before, R8.4, and
+// a pass's read may fail), and its record, with its purges, would be
+// written over unread, lost to the caps (found by the simulation,
+// duplicate_agent, seed 718).
+func (e *Enforcer) leaseFence(ctx context.Context, now time.Time) bool {
+	if !e.fenced(now) {
+		return true
+	}
+	if !e.prot.fenceRead.Equal(now) {
+		e.prot.fenceRead, e.prot.fenceOK = now, e.readLeaseHolder(ctx, now)
+	}
+	return e.prot.fenceOK
+}
+
+// readLeaseHolder reads the ledger for leaseFence and reports whether
+// this agent may write its record and purge: the read succeeded and no
+// other instance holds this broker's lease (followInstance: then it
+// stands by).
 func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 	recs, err := e.admin.LoadRecords(ctx)
 	if err != nil {
@@ -191,9 +211,13 @@ func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 		return false
 	}
 	// Taking over from another instance: its purges count (the caps are
-	// the log dir's, spec R7.3); this pass's deletions were planned
-	// without them, so they wait for the next pass's plan.
-	return !e.restorePurges(recs.Agents[e.brokerID], now)
+	// the log dir's, spec R7.3), and the records this pass writes hold
+	// them (storeRecord); this pass's deletions were planned without
+	// them, so they wait for the next pass's plan.
+	if e.restorePurges(recs.Agents[e.brokerID], now) {
+		e.prot.purgesHeld = now
+	}
+	return true
 }
 
 // isPurge reports whether a deletion deletes unexpired bytes.

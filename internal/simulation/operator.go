@@ -156,6 +156,7 @@ func (o *operator) act() {
 		s.uninstalled = true
 		for _, a := range s.agents {
 			s.forget(a) // the agents stop: no memory writes a lost record back
+			s.orphan(a) // and what they set unrecorded is unattributed (R8.4)
 		}
 		s.tracef("operator: uninstall (agents stop)")
 		o.lift(ledger.LiftRequest{By: "operator", Reason: "uninstall", All: true})

@@ -97,7 +97,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
-	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, OperatorACLs}
+	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, OperatorACLs, Duplicate}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -115,16 +115,6 @@ var ledgerAlso = []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuot
 
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
-	Duplicate: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, Burst},
-		Seed: 718, Invariant: "I4", What: "point 8, what is left: broker 1 purges 64 MiB of unexpired data in an hour " +
-			"against a cap of 51 MiB plus a segment (seeds 1-717 pass; 364 before a fenced agent read the ledger ahead of its " +
-			"purge): each instance takes over from the other in turn while their reads fail, and one overwrites the " +
-			"other's record with a purge history lacking its last purge (with the whole DefaultMix, seed 48). Fixed: an enforcing duplicate writing from a stale read over the active " +
-			"instance's record, whose ALLOW bindings stayed after the faults stopped (seed 311: " +
-			"TestR8_8ClaimsWrittenOverByAnotherInstanceAreLifted), two instances purging one log dir past the caps " +
-			"(seed 18; lease fencing: TestR8_8DuplicateInstanceNeverPurgesPastTheCaps), the observe-mode duplicate that " +
-			"lifted the active agent's quota (seed 1: TestR8_8ObserveDuplicateWithTheSameInstanceLiftsNothing)"},
 	TieredShared: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
 		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
 		Seed: 99, Invariant: "I1", What: "two agents lowering one tiered topic's (cluster-wide) local retention under " +

@@ -82,6 +82,9 @@ func (s *sim) orphan(a *agentSim) {
 			s.unattributed = map[ledger.ACL]bool{}
 		}
 		s.unattributed[b] = true
+		if s.op != nil {
+			s.op.accessGen++ // I3's baseline changed (access.go)
+		}
 		s.tracef("%s left binding %v unrecorded (unattributed, R8.4)", a.name, b)
 	}
 	if t.pendingQuota > 0 {
