@@ -100,6 +100,22 @@ func (rs Records) GuardSet(c ConfigClaim, cur *string) bool {
 	return ok
 }
 
+// OtherOriginalSets reports whether a claim on (topic, key) of any
+// record made on another operator's value than orig sets v (its value or
+// its earlier one). Two claims with different originals must not share a
+// value: the value in place would not say which original is the one to
+// restore.
+func (rs Records) OtherOriginalSets(topic, key, v string, orig *string) bool {
+	for _, r := range rs.Agents {
+		for _, o := range r.Configs {
+			if o.Topic == topic && o.Key == key && o.Sets(&v) && !SameValue(o.Orig, orig) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // RestoresOver reports whether a release of claim c puts c.Orig back
 // over cur, the value in place: cur is c's own value, or another claim's
 // made on the same operator's value. Another claim's value made on

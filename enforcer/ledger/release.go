@@ -431,7 +431,10 @@ func handBackConfigs(ctx context.Context, a ReleaseAdmin, recs Records, claims [
 			continue
 		}
 		in, found := cur[c.Topic]
-		if !found || !c.Sets(in) || *in == v {
+		if !found || !c.Sets(in) || *in == v || recs.OtherOriginalSets(c.Topic, c.Key, *in, c.Orig) {
+			// Not this claim's own value, or also the value of a claim
+			// made on another operator's value (the same number set
+			// twice): that claim's, with its original, is left in place.
 			continue
 		}
 		if err := a.AlterTopicConfig(ctx, c.Topic, c.Key, &v); err != nil {
