@@ -336,7 +336,20 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 		// this claim's own value is handed back to it (ReleaseUnclaimed).
 		// Over another claim's value made on a newer operator's value,
 		// nothing is this claim's to restore: it leaves the record.
-		if read && po.Records.RestoresOver(c, cur) && (!heldElsewhere[[2]string{c.Topic, c.Key}] || c.Sets(cur)) {
+		held := heldElsewhere[[2]string{c.Topic, c.Key}]
+		switch {
+		case !read || !po.Records.RestoresOver(c, cur) || (held && !c.Sets(cur)):
+		case held:
+			if _, ok := po.Records.HandBackValue(c, cur); ok {
+				release(c)
+			} else {
+				// Its own value in place and nothing to hand back (no
+				// live claim made on its original): it stays, named,
+				// until the other record's claims go, with no write or
+				// release every pass meanwhile.
+				out = append(out, c)
+			}
+		default:
 			release(c)
 		}
 	}

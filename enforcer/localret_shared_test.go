@@ -52,6 +52,27 @@ func TestR8_5LiftedConfigClaimKeepsItsOriginalWhileAnotherHoldsTheKey(t *testing
 	if v, _ := localRetention(f, "tiered"); v != "300" {
 		t.Fatalf("R8.5/broker 1's lowered value replaced while broker 3's claim holds the key: %q", v)
 	}
+	if cs := f.records.Agents[1].ReleasingConfigs(); len(cs) != 1 {
+		t.Fatalf("R8.5/broker 1's record holds %+v, want its claim releasing", f.records.Agents[1].Configs)
+	}
+	// Nothing to hand back (broker 3's claim names another original):
+	// the releasing claim waits, with no write or release every pass
+	// (after the one that gives up the topic's DENY binding, lifted too).
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, b1, clock, tieredSnap(1020))
+	f.mu.Lock()
+	writes := f.writes
+	f.mu.Unlock()
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, b1, clock, tieredSnap(1020))
+	}
+	f.mu.Lock()
+	more := f.writes - writes
+	f.mu.Unlock()
+	if more != 0 {
+		t.Errorf("%d writes in 3 passes of broker 1 waiting for broker 3's claim", more)
+	}
 	// The operator's lift written for broker 3 too, then broker 3's pass:
 	// the operator's 200 MiB is back.
 	lift(3)

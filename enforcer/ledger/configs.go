@@ -197,6 +197,19 @@ func (c ConfigClaim) Sets(cur *string) bool {
 	return cur != nil && (*cur == c.Value || (c.Prev != nil && *cur == *c.Prev))
 }
 
+// HandBackValue is the value claim c, given up while a live record
+// holds its key, sets again over in, the value in place (ok false: none):
+// the lowest value a live claim made on c's original holds, where in is
+// c's own and no claim made on another operator's value holds the same
+// number (that claim's value, with its original, is left in place).
+func (rs Records) HandBackValue(c ConfigClaim, in *string) (v string, ok bool) {
+	v, ok = rs.LiveConfigValue(c.Topic, c.Key, c.Orig)
+	if !ok || !c.Sets(in) || *in == v || rs.OtherOriginalSets(c.Topic, c.Key, *in, c.Orig) {
+		return "", false
+	}
+	return v, true
+}
+
 // LiveConfigValue is the lowest value the live claims on (topic, key)
 // with the operator's value orig hold (ok false: none): what a claim
 // given up hands the key back to. A claim with another operator's value

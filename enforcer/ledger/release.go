@@ -426,8 +426,7 @@ func ShowValue(v *string) string {
 func handBackConfigs(ctx context.Context, a ReleaseAdmin, recs Records, claims []ConfigClaim, out *Released) error {
 	var errs []error
 	for _, c := range claims {
-		v, ok := recs.LiveConfigValue(c.Topic, c.Key, c.Orig)
-		if !ok {
+		if _, ok := recs.LiveConfigValue(c.Topic, c.Key, c.Orig); !ok {
 			continue
 		}
 		cur, err := a.TopicConfigOverrides(ctx, []string{c.Topic}, c.Key)
@@ -436,10 +435,8 @@ func handBackConfigs(ctx context.Context, a ReleaseAdmin, recs Records, claims [
 			continue
 		}
 		in, found := cur[c.Topic]
-		if !found || !c.Sets(in) || *in == v || recs.OtherOriginalSets(c.Topic, c.Key, *in, c.Orig) {
-			// Not this claim's own value, or also the value of a claim
-			// made on another operator's value (the same number set
-			// twice): that claim's, with its original, is left in place.
+		v, ok := recs.HandBackValue(c, in)
+		if !found || !ok {
 			continue
 		}
 		if err := a.AlterTopicConfig(ctx, c.Topic, c.Key, &v); err != nil {
