@@ -336,7 +336,20 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 		// this claim's own value is handed back to it (ReleaseUnclaimed).
 		// Over another claim's value made on a newer operator's value,
 		// nothing is this claim's to restore: it leaves the record.
-		if read && po.Records.RestoresOver(c, cur) && (!heldElsewhere[[2]string{c.Topic, c.Key}] || c.Sets(cur)) {
+		held := heldElsewhere[[2]string{c.Topic, c.Key}]
+		switch {
+		case !read || !po.Records.RestoresOver(c, cur) || (held && !c.Sets(cur)):
+		case held:
+			if _, ok := po.Records.HandBackValue(c, cur); ok {
+				release(c)
+			} else {
+				// Its own value in place and nothing to hand back (no
+				// live claim made on its original): it stays, named,
+				// until the other record's claims go, with no write or
+				// release every pass meanwhile.
+				out = append(out, c)
+			}
+		default:
 			release(c)
 		}
 	}
@@ -358,7 +371,10 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 		case !po.Records.Live(po.BrokerID, c.Topic):
 			// Lifted by a peer or an operator: released by them, and
 			// by this agent while the guard's value is still in place.
-			if po.Records.GuardSet(c, cur) && !heldElsewhere[[2]string{c.Topic, c.Key}] {
+			// Its own value in place, the claim stays (releasing) even
+			// while another live record holds the key: it is what says
+			// the value is the guard's and which original it lowered.
+			if po.Records.GuardSet(c, cur) && (!heldElsewhere[[2]string{c.Topic, c.Key}] || c.Sets(cur)) {
 				release(c)
 			}
 		case !po.Records.GuardSet(c, cur) && ledger.SameValue(cur, c.Orig):
@@ -374,6 +390,7 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 			if v, ok := w.value[c.Topic]; ok && v < ledger.ParseIntOrMax(c.Value) && v < ledger.ParseIntOrMax(*cur) && !po.RefusedTopics[c.Topic] {
 				// Lowered further: the earlier value stays the guard's
 				// until the new one is in place.
+				v = pl.distinctValue(c, v, min(ledger.ParseIntOrMax(c.Value), ledger.ParseIntOrMax(*cur)))
 				c.Prev, c.Value = strPtr(c.Value), strconv.FormatInt(v, 10)
 				pp.SetConfigs = append(pp.SetConfigs, pl.setConfig(w, c, cur))
 			}
@@ -403,18 +420,51 @@ func (pl *protectionPlanner) newConfigClaims(w lowerings) []ConfigClaim {
 				continue // already as low
 			}
 		}
-		c := ConfigClaim{Topic: t, Key: LocalRetentionBytesKey, Value: strconv.FormatInt(v, 10), Orig: cur}
+		c := ConfigClaim{Topic: t, Key: LocalRetentionBytesKey, Orig: cur}
 		// Another agent lowered it already: the operator's value is the
 		// one that agent recorded.
+		below := int64(math.MaxInt64)
 		if cur != nil {
 			if other, ok := po.Records.ValueClaim(t, LocalRetentionBytesKey, *cur); ok {
 				c.Orig = other.Orig
 			}
+			if n, err := strconv.ParseInt(*cur, 10, 64); err == nil && n >= 0 {
+				below = n
+			}
 		}
+		c.Value = strconv.FormatInt(pl.distinctValue(c, v, below), 10)
 		out = append(out, c)
 		pl.pp.SetConfigs = append(pl.pp.SetConfigs, pl.setConfig(w, c, cur))
 	}
 	return out
+}
+
+// distinctValue is v, the value claim c wants, or the nearest value
+// to it that no claim made on another operator's value sets: lower first
+// (it frees as much or more), down to the topic's floor, then higher,
+// under below (the value in place). Two claims with one value and
+// different originals would leave the value in place ambiguous: a
+// release, or a hand-back, would restore the wrong original over the
+// operator's newer value (the simulation's tiered_shared, seed 3). v
+// itself when every value in range clashes.
+func (pl *protectionPlanner) distinctValue(c ConfigClaim, v, below int64) int64 {
+	clash := func(x int64) bool {
+		return pl.po.Records.OtherOriginalSets(c.Topic, c.Key, strconv.FormatInt(x, 10), c.Orig)
+	}
+	// Each value tried but the last is one a claim sets: the loops end
+	// within as many steps as there are claims.
+	floor := LocalRetentionFloor(pl.o.Snapshot.TopicConfig(c.Topic))
+	for x := v; x >= floor; x-- {
+		if !clash(x) {
+			return x
+		}
+	}
+	for x := v + 1; x < below; x++ {
+		if !clash(x) {
+			return x
+		}
+	}
+	return v
 }
 
 // lowerCandidates lists the tiered topics whose local retention a pass

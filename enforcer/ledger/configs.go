@@ -100,6 +100,22 @@ func (rs Records) GuardSet(c ConfigClaim, cur *string) bool {
 	return ok
 }
 
+// OtherOriginalSets reports whether a claim on (topic, key) of any
+// record made on another operator's value than orig sets v (its value or
+// its earlier one). Two claims with different originals must not share a
+// value: the value in place would not say which original is the one to
+// restore.
+func (rs Records) OtherOriginalSets(topic, key, v string, orig *string) bool {
+	for _, r := range rs.Agents {
+		for _, o := range r.Configs {
+			if o.Topic == topic && o.Key == key && o.Sets(&v) && !SameValue(o.Orig, orig) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // RestoresOver reports whether a release of claim c puts c.Orig back
 // over cur, the value in place: cur is c's own value, or another claim's
 // made on the same operator's value. Another claim's value made on
@@ -179,6 +195,19 @@ func UnionConfigs(a, b []ConfigClaim) []ConfigClaim {
 // value, or its earlier one while it lowers further).
 func (c ConfigClaim) Sets(cur *string) bool {
 	return cur != nil && (*cur == c.Value || (c.Prev != nil && *cur == *c.Prev))
+}
+
+// HandBackValue is the value claim c, given up while a live record
+// holds its key, sets again over in, the value in place (ok false: none):
+// the lowest value a live claim made on c's original holds, where in is
+// c's own and no claim made on another operator's value holds the same
+// number (that claim's value, with its original, is left in place).
+func (rs Records) HandBackValue(c ConfigClaim, in *string) (v string, ok bool) {
+	v, ok = rs.LiveConfigValue(c.Topic, c.Key, c.Orig)
+	if !ok || !c.Sets(in) || *in == v || rs.OtherOriginalSets(c.Topic, c.Key, *in, c.Orig) {
+		return "", false
+	}
+	return v, true
 }
 
 // LiveConfigValue is the lowest value the live claims on (topic, key)

@@ -79,3 +79,61 @@ func TestR8_5StaleConfigClaimRestoresNotOverANewerOriginal(t *testing.T) {
 		t.Fatalf("R8.5/events' local.retention.bytes is %s, want the operator's %s restored", ShowValue(v), operators)
 	}
 }
+
+// R8.5, R7.4: a claim given up hands the key back to the live claims
+// made on its operator's value only where the value in place is its own
+// and no claim made on another operator's value holds the same number
+// (the simulation's tiered_shared, seed 3): that claim's value, with its
+// newer original, stays in place.
+func TestR8_5HandBackLeavesAValueAClaimOnANewerOriginalHolds(t *testing.T) {
+	operators := "209715200"
+	given := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "400", Releasing: true} // Orig: not set
+	lower := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "300"}                  // Orig: not set
+	newer := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "400", Orig: &operators}
+	recs := NewRecords()
+	recs.Agents[1] = Record{BrokerID: 1, Configs: []ConfigClaim{newer}}
+	recs.Agents[2] = Record{BrokerID: 2, Configs: []ConfigClaim{given}}
+	recs.Agents[3] = Record{BrokerID: 3, Configs: []ConfigClaim{lower}}
+	in := "400"
+	a := &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{given}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != in || a.alters != 0 {
+		t.Fatalf("R8.5/broker 2's hand-back set events' local.retention.bytes to %s over broker 1's %s (made on the operator's 200 MiB)",
+			ShowValue(v), in)
+	}
+	// Without the claim on the newer original, the key is handed back.
+	recs.Agents[1] = Record{BrokerID: 1}
+	a = &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{given}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != lower.Value {
+		t.Fatalf("R8.5/events' local.retention.bytes is %s, want broker 3's %s handed back", ShowValue(v), lower.Value)
+	}
+}
+
+// R8.5, R7.4: a lift releases every record's claims on a key at once;
+// the claim whose value is in place restores its original, whatever the
+// order: a stale claim listed first (made on an operator's value since
+// changed) restores nothing, and left the key lowered.
+func TestR8_5LiftRestoresTheOriginalOfTheClaimInPlace(t *testing.T) {
+	operators := "209715200"
+	stale := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "4669440"} // Orig: not set
+	newer := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "5611520", Orig: &operators, Releasing: true}
+	recs := NewRecords()
+	recs.Agents[1] = Record{BrokerID: 1, Configs: []ConfigClaim{stale}}
+	recs.Agents[3] = Record{BrokerID: 3, Configs: []ConfigClaim{newer}}
+	recs.Lifts[1] = Lift{ID: "l1", BrokerID: 1, Topics: []string{"events"}}
+	recs.Lifts[3] = Lift{ID: "l3", BrokerID: 3, Topics: []string{"events"}}
+	in := newer.Value
+	a := &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+	rel, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{stale, newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != operators {
+		t.Fatalf("R8.5/events' local.retention.bytes is %s after the lift (%+v), want the operator's %s", ShowValue(v), rel, operators)
+	}
+}

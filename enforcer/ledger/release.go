@@ -116,19 +116,18 @@ func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quo
 // where the value in place is one the guard set.
 func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs []ConfigClaim, out *Released) error {
 	live := recs.LiveConfigClaims()
-	byKey := map[[2]string]ConfigClaim{}
+	// Every claim on a key, in order: the one that restores over the
+	// value in place is the one released (a lift lists every record's).
+	byKey := map[[2]string][]ConfigClaim{}
 	var handBack []ConfigClaim
 	for _, c := range configs {
 		k := [2]string{c.Topic, c.Key}
-		if _, dup := byKey[k]; dup {
-			continue
-		}
 		if live[k] {
 			out.ConfigsKept++
 			handBack = append(handBack, c)
 			continue
 		}
-		byKey[k] = c
+		byKey[k] = append(byKey[k], c)
 	}
 	errs := []error{handBackConfigs(ctx, a, recs, handBack, out)}
 	if len(byKey) == 0 {
@@ -138,7 +137,7 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 		return strings.Compare(x[0]+"\x00"+x[1], y[0]+"\x00"+y[1])
 	})
 	for _, k := range keys {
-		c := byKey[k]
+		c := byKey[k][0]
 		cur, err := a.TopicConfigOverrides(ctx, []string{c.Topic}, c.Key)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read %s of topic %s: %w", c.Key, c.Topic, err))
@@ -147,6 +146,12 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 		v, ok := cur[c.Topic]
 		if !ok {
 			continue // the topic is gone, and its config with it
+		}
+		// A stale claim (made on an operator's value since changed) and
+		// the claim whose value is in place: the latter's original is
+		// the one to restore.
+		if i := slices.IndexFunc(byKey[k], func(x ConfigClaim) bool { return recs.RestoresOver(x, v) }); i >= 0 {
+			c = byKey[k][i]
 		}
 		if !recs.GuardSet(c, v) && SameValue(v, c.Orig) {
 			continue // the operator's value is in place: the guard's never took
@@ -421,8 +426,7 @@ func ShowValue(v *string) string {
 func handBackConfigs(ctx context.Context, a ReleaseAdmin, recs Records, claims []ConfigClaim, out *Released) error {
 	var errs []error
 	for _, c := range claims {
-		v, ok := recs.LiveConfigValue(c.Topic, c.Key, c.Orig)
-		if !ok {
+		if _, ok := recs.LiveConfigValue(c.Topic, c.Key, c.Orig); !ok {
 			continue
 		}
 		cur, err := a.TopicConfigOverrides(ctx, []string{c.Topic}, c.Key)
@@ -431,7 +435,8 @@ func handBackConfigs(ctx context.Context, a ReleaseAdmin, recs Records, claims [
 			continue
 		}
 		in, found := cur[c.Topic]
-		if !found || !c.Sets(in) || *in == v {
+		v, ok := recs.HandBackValue(c, in)
+		if !found || !ok {
 			continue
 		}
 		if err := a.AlterTopicConfig(ctx, c.Topic, c.Key, &v); err != nil {

@@ -97,7 +97,8 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 // ledger's fix lands.
 var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
-	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, OperatorACLs, Duplicate}
+	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, OperatorACLs, Duplicate,
+	TieredShared}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -115,18 +116,6 @@ var ledgerAlso = []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuot
 
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
-	TieredShared: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump},
-		Seed: 99, Invariant: "I1", What: "two agents lowering one tiered topic's (cluster-wide) local retention under " +
-			"call faults and an operator's lifts by topic: an agent's lowered value over the operator's 200 MiB is left in " +
-			"place after the faults stop (seed 6 with burst too). Explained, not fixed: the operator's lift of the topic is " +
-			"written for broker 1 before broker 3 (its later StoreLifts fail); agent 1, lifted, its lower value in place, " +
-			"drops its claim without handing the key back because broker 3's live claim holds the key; the value is then " +
-			"no claim's, and broker 3's claim, lifted in turn, takes it for an operator's and leaves it. Handing the key back " +
-			"there, as a release does, fixes seed 99 but breaks seed 3 (the hand-back overwrote a third claim's value made " +
-			"on the operator's newer value, whose original was then rewritten to the older one). Fixed: a stale claim restoring its older " +
-			"original over an operator's newer value (seed 23: TestR8_5StaleConfigClaimRestoresNotOverANewerOriginal), " +
-			"the hand-back of a shared key (seed 20 with disk alone)"},
 	LedgerDelete: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
 		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump,
 		CordonFaults, Relief}, Seed: 3, Invariant: "I2",
