@@ -114,8 +114,13 @@ func TestR8_7MoverWritesBackItsThrottleClaimAfterTheLedgerIsDeleted(t *testing.T
 		}
 		return nil
 	})
-	kafkatest.Eventually(t, 30*time.Second, func() error { return store.Prepare(t.Context()) })
-	kafkatest.Eventually(t, 30*time.Second, func() error {
+	kafkatest.Eventually(t, 60*time.Second, func() error {
+		// Created again (a Prepare that ran while the deletion was still
+		// under way found the old topic, so it is tried until a read
+		// succeeds).
+		if err := store.Prepare(t.Context()); err != nil {
+			return err
+		}
 		recs, err := store.LoadRecords(t.Context())
 		if err != nil {
 			return err
