@@ -182,7 +182,8 @@ func (mv *Mover) Pass(ctx context.Context) error {
 // own value for the operator's (found by the simulation, classes
 // ledger_delete and ledger_reshape with relief). A claim a peer or
 // `protection lift` removed after restoring the value is written back
-// too, and released at once: a restore changes only the guard's value.
+// too, and released when the moves end: its restore changes nothing then
+// (a restore changes only the guard's value).
 func (mv *Mover) restoreOwn(ctx context.Context, mine ledger.ThrottleClaim, held bool) (ledger.ThrottleClaim, bool, error) {
 	switch {
 	case held && mine.Instance != "" && mine.Instance != mv.d.Instance:
