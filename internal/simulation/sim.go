@@ -145,10 +145,12 @@ var KnownBroken = map[Class]Known{
 			"the hand-back of a shared key (seed 20 with disk alone)"},
 	LedgerDelete: {Also: defaultAlso(), Seed: 346, Invariant: "I4",
 		What: "what is left, with the whole DefaultMix (burst): broker 2's agent purges 58 MiB of unexpired data, the " +
-			"ledger is lost, the agent restarts while it is, and its restarted process, finding no record, purges again: " +
+			"agent dies, the ledger is lost as it restarts (step 51), and its new process, finding no record, purges again: " +
 			"80 MiB in an hour against a cap of 51 MiB (the purge history of R7.3 lives in the lost record; " +
-			"enforcer/purge_record.go, not yet fixed). Green over 2,000 seeds with the ledger mix (ledgerAlso), and over " +
-			"500 with it plus relief. Fixed: seed 3 with relief (the mover's and the reassigner's throttle claims lost " +
+			"enforcer/purge_record.go, not yet fixed). Green over 2,000 seeds with the ledger mix (ledgerAlso); with it plus " +
+			"cordon_faults and relief, seeds 906 (I1: broker 1's follower.replication.throttled.rate left, no claim) and 1893 " +
+			"(I1: a lowered local.retention.bytes of events left) of 2,000 fail, on the code before the throttle write-back too, " +
+			"not yet explained. Fixed: seed 3 with relief (the mover's and the reassigner's throttle claims lost " +
 			"with the ledger: an operator's broker 3 replica.alter.log.dirs.io.max.bytes.per.second=555 replaced by the " +
 			"guard's 20971520, a replication throttle left after the moves: each rung writes its own claim back from " +
 			"memory, TestR8_7MoverWritesBackTheThrottleClaimTheLedgerLost, TestR8_7ReassignerWritesBackTheClaimTheLedgerLost), " +
