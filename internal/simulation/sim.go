@@ -161,7 +161,7 @@ var KnownBroken = map[Class]Known{
 		What: "what is left, with the whole DefaultMix (burst): as ledger_delete's, broker 2's agent purges 58 MiB of " +
 			"unexpired data, the topic is reshaped (lost until the quiet phase's repair), the agent restarts and purges " +
 			"again: 80 MiB in an hour against a cap of 51 MiB. Green over 2,000 seeds with the ledger mix (ledgerAlso), and " +
-			"over 500 with it plus relief. Fixed: seed 2 with relief (the throttle claims lost with the ledger, as " +
+			"over 2,000 with it plus cordon_faults and relief. Fixed: seed 2 with relief (the throttle claims lost with the ledger, as " +
 			"ledger_delete's seed 3), seed 1953 " +
 			"(unattributed quotas are a set: TestUnattributedQuotasAreASet), seed 1092 (an unattributed lowering's earlier " +
 			"value: TestUnattributedLoweringWaivesTheEarlierValue), seed 7 (every agent restarted while the topic was " +
