@@ -75,6 +75,9 @@ type Mover struct {
 	// Owned by Run's goroutine.
 	peers map[int32]peerSeen
 	skips map[string]string // log dir: the reason last logged
+	// own: this process's throttle claim as it last wrote or read it
+	// (nil: none, or removed by this process).
+	own *ledger.ThrottleClaim
 }
 
 type peerSeen struct {
@@ -140,6 +143,9 @@ func (mv *Mover) Pass(ctx context.Context) error {
 		return fmt.Errorf("load records: %w", err)
 	}
 	mine, held := recs.Throttles[broker]
+	if mine, held, err = mv.restoreOwn(ctx, mine, held); err != nil {
+		return err
+	}
 	mv.m.setClaim(mine, held)
 	if held && mine.Instance != "" && mine.Instance != mv.d.Instance && !mv.expired(broker, mine) {
 		// Another agent instance acts for this broker (spec R8.8): this
@@ -162,9 +168,47 @@ func (mv *Mover) Pass(ctx context.Context) error {
 		return errors.Join(peerErr, mv.release(ctx, mine))
 	case held && mv.d.Clock.Now().Sub(mine.Renewed) > mv.cfg.Protection.LeaseDuration/3:
 		mine.Renewed, mine.Instance = mv.d.Clock.Now(), mv.d.Instance
-		return errors.Join(peerErr, mv.d.Store.StoreThrottle(ctx, mine))
+		return errors.Join(peerErr, mv.store(ctx, mine))
 	}
 	return peerErr
+}
+
+// restoreOwn keeps this process's claim in memory and writes it back when
+// the ledger lost it (spec R8.7: the ownership topic was deleted, or
+// reshaped and repaired, and created again empty): the claim names the
+// operator's value to put back, which the broker no longer shows (the
+// guard's value is in place). Without it the mover would leave the
+// guard's throttle once the moves end, or, starting new moves, take its
+// own value for the operator's (found by the simulation, classes
+// ledger_delete and ledger_reshape with relief). A claim a peer or
+// `protection lift` removed after restoring the value is written back
+// too, and released when the moves end: its restore changes nothing then
+// (a restore changes only the guard's value).
+func (mv *Mover) restoreOwn(ctx context.Context, mine ledger.ThrottleClaim, held bool) (ledger.ThrottleClaim, bool, error) {
+	switch {
+	case held && mine.Instance != "" && mine.Instance != mv.d.Instance:
+		mv.own = nil // another instance's (spec R8.8)
+	case held:
+		mv.own = &mine
+	case mv.own != nil && !mv.dryRun:
+		c := *mv.own
+		if err := mv.d.Store.StoreThrottle(ctx, c); err != nil {
+			return c, false, fmt.Errorf("write back the throttle claim the ledger lost: %w", err)
+		}
+		mv.logger.Warn("this agent's throttle claim is missing from the ownership topic: written again from memory",
+			"broker_id", c.BrokerID, "key", c.Key, "value", c.Value, "previous", ledger.ShowValue(c.Orig))
+		return c, true, nil
+	}
+	return mine, held, nil
+}
+
+// store records c and remembers it.
+func (mv *Mover) store(ctx context.Context, c ledger.ThrottleClaim) error {
+	if err := mv.d.Store.StoreThrottle(ctx, c); err != nil {
+		return err
+	}
+	mv.own = &c
+	return nil
 }
 
 // movePass is what a pass found and planned: the guarded broker, its
@@ -276,7 +320,7 @@ func (mv *Mover) start(ctx context.Context, p *movePass, mine ledger.ThrottleCla
 	}
 	// The claim is recorded before the value is set: a crash in between
 	// leaves a claim whose restore finds the operator's value in place.
-	if err := mv.d.Store.StoreThrottle(ctx, mine); err != nil {
+	if err := mv.store(ctx, mine); err != nil {
 		return fmt.Errorf("record throttle claim: %w", err)
 	}
 	if err := mv.d.Admin.SetThrottle(ctx, broker, rate, true); err != nil {
@@ -325,7 +369,7 @@ func (mv *Mover) startMoves(ctx context.Context, p *movePass) error {
 func (mv *Mover) release(ctx context.Context, c ledger.ThrottleClaim) error {
 	if !c.Releasing || c.Instance != mv.d.Instance {
 		c.Releasing, c.Instance = true, mv.d.Instance
-		if err := mv.d.Store.StoreThrottle(ctx, c); err != nil {
+		if err := mv.store(ctx, c); err != nil {
 			return fmt.Errorf("record throttle release: %w", err)
 		}
 	}
@@ -337,6 +381,7 @@ func (mv *Mover) release(ctx context.Context, c ledger.ThrottleClaim) error {
 	if err := mv.d.Store.DeleteThrottle(ctx, c.BrokerID); err != nil {
 		return fmt.Errorf("remove throttle claim: %w", err)
 	}
+	mv.own = nil
 	mv.logger.Info("move throttle restored", "broker_id", c.BrokerID, "key", c.Key, "value", ledger.ShowValue(c.Orig))
 	return nil
 }

@@ -90,6 +90,9 @@ type Reassigner struct {
 	// Owned by Run's goroutine.
 	peers    map[string]peerSeen
 	lastSkip string
+	// own: this process's claim as it last wrote or read it (nil: none,
+	// or removed by this process).
+	own *ledger.ReassignClaim
 }
 
 // NewReassigner builds the reassigner. It performs no I/O.
@@ -156,6 +159,9 @@ func (r *Reassigner) Pass(ctx context.Context) error {
 	}
 	owner := ledger.ReassignOwner(broker)
 	mine, held := recs.Reassigns[owner]
+	if mine, held, err = r.restoreOwn(ctx, mine, held); err != nil {
+		return err
+	}
 	r.m.setClaim(mine, held)
 	if held && mine.Instance != "" && mine.Instance != r.d.Instance && !r.expired(owner, mine) {
 		return nil // another instance acts for this broker (spec R8.8)
@@ -182,7 +188,7 @@ func (r *Reassigner) tend(ctx context.Context, c ledger.ReassignClaim) error {
 	if len(busy) > 0 && !c.Releasing {
 		if r.d.Clock.Now().Sub(c.Renewed) > r.cfg.Protection.LeaseDuration/3 || c.Instance != r.d.Instance {
 			c.Renewed, c.Instance = r.d.Clock.Now(), r.d.Instance
-			return r.d.Store.StoreReassign(ctx, c)
+			return r.store(ctx, c)
 		}
 		return nil
 	}
@@ -190,6 +196,7 @@ func (r *Reassigner) tend(ctx context.Context, c ledger.ReassignClaim) error {
 		r.m.restoreFailed.Set(1)
 		return err
 	}
+	r.own = nil
 	r.m.restoreFailed.Set(0)
 	r.m.throttle.Set(0)
 	if !c.Releasing {
@@ -340,7 +347,7 @@ func (r *Reassigner) start(ctx context.Context, broker int32, plan relief.Plan, 
 		c.Moves = append(c.Moves, fmt.Sprintf("%s/%d %d -> %d", m.Topic, m.Partition, m.From, m.To))
 	}
 	// Recorded before any value is set.
-	if err := r.d.Store.StoreReassign(ctx, c); err != nil {
+	if err := r.store(ctx, c); err != nil {
 		return fmt.Errorf("record replication throttle claim: %w", err)
 	}
 	// Two agents may claim at once: each reads the ledger after its own
@@ -356,7 +363,11 @@ func (r *Reassigner) start(ctx context.Context, broker int32, plan relief.Plan, 
 	}
 	undo := func(err error) error {
 		r.m.reassignments.WithLabelValues(ReassignResultFailed).Add(float64(len(plan.Moves)))
-		return errors.Join(err, ReleaseReassign(ctx, r.d.Admin, r.d.Store, c, r.d.Instance))
+		rerr := ReleaseReassign(ctx, r.d.Admin, r.d.Store, c, r.d.Instance)
+		if rerr == nil {
+			r.own = nil
+		}
+		return errors.Join(err, rerr)
 	}
 	if err := SetReplicationThrottle(ctx, r.d.Admin, entries); err != nil {
 		return undo(err)
@@ -379,6 +390,43 @@ func (r *Reassigner) withdraw(ctx context.Context, c ledger.ReassignClaim) error
 	if err := r.d.Store.DeleteReassign(ctx, c.Owner); err != nil {
 		return fmt.Errorf("withdraw replication throttle claim: %w", err)
 	}
+	r.own = nil
+	return nil
+}
+
+// restoreOwn keeps this process's claim in memory and writes it back when
+// the ledger lost it (spec R8.7: the ownership topic was deleted, or
+// reshaped and repaired, and created again empty): without it the values
+// the claim set would stay once the reassignment ends, and no later plan
+// starts while they do (throttle_in_place) (found by the simulation,
+// classes ledger_delete and ledger_reshape with relief). A claim a peer
+// or `protection lift` removed after restoring its values is written back
+// too, and released once its partitions are done: a restore changes only
+// the guard's values.
+func (r *Reassigner) restoreOwn(ctx context.Context, mine ledger.ReassignClaim, held bool) (ledger.ReassignClaim, bool, error) {
+	switch {
+	case held && mine.Instance != "" && mine.Instance != r.d.Instance:
+		r.own = nil // another instance's (spec R8.8)
+	case held:
+		r.own = &mine
+	case r.own != nil && !r.dryRun:
+		c := *r.own
+		if err := r.d.Store.StoreReassign(ctx, c); err != nil {
+			return c, false, fmt.Errorf("write back the replication throttle claim the ledger lost: %w", err)
+		}
+		r.logger.Warn("this agent's replication throttle claim is missing from the ownership topic: written again from memory",
+			"owner", c.Owner, "partitions", c.Partitions, "entries", len(c.Entries))
+		return c, true, nil
+	}
+	return mine, held, nil
+}
+
+// store records c and remembers it.
+func (r *Reassigner) store(ctx context.Context, c ledger.ReassignClaim) error {
+	if err := r.d.Store.StoreReassign(ctx, c); err != nil {
+		return err
+	}
+	r.own = &c
 	return nil
 }
 

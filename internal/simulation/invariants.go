@@ -155,7 +155,7 @@ func (s *sim) checkProtection() *Failure {
 			delete(s.protectSince, id)
 			in = false
 		}
-		if u < 0.80 && s.agentAlive(id) {
+		if u < 0.80 && s.agentSeesItsDisk(id) {
 			// The episode an operator's lift holds for ends under the
 			// purge band's restore bound (enforcer: lowerFrom), for an
 			// agent alive to see it: one dead through the dip finds the
@@ -276,6 +276,24 @@ func keys(m map[ledger.ACL]bool) []ledger.ACL {
 
 // agentAlive reports whether broker id's own agent is running and
 // enforcing.
+// agentSeesItsDisk: broker id's agent is alive and its snapshot fresh on
+// its clock. The simulation stamps every snapshot with the cluster's
+// time, so an agent whose clock jumped forward by more than staleAfter
+// (class clock_jump: 5 minutes, 2 hours) reads each one as stale, and a
+// stale snapshot keeps protection as it was (enforcer/desired.go): it
+// cannot see the disk calm, and an operator's lift holds on (ledger_garbage
+// seed 1659). A real agent stamps its snapshots with its own clock, and
+// Go's monotonic reading makes their age immune to a wall clock jump:
+// the simulated jump is harsher than the real one here.
+func (s *sim) agentSeesItsDisk(id int32) bool {
+	for _, a := range s.agents {
+		if a.broker == id && a.name == fmt.Sprintf("agent-%d", id) {
+			return s.agentAlive(id) && (a.clock == nil || a.clock.offset <= enforcer.DefaultStaleAfter)
+		}
+	}
+	return false
+}
+
 func (s *sim) agentAlive(id int32) bool {
 	for _, a := range s.agents {
 		if a.broker == id && a.name == fmt.Sprintf("agent-%d", id) {

@@ -24,6 +24,8 @@ type lostLedger struct {
 	// holders: for each lost record, the agents (alive since the loss)
 	// whose memory holds it as it was lost.
 	holders map[int32]map[string]bool
+	// throttles: the throttle claims lost, by key (lostthrottle.go).
+	throttles map[string]*lostThrottle
 }
 
 // loseLedger notes the records the topic holds as it is lost (or, for a
@@ -33,6 +35,7 @@ func (s *sim) loseLedger() {
 	if s.lost.recs == nil {
 		s.lost = lostLedger{recs: map[int32]ledger.Record{}, holders: map[int32]map[string]bool{}}
 	}
+	s.loseThrottles()
 	recs, err := s.c.Records()
 	ownOnly := err != nil
 	if err != nil {
@@ -70,6 +73,7 @@ func (s *sim) forget(a *agentSim) {
 	for _, h := range s.lost.holders {
 		delete(h, a.name)
 	}
+	s.forgetThrottles(a)
 }
 
 // settleLost, after every step: the lost records back in the topic are
@@ -87,6 +91,7 @@ func (s *sim) settleLost() {
 	if s.lost.recs == nil {
 		return
 	}
+	s.settleThrottles()
 	if err == nil {
 		for id := range s.lost.recs {
 			if _, ok := recs.Agents[id]; ok {
@@ -102,7 +107,7 @@ func (s *sim) settleLost() {
 		s.unattribute(id, s.lost.recs[id])
 		delete(s.lost.recs, id)
 	}
-	if err == nil && len(s.lost.recs) == 0 {
+	if err == nil && len(s.lost.recs) == 0 && len(s.lost.throttles) == 0 {
 		s.lost = lostLedger{}
 	}
 }

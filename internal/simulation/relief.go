@@ -52,6 +52,11 @@ type reliefSim struct {
 	lastNeed  int
 	lastFault int
 	lifted    bool
+	// unattributed: the values of throttle claims lost with the ledger
+	// and remembered by no live agent (lostthrottle.go), by id.
+	unattributed map[string]string
+	// stores: each agent process's ledger store (lostthrottle.go).
+	stores map[string][]*trackedRelief
 }
 
 // reliefOn builds the relief world once (nil without the class).
@@ -178,15 +183,21 @@ func (s *sim) reliefPass(a *agentSim) {
 			Protection: enforcer.ProtectionConfig{Strategy: s.strategy, LeaseDuration: lease, ProducerByteRate: a.rate},
 			Relief:     enforcer.ReliefConfig{Reassign: true, ReassignBytesPerSecond: 64 << 20}}
 		admin := s.c.ReliefAdmin(a.name)
+		moves := newTrackedRelief(admin, a.name, ledger.ThrottleKey(a.broker))
+		reassigns := newTrackedRelief(admin, a.name, ledger.ReassignKey(ledger.ReassignOwner(a.broker)))
+		if r.stores == nil {
+			r.stores = map[string][]*trackedRelief{}
+		}
+		r.stores[a.name] = []*trackedRelief{moves, reassigns}
 		src := &reliefSource{c: s.c, a: a}
 		logger := s.logger.With("agent", a.name)
 		mv, err := enforcer.NewMover(cfg, logger, prometheus.NewRegistry(), enforcer.MoverDeps{Snapshots: src, Admin: admin,
-			Store: admin, Evidence: admin, Clock: a.clock, Instance: a.name})
+			Store: moves, Evidence: admin, Clock: a.clock, Instance: a.name})
 		if err != nil {
 			panic(fmt.Sprintf("simulation: mover: %v", err))
 		}
 		rs, err := enforcer.NewReassigner(cfg, logger, prometheus.NewRegistry(), enforcer.ReassignerDeps{Snapshots: src,
-			Admin: admin, Store: admin, Evidence: admin, Clock: a.clock, Instance: a.name})
+			Admin: admin, Store: reassigns, Evidence: admin, Clock: a.clock, Instance: a.name})
 		if err != nil {
 			panic(fmt.Sprintf("simulation: reassigner: %v", err))
 		}
@@ -226,8 +237,11 @@ func (s *sim) checkRelief() *Failure {
 	for id, v := range r.op {
 		got, ok := vals[id]
 		if strings.HasSuffix(id, enforcer.ThrottleKey) {
-			if _, held := recs.Throttles[jbodBroker]; recErr != nil || held {
-				continue // the claim holds the key: the operator's value comes back at its release
+			if _, held := recs.Throttles[jbodBroker]; recErr != nil || held || s.throttleRemembered(jbodBroker) {
+				// The claim holds the key (or, lost with the ledger, its
+				// owner's process remembers it): the operator's value
+				// comes back at its release.
+				continue
 			}
 		}
 		if !ok || got != v {
@@ -248,6 +262,9 @@ func (s *sim) reliefLeft(vals map[string]string, recs ledger.Records, recErr err
 	for _, id := range slices.Sorted(mapKeys(vals)) {
 		if v, ok := r.op[id]; ok && v == vals[id] {
 			continue
+		}
+		if v, ok := r.unattributed[id]; ok && v == vals[id] {
+			continue // lost with the ledger and remembered by no live agent
 		}
 		return s.fail("I1", "%s=%s left %d steps after the last move or reassignment (claims %v, %v)",
 			id, vals[id], s.step-r.lastNeed, recs.Throttles, recs.Reassigns)

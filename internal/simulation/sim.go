@@ -109,40 +109,53 @@ type Known struct {
 	What      string
 }
 
-// ledgerAlso: the ledger classes' mix (every class of DefaultMix but the
-// disk, which Known adds).
+// ledgerAlso: the ledger mix the KnownBroken texts name (every class of
+// DefaultMix but the disk, burst, cordon_faults, relief and operator_acls),
+// for replaying them.
 var ledgerAlso = []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
 	OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump}
 
+// defaultAlso: every class of DefaultMix but the disk, which Known adds.
+func defaultAlso() []Class {
+	return slices.DeleteFunc(slices.Clone(DefaultMix), func(c Class) bool { return c == Disk })
+}
+
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
-	LedgerDelete: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump,
-		CordonFaults, Relief}, Seed: 3, Invariant: "I2",
-		What: "what is left: green over 2,000 seeds with the ledger mix (ledgerAlso); with relief (issue 22's " +
-			"reassignment throttle claims in the ledger) at seed 3 an operator's broker 3 " +
-			"replica.alter.log.dirs.io.max.bytes.per.second=555 is replaced by the guard's 20971520 (not yet explained; it " +
-			"fails on the trial branch too, with the default mix plus ledger_delete; ledger_reshape shows the same). Fixed: seed 304 (an agent restarted while the ledger was lost " +
+	LedgerDelete: {Also: defaultAlso(), Seed: 346, Invariant: "I4",
+		What: "what is left, with the whole DefaultMix (burst): broker 2's agent purges 58 MiB of unexpired data, the " +
+			"agent dies, the ledger is lost as it restarts (step 51), and its new process, finding no record, purges again: " +
+			"80 MiB in an hour against a cap of 51 MiB (the purge history of R7.3 lives in the lost record; " +
+			"enforcer/purge_record.go, not yet fixed). Green over 2,000 seeds with the ledger mix (ledgerAlso); with it plus " +
+			"cordon_faults and relief, seeds 906 (I1: broker 1's follower.replication.throttled.rate left, no claim) and 1893 " +
+			"(I1: a lowered local.retention.bytes of events left) of 2,000 fail, on the code before the throttle write-back too, " +
+			"not yet explained. Fixed: seed 3 with relief (the mover's and the reassigner's throttle claims lost " +
+			"with the ledger: an operator's broker 3 replica.alter.log.dirs.io.max.bytes.per.second=555 replaced by the " +
+			"guard's 20971520, a replication throttle left after the moves: each rung writes its own claim back from " +
+			"memory, TestR8_7MoverWritesBackTheThrottleClaimTheLedgerLost, TestR8_7ReassignerWritesBackTheClaimTheLedgerLost), " +
+			"seed 304 (an agent restarted while the ledger was lost " +
 			"wrote its new record before a peer wrote its old one back: TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers), " +
 			"seed 7 (TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 (TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
-	LedgerReshape: {Also: []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-		OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump,
-		CordonFaults, Relief}, Seed: 2, Invariant: "I2",
-		What: "what is left: green over 2,000 seeds with the ledger mix (ledgerAlso); with relief (issue 22's " +
-			"reassignment throttle claims in the ledger) at seed 2 an operator's broker 3 " +
-			"replica.alter.log.dirs.io.max.bytes.per.second=555 is replaced by the guard's 20971520 around the " +
-			"reshaped topic's repair (not yet explained; the simulated relief admin's writes are not refused on a " +
-			"reshaped topic as the adapter's are, but refusing them does not fix it). Fixed: seed 1953 (unattributed " +
-			"quotas are a set: TestUnattributedQuotasAreASet), seed 1092 (an unattributed lowering's earlier value: " +
-			"TestUnattributedLoweringWaivesTheEarlierValue), seed 7 (every agent restarted while the topic was " +
+	LedgerReshape: {Also: defaultAlso(), Seed: 1, Invariant: "I4",
+		What: "what is left, with the whole DefaultMix (burst): as ledger_delete's, broker 2's agent purges 58 MiB of " +
+			"unexpired data, the topic is reshaped (lost until the quiet phase's repair), the agent restarts and purges " +
+			"again: 80 MiB in an hour against a cap of 51 MiB. Green over 2,000 seeds with the ledger mix (ledgerAlso), and " +
+			"over 2,000 with it plus cordon_faults and relief. Fixed: seed 2 with relief (the throttle claims lost with the ledger, as " +
+			"ledger_delete's seed 3), seed 1953 " +
+			"(unattributed quotas are a set: TestUnattributedQuotasAreASet), seed 1092 (an unattributed lowering's earlier " +
+			"value: TestUnattributedLoweringWaivesTheEarlierValue), seed 7 (every agent restarted while the topic was " +
 			"reshaped: what they claimed is unattributed, R8.4), seed 6 (TestR8_7NothingClaimedWhileTheLedgerIsLost), " +
 			"seeds 134, 216, 295 (TestR8_7MemoryIsTheLastSuccessfulRead); a write to a reshaped topic is refused " +
 			"(TestR8_7NoWriteToAReshapedOwnershipTopic)"},
-	LedgerGarbage: {Also: ledgerAlso, Seed: 1659, Invariant: "I6",
-		What: "what is left: none in seeds 1-1658; at 1659 broker 2's log dir at 99% is left without protection " +
-			"of topic compacted, which an operator's lift by topic suppressed (step 14) before the disk went calm " +
-			"(step 41) and full again (step 55); not yet explained (it fails on the trial branch too, so not a " +
-			"ledger_garbage fix; the lift's end on calm, R8.6, is the first suspect). Fixed: seed 610 (an undecodable " +
+	LedgerGarbage: {Also: defaultAlso(), Seed: 370, Invariant: "I4",
+		What: "what is left, with the whole DefaultMix (burst): broker 2's agent purges 58 MiB of unexpired data, " +
+			"its record turns undecodable, the agent restarts and, knowing no purge history, purges again: 80 MiB in an " +
+			"hour against a cap of 51 MiB (as ledger_delete's: the purge history of R7.3 lives in the record; " +
+			"enforcer/purge_record.go, not yet fixed). Green over 2,000 seeds with the ledger mix (ledgerAlso). Fixed: " +
+			"seed 1659 (the simulator's model: an agent whose clock jumped forward by more than staleAfter reads every " +
+			"snapshot as stale, so cannot see its disk calm, and the operator's lift by topic held into the next episode; " +
+			"a real agent's snapshots share its clock and their age is monotonic: I6 now ends the lift only for an agent " +
+			"that sees its disk, agentSeesItsDisk), seed 610 (an undecodable " +
 			"value replaced a dead agent's record, compaction removed the last decodable one, and the restarted " +
 			"agent wrote over it: its claims are forgotten, a documented limit (design.md, operating.md), waived " +
 			"as unattributed: TestRestartOverAnUndecodableRecordIsUnattributed), seed 16 (an undecodable lift held " +
