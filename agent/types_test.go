@@ -16,6 +16,9 @@ func TestSegmentSize(t *testing.T) {
 	if got := unsafe.Sizeof(Partition{}); got > 184 {
 		t.Errorf("Partition is %d bytes, want at most 184 (the agent keeps two a partition directory)", got)
 	}
+	if got := unsafe.Sizeof(partState{}); got > 80 {
+		t.Errorf("partState is %d bytes, want at most 80 (the live agent keeps one a partition directory)", got)
+	}
 }
 
 // TestEnumNames: the one-byte enums spell as the strings they replaced,
