@@ -245,7 +245,7 @@ type dirState struct {
 	missing               bool
 	watched               bool // the root has an inotify watch
 	parts                 map[string]*partState
-	order                 []string // partition dir names, in snapshot order
+	order                 []*partState // the partitions, in snapshot order
 	dirty                 map[string]struct{}
 	grown                 map[string]struct{}
 	cpDirty               bool
@@ -1093,12 +1093,12 @@ func publishedLogDir(d *dirState) (ld LogDir, reordered, changed bool) {
 	ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk+d.partDisk, d.rootPending+d.partPend
 	if d.order == nil {
 		reordered = true
-		d.order = make([]string, 0, len(d.parts))
-		for name := range d.parts {
-			d.order = append(d.order, name)
+		d.order = make([]*partState, 0, len(d.parts))
+		for _, ps := range d.parts {
+			d.order = append(d.order, ps)
 		}
-		slices.SortFunc(d.order, func(x, y string) int {
-			return partitionOrder(*d.parts[x].part, *d.parts[y].part)
+		slices.SortFunc(d.order, func(x, y *partState) int {
+			return partitionOrder(*x.part, *y.part)
 		})
 	}
 	if d.changed || d.published == nil {
@@ -1106,8 +1106,7 @@ func publishedLogDir(d *dirState) (ld LogDir, reordered, changed bool) {
 		// slice; unchanged partitions share their segments with it.
 		changed = true
 		d.published = make([]Partition, len(d.order))
-		for i, name := range d.order {
-			ps := d.parts[name]
+		for i, ps := range d.order {
 			d.published[i] = *ps.part
 			ps.part = &d.published[i]
 		}
