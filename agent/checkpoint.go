@@ -61,6 +61,10 @@ const (
 // so (CheckpointFile's reader returns an empty list at end of file).
 func parseCheckpoint(data []byte) (map[TopicPartition]int64, error) {
 	out := make(map[TopicPartition]int64)
+	// One copy of each topic name: a log dir of 100,000 partitions kept
+	// 100,000 copies of a hundred names (the live agent holds the parsed
+	// checkpoints).
+	topics := map[string]string{}
 	if len(data) == 0 {
 		return out, nil
 	}
@@ -97,7 +101,12 @@ func parseCheckpoint(data []byte) (map[TopicPartition]int64, error) {
 		if err != nil {
 			return out, fmt.Errorf("line %d: bad offset %q", line, text)
 		}
-		out[TopicPartition{f[0], int32(p)}] = off
+		topic, ok := topics[f[0]]
+		if !ok {
+			topic = strings.Clone(f[0]) // not the whole line's memory
+			topics[topic] = topic
+		}
+		out[TopicPartition{topic, int32(p)}] = off
 	}
 	if err := sc.Err(); err != nil {
 		return out, fmt.Errorf("line %d: %w", line+1, err)

@@ -245,7 +245,7 @@ type dirState struct {
 	missing               bool
 	watched               bool // the root has an inotify watch
 	parts                 map[string]*partState
-	order                 []string // partition dir names, in snapshot order
+	order                 []*partState // the partitions, in snapshot order
 	dirty                 map[string]struct{}
 	grown                 map[string]struct{}
 	cpDirty               bool
@@ -272,6 +272,10 @@ type dirState struct {
 	// futures counts the -future partition directories (Holds has
 	// nothing to do without one or an offline log dir).
 	futures int
+	// polled is what the last poll of each unwatched partition saw (kept
+	// here, not in partState: most partitions are watched, and partState
+	// is one per partition directory).
+	polled map[*partState]pollKey
 }
 
 // partState is one partition directory. part is the partition as read and
@@ -298,10 +302,6 @@ type partState struct {
 	// dueAt is its place in dirState.due, plus one (0: not there).
 	classifiedMs, stableUntilMs int64
 	dueAt                       int32
-
-	// polled is what the last poll of an unwatched partition saw: the
-	// directory's and its active .log file's size and modification time.
-	polled pollKey
 }
 
 // pollKey is what a poll of an unwatched partition directory compares:
@@ -571,6 +571,7 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 	d.futures -= futureCount(ps.part)
 	delete(d.parts, name)
 	delete(d.moving, ps)
+	delete(d.polled, ps)
 	d.due.remove(ps)
 	d.order = nil
 	d.changed = true
@@ -840,6 +841,7 @@ func (l *loop) watchPartition(d *dirState, name string, ps *partState) {
 	}
 	ps.watched = true
 	d.unwatched--
+	delete(d.polled, ps)
 }
 
 // unwatch removes a partition's watch; the caller counts it unwatched, or
@@ -895,12 +897,14 @@ func (l *loop) poll() {
 			}
 			l.watchPartition(d, name, ps) // watches may have been freed
 			key := pollStat(filepath.Join(d.path, name), *ps.part)
-			if !ps.watched && key == ps.polled && key.dirMtime != 0 {
+			if !ps.watched && key == d.polled[ps] && key.dirMtime != 0 {
 				continue // nothing changed since the last poll
 			}
 			l.reread(d, name)
-			if ps := d.parts[name]; ps != nil {
-				ps.polled = key
+			if ps := d.parts[name]; ps != nil && !ps.watched {
+				d.polled[ps] = key
+			} else {
+				delete(d.polled, ps)
 			}
 			changed = true
 		}
@@ -980,7 +984,7 @@ func (l *loop) expand() bool {
 			continue
 		}
 		d := &dirState{path: p, pattern: want[p], parts: map[string]*partState{}, dirty: map[string]struct{}{}, grown: map[string]struct{}{},
-			moving: map[*partState]struct{}{}}
+			moving: map[*partState]struct{}{}, polled: map[*partState]pollKey{}}
 		l.dirs = append(l.dirs, d)
 		if d.pattern != "" {
 			l.a.logger.Info("log dir found", "log_dir", p, "pattern", d.pattern)
@@ -1089,12 +1093,12 @@ func publishedLogDir(d *dirState) (ld LogDir, reordered, changed bool) {
 	ld.DiskBytes, ld.PendingDeleteBytes = d.rootDisk+d.partDisk, d.rootPending+d.partPend
 	if d.order == nil {
 		reordered = true
-		d.order = make([]string, 0, len(d.parts))
-		for name := range d.parts {
-			d.order = append(d.order, name)
+		d.order = make([]*partState, 0, len(d.parts))
+		for _, ps := range d.parts {
+			d.order = append(d.order, ps)
 		}
-		slices.SortFunc(d.order, func(x, y string) int {
-			return partitionOrder(*d.parts[x].part, *d.parts[y].part)
+		slices.SortFunc(d.order, func(x, y *partState) int {
+			return partitionOrder(*x.part, *y.part)
 		})
 	}
 	if d.changed || d.published == nil {
@@ -1102,8 +1106,7 @@ func publishedLogDir(d *dirState) (ld LogDir, reordered, changed bool) {
 		// slice; unchanged partitions share their segments with it.
 		changed = true
 		d.published = make([]Partition, len(d.order))
-		for i, name := range d.order {
-			ps := d.parts[name]
+		for i, ps := range d.order {
 			d.published[i] = *ps.part
 			ps.part = &d.published[i]
 		}

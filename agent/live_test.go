@@ -649,7 +649,7 @@ func TestLiveCheckpointOffsetsAsScanned(t *testing.T) {
 // slice back when sameSegmentFacts holds; a scanned Segment field it does
 // not compare would keep a stale value.
 func TestSameSegmentFactsCoversSegment(t *testing.T) {
-	// Compared: BaseOffset, LogBytes, DiskBytes, ApparentBytes,
+	// Compared: BaseOffset, LogBytes, DiskBytes, IndexApparentBytes,
 	// LargestTimestampMs, TimestampSource. Set by Classify: State, Reason,
 	// ExpiredBytes, Tier.
 	if n := reflect.TypeFor[Segment]().NumField(); n != 10 {

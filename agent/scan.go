@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -642,7 +643,7 @@ func sameSegmentFacts(a, b []Segment) bool {
 	for i := range a {
 		x, y := &a[i], &b[i]
 		if x.BaseOffset != y.BaseOffset || x.LogBytes != y.LogBytes || x.DiskBytes != y.DiskBytes ||
-			x.ApparentBytes != y.ApparentBytes || x.LargestTimestampMs != y.LargestTimestampMs ||
+			x.IndexApparentBytes != y.IndexApparentBytes || x.LargestTimestampMs != y.LargestTimestampMs ||
 			x.TimestampSource != y.TimestampSource {
 			return false
 		}
@@ -672,7 +673,7 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 	d, dir, group, active, prev, prevPart := sf.dir, sf.path, sf.files, sf.active, sf.prev, sf.prevPart
 	seg = Segment{BaseOffset: group[0].base}
 	var logName, indexName, timeName string
-	var logMtime, timeSize, indexSize int64
+	var logMtime, timeSize, indexSize, indexBytes int64
 	for _, f := range group {
 		switch f.kind {
 		case fileLog:
@@ -691,12 +692,15 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 			continue
 		}
 		seg.DiskBytes += f.disk
-		seg.ApparentBytes += f.apparent
+		if f.kind != fileLog {
+			indexBytes += f.apparent
+		}
 	}
+	seg.IndexApparentBytes = uint32(min(max(indexBytes, 0), math.MaxUint32))
 	ts := int64(-1)
 	var nTime int64
 	var ti segReader
-	if prev != nil && prev.LogBytes == seg.LogBytes && prev.ApparentBytes == seg.ApparentBytes && prev.DiskBytes == seg.DiskBytes && prev.TimestampSource != 0 {
+	if prev != nil && prev.LogBytes == seg.LogBytes && prev.IndexApparentBytes == seg.IndexApparentBytes && prev.DiskBytes == seg.DiskBytes && prev.TimestampSource != 0 {
 		// Unchanged segment: a closed segment's time index is as it was;
 		// an active segment that did not grow got no record and no index
 		// entry (Kafka appends both together).

@@ -100,8 +100,8 @@ func TestScanLogDirMatchesGenerator(t *testing.T) {
 					if act.DiskBytes >= 1<<20 {
 						t.Errorf("R1.3: active segment counts %d disk bytes: preallocated index holes must not count", act.DiskBytes)
 					}
-					if act.ApparentBytes < 10<<20 {
-						t.Errorf("active segment apparent bytes %d, want the preallocated size", act.ApparentBytes)
+					if act.ApparentBytes() < 10<<20 {
+						t.Errorf("active segment apparent bytes %d, want the preallocated size", act.ApparentBytes())
 					}
 				}
 			}

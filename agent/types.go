@@ -294,8 +294,8 @@ func (t *TimestampSource) UnmarshalText(b []byte) error {
 // Segment is the set of files sharing one base offset.
 //
 // A broker holds millions of them and the agent keeps one copy of each
-// (the snapshots share it), so it is kept small: 56 bytes, six int64 and
-// four one-byte enums (TestSegmentSize checks it).
+// (the snapshots share it), so it is kept small: 48 bytes, five int64, a
+// uint32 and four one-byte enums (TestSegmentSize checks it).
 type Segment struct {
 	BaseOffset int64
 	// LogBytes is the apparent size of the .log file: what Kafka counts
@@ -305,8 +305,6 @@ type Segment struct {
 	// DiskBytes is the space the segment's files really take (allocated
 	// blocks; preallocated sparse indexes count only what is written).
 	DiskBytes int64
-	// ApparentBytes is the sum of the files' apparent sizes.
-	ApparentBytes int64
 	// LargestTimestampMs is Kafka's LogSegment.largestTimestamp in Unix
 	// milliseconds: the last time index entry, or the .log file's
 	// modification time. 0 is unknown (LargestTimestamp gives the zero
@@ -315,14 +313,24 @@ type Segment struct {
 	// ExpiredBytes estimates the bytes of records past retention.ms inside
 	// this segment (for the open segment, from its indexes; for an eligible
 	// segment, all of LogBytes).
-	ExpiredBytes    int64
-	TimestampSource TimestampSource
-	State           State
-	Reason          Reason // why eligible; ReasonNone otherwise
+	ExpiredBytes int64
+	// IndexApparentBytes is the sum of the apparent sizes of the segment's
+	// files other than its .log (.index, .timeindex, .txnindex, a
+	// .snapshot of its base offset; a preallocated index counts whole),
+	// at most 4 GiB - 1 (it saturates; Kafka's indexes are at most 2 GiB
+	// each). The scanner compares it between reads: a roll trims the
+	// active segment's indexes while its .log stays as it was.
+	IndexApparentBytes uint32
+	TimestampSource    TimestampSource
+	State              State
+	Reason             Reason // why eligible; ReasonNone otherwise
 	// Tier says, for a segment of a tiered partition, whether it is
 	// already in remote storage (spec R1.7). TierNone otherwise.
 	Tier Tier
 }
+
+// ApparentBytes returns the sum of the segment's files' apparent sizes.
+func (s Segment) ApparentBytes() int64 { return s.LogBytes + int64(s.IndexApparentBytes) }
 
 // LargestTimestamp returns LargestTimestampMs as a time; the zero Time
 // when it is 0 (unknown).

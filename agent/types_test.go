@@ -10,11 +10,14 @@ import (
 // million on a big broker; its size is the floor of the running agent's
 // memory (issue 24). Field order matters: the one-byte enums go last.
 func TestSegmentSize(t *testing.T) {
-	if got := unsafe.Sizeof(Segment{}); got > 56 {
-		t.Errorf("Segment is %d bytes, want at most 56", got)
+	if got := unsafe.Sizeof(Segment{}); got > 48 {
+		t.Errorf("Segment is %d bytes, want at most 48", got)
 	}
 	if got := unsafe.Sizeof(Partition{}); got > 184 {
 		t.Errorf("Partition is %d bytes, want at most 184 (the agent keeps two a partition directory)", got)
+	}
+	if got := unsafe.Sizeof(partState{}); got > 80 {
+		t.Errorf("partState is %d bytes, want at most 80 (the live agent keeps one a partition directory)", got)
 	}
 }
 

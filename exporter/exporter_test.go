@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -288,6 +290,27 @@ func TestScrapeFollowsSnapshot(t *testing.T) {
 	src.snap = next
 	if got := value(t, reg, "kafka_disk_guard_segments", lbl); got != 0 {
 		t.Errorf("after: %v eligible, want 0", got)
+	}
+}
+
+// TestScrapeKeepsNoOldPartitions: between two scrapes the agent publishes
+// many snapshots; the scrape cache must not keep the partitions of the one
+// it last aggregated alive beside the current one's (at a million
+// segments, one Partitions slice is 18 MB of the running agent's heap).
+func TestScrapeKeepsNoOldPartitions(t *testing.T) {
+	src := &changingSource{snap: fixtureSnapshot()}
+	reg := newTestRegistry(t, Config{}, src)
+	value(t, reg, "kafka_disk_guard_segments", map[string]string{"topic": "orders", "state": "eligible"})
+	// A weak pointer to the old snapshot's partitions array: nil once
+	// nothing holds it.
+	old := weak.Make(&src.snap.LogDirs[0].Partitions[0])
+	src.snap = fixtureSnapshot() // published, not scraped yet
+	runtime.GC()
+	if old.Value() != nil {
+		t.Fatal("the scrape cache keeps the partitions of a snapshot the agent replaced")
+	}
+	if got := value(t, reg, "kafka_disk_guard_segments", map[string]string{"topic": "orders", "state": "eligible"}); got != 2 {
+		t.Errorf("after the new snapshot: %v eligible, want 2", got)
 	}
 }
 

@@ -26,7 +26,7 @@ func seg(base, logBytes int64, state agent.State, age time.Duration) agent.Segme
 		BaseOffset:         base,
 		LogBytes:           logBytes,
 		DiskBytes:          logBytes + 12*1024,
-		ApparentBytes:      logBytes + 20*mib,
+		IndexApparentBytes: 20 << 20,
 		LargestTimestampMs: fixtureNow().Add(-age).UnixMilli(),
 		TimestampSource:    agent.TimestampFromTimeIndex,
 		State:              state,

@@ -44,7 +44,7 @@ type brokerAgg struct {
 
 // view is what a scrape emits, aggregated from one snapshot.
 type view struct {
-	logDirs []agent.LogDir // shallow copies: only the scalar fields are read
+	logDirs []agent.LogDir // shallow copies without their partitions: only the scalar fields are read
 	topics  []dirTopics
 	// topicOrder is the indices of topics by log dir path.
 	topicOrder []int
@@ -62,7 +62,7 @@ type view struct {
 // reserved space per topic and broker.
 func buildView(snap *agent.Snapshot, cfg Config) *view {
 	v := &view{
-		logDirs:  snap.LogDirs,
+		logDirs:  make([]agent.LogDir, len(snap.LogDirs)),
 		reserved: make(map[reservedKey]float64),
 		brokers:  make(map[string]*brokerAgg),
 
@@ -71,6 +71,8 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 	}
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]
+		v.logDirs[i] = *ld
+		v.logDirs[i].Partitions = nil
 		sums := ld.TopicSummaries
 		if cfg.PerPartition {
 			sums = ld.PartitionSummaries

@@ -236,7 +236,7 @@ func (p *simPart) model() agent.Partition {
 		ap.Segments = make([]agent.Segment, 0, len(p.segs))
 	}
 	for _, s := range p.segs {
-		ap.Segments = append(ap.Segments, agent.Segment{BaseOffset: s.base, LogBytes: s.bytes, DiskBytes: s.bytes, ApparentBytes: s.bytes, LargestTimestampMs: s.maxTS.UnixMilli()})
+		ap.Segments = append(ap.Segments, agent.Segment{BaseOffset: s.base, LogBytes: s.bytes, DiskBytes: s.bytes, LargestTimestampMs: s.maxTS.UnixMilli()})
 		ap.DiskBytes += s.bytes
 	}
 	return ap
