@@ -84,6 +84,12 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 			o.Protection = nil // protection stays as it is this pass
 		}
 	}
+	if o.Protection != nil {
+		o.Protection.RecordsRead = e.prot.records != cached
+	}
+	if o.WouldProtect != nil {
+		o.WouldProtect.RecordsRead = e.prot.records != cached
+	}
 	return o, r.phases, errors.Join(r.errs...)
 }
 

@@ -17,8 +17,9 @@ type ProtectionObserved struct {
 	Strategy string
 	// Records: the ownership topic's content, every agent's record and
 	// lift (as last read: switching protection on does not wait for a
-	// read).
-	Records Records
+	// read); RecordsRead: they were read this pass.
+	Records     Records
+	RecordsRead bool
 	// ACLs: every topic ACL in the cluster; ACLsRead says they were read
 	// this pass.
 	ACLs     []ACL
@@ -544,8 +545,19 @@ func aclOwned(topics []string, po *ProtectionObserved, present, want bindingInde
 		}
 	}
 	ops := newOperatorIndex(operator)
-	// operators: a binding in place that no record names.
-	operators := func(a ACL) bool { return present.has(a) && !guard.has(a) }
+	claimable := guard
+	if !po.RecordsRead {
+		// Records as last read (a pass switching protection on): another
+		// agent may have released its claim since, and an operator set
+		// the same binding again. Only this agent's own record and what it
+		// set unrecorded make a binding in place the guard's; a peer's
+		// claim is shared from the next read on (found by the
+		// simulation, default mix, seed 161).
+		claimable = guardIndex(Records{Agents: map[int32]Record{po.BrokerID: po.Records.Agents[po.BrokerID]}}, po.Unrecorded)
+	}
+	// operators: a binding in place that no record names (or, on records
+	// not read this pass, that this agent did not set).
+	operators := func(a ACL) bool { return present.has(a) && !claimable.has(a) }
 	in := ledger.ShapeInputs{AllowEveryone: po.AllowEveryone, Exempt: po.ExemptPrincipals}
 	var out []Owned
 	byShape := map[string]int{} // shape key: index in out

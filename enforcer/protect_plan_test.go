@@ -48,7 +48,7 @@ func agentRecord(id int32, owned ...Owned) Record {
 // evidence of a healthy cluster (withEvidence).
 func protObs(s *agent.Snapshot, protected bool, recs Records, acls []ACL) Observed {
 	return withEvidence(Observed{Now: t0, Snapshot: s, Protected: map[string]bool{dir: protected}, Offsets: map[TopicPartition]Offsets{},
-		Protection: &ProtectionObserved{BrokerID: 1, Strategy: StrategyACL, Records: recs, ACLs: acls, ACLsRead: true,
+		Protection: &ProtectionObserved{BrokerID: 1, Strategy: StrategyACL, Records: recs, RecordsRead: true, ACLs: acls, ACLsRead: true,
 			QuotaRead: true, ProducerByteRate: 1024, Lease: time.Minute, Enforcing: true, AllowEveryone: AllowEveryoneFalse,
 			OwnershipTopic: DefaultOwnershipTopic, ExemptTopics: DefaultExemptTopics()}})
 }
