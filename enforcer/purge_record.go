@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -222,3 +223,48 @@ func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 
 // isPurge reports whether a deletion deletes unexpired bytes.
 func isPurge(d Deletion) bool { return d.UnexpiredBytes > 0 }
+
+// spendCapsUnknownHistory counts the purge caps as spent (spec R7.3,
+// R8.7: no evidence, no action) when this process, at its first read of
+// the ledger, cannot establish its purge history: the ownership topic is
+// lost (deleted after the agent's first start, reshaped, not compacted)
+// or this agent's own record does not decode. Its earlier process may
+// have purged up to the caps just before it restarted, and the record
+// that held those purges is gone or unreadable: purging again at once
+// could take twice the caps. Each log dir is counted as having purged
+// its larger cap (hour or day) now: purges of unexpired data wait for
+// the day's window (24 hours, the longer window: a history up to a day
+// old is unknown, and only the day window frees the daily cap safely);
+// expired data is deleted as before. The counted purge goes into this
+// agent's record at its next write like any other (purgeHistory), so a
+// restart in the meantime does not forget it. A fresh install (the
+// topic missing at the first start and created by the agent, or a
+// healthy topic with no record of this broker) is not affected.
+func (e *Enforcer) spendCapsUnknownHistory(o *Observed, why string) {
+	if e.prot.purgesRestored || e.dryRun || o.Snapshot == nil {
+		return
+	}
+	e.prot.purgesRestored = true
+	c := e.cfg.Purge
+	pct := max(c.MaxPercentPerHour, c.MaxPercentPerDay)
+	if c.MaxPercentPerPass <= 0 || pct <= 0 {
+		return
+	}
+	mono := e.ev.lastMono
+	var dirs []string
+	for i := range o.Snapshot.LogDirs {
+		ld := &o.Snapshot.LogDirs[i]
+		b := int64(math.Ceil(pct / 100 * float64(ld.Usage.CapacityBytes)))
+		if b <= 0 {
+			continue
+		}
+		e.ev.purges = append(e.ev.purges, purgeRecord{at: mono, dir: ld.Path, bytes: b})
+		dirs = append(dirs, ld.Path)
+	}
+	if len(dirs) == 0 {
+		return
+	}
+	o.Purged = e.purged(mono)
+	e.logger.Warn("purge caps counted as spent for a day: this agent's purge history is unknown (no evidence, no action); unexpired data is not purged until the day's window frees, expired data is deleted as before",
+		"reason", why, "log_dirs", dirs, "window", "24h")
+}
