@@ -89,7 +89,9 @@ func (e *Enforcer) restorePurges(r Record, now time.Time) bool {
 // ones go on); a purge recorded but not made (a deletion failed, the
 // agent killed) counts until the next record corrects it: the safe side.
 // Without a ledger read (never read, lost), the deletions go on as
-// planned; while standing by, the unexpired ones wait.
+// planned, the unexpired ones only while this agent's lease, renewed
+// before the loss, is live with its margin (lease fencing); while
+// standing by, the unexpired ones wait.
 //
 // The write renews this agent's lease (spec R8.8): the record names this
 // instance and Renewed. It is read back, and the unexpired deletions go
@@ -107,7 +109,14 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 	// Not read this pass: read now whether another instance holds the
 	// broker (a fresh agent that never renewed, or a lease run out while
 	// nothing was claimed, is not fenced by that alone).
-	fenced := purges && (!e.leaseFence(ctx, now) || e.prot.purgesHeld.Equal(now))
+	// The ledger lost (deleted, reshaped): no read can show which
+	// instance holds the broker, so only a lease this agent renewed
+	// before, still live with its margin, lets it purge (a second
+	// instance cannot take the broker over without reading the ledger;
+	// found by the simulation, ledger_reshape with duplicate_agent,
+	// seed 34: both instances purged while the topic was reshaped).
+	lostFenced := purges && !e.dryRun && e.prot.ledgerLost && !e.leaseLive(now)
+	fenced := purges && (lostFenced || !e.leaseFence(ctx, now) || e.prot.purgesHeld.Equal(now))
 	e.m.blocked.WithLabelValues(string(BlockLeaseFenced)).Set(gauge(fenced))
 	if e.dryRun || !purges {
 		return dels
@@ -115,6 +124,10 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 	hold := func(msg string, attrs ...any) []Deletion {
 		e.logger.Warn(msg, attrs...)
 		return slices.DeleteFunc(slices.Clone(dels), isPurge)
+	}
+	if lostFenced {
+		return hold("unexpired records not purged this pass: the ownership topic is lost and this agent's lease, renewed before, is not live with its margin (lease fencing)",
+			"lease", e.cfg.Protection.LeaseDuration.String(), "margin", leaseMargin(e.cfg.Protection.LeaseDuration).String())
 	}
 	if fenced {
 		return hold("unexpired records not purged this pass: this agent's lease is not live with its margin, and the ledger could not be read or another instance holds the broker (lease fencing)",
@@ -168,8 +181,8 @@ func (e *Enforcer) leaseLive(now time.Time) bool {
 // fencing, spec R8.8): enforcing with a ledger, its lease not live with
 // the margin, and the ledger not read this pass (a read shows whether
 // another instance holds the broker: without one, this agent cannot tell
-// that no other took over). Without a ledger (never read, lost) purges go
-// on as before (recordPurgesAhead).
+// that no other took over). Without a ledger (never read, lost) no read
+// can tell: recordPurgesAhead lets purges go on while the lease is live.
 func (e *Enforcer) fenced(now time.Time) bool {
 	if e.dryRun || e.prot.records == nil || e.prot.ledgerLost || e.prot.loaded.Equal(now) {
 		return false

@@ -62,3 +62,33 @@ func TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent(t *testing.T) {
 		})
 	}
 }
+
+// R8.8, R8.7: while the ownership topic is lost, no read can show which
+// instance holds the broker: an agent purges unexpired data only while
+// the lease it renewed before is live with its margin, then waits with
+// enforcer_blocked{reason="lease_fenced"} (found by the simulation,
+// ledger_reshape with duplicate_agent, seed 34: both instances for a
+// broker purged while the topic was reshaped).
+func TestR8_8NoPurgeOnALapsedLeaseWhileTheLedgerIsLost(t *testing.T) {
+	clock, s, f, cfg := purgeCapSetup()
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	clock.tick(time.Second)
+	clock.at(s)
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	first := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil)
+	if first != 200 {
+		t.Fatalf("first pass purged %v, want 200 (the pass's cap)", first)
+	}
+	f.ledgerErr = ledger.ErrLedgerLost
+	clock.tick(50 * time.Second) // past the lease (1m) minus its margin (15s)
+	clock.at(s)
+	_ = e.Reconcile(t.Context())
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != first {
+		t.Fatalf("R8.8/%v unexpired bytes purged on a lapsed lease while the ledger is lost, want none", got-first)
+	}
+	if b := gather(t, reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "lease_fenced"}); b != 1 {
+		t.Fatalf("R8.8/enforcer_blocked{reason=lease_fenced} is %v, want 1", b)
+	}
+}
