@@ -123,7 +123,7 @@ func defaultAlso() []Class {
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
 	LedgerDelete: {Also: defaultAlso(), Seed: 18, Invariant: "I4",
-		What: "what is left, with the whole DefaultMix: I4 at seeds 18, 161, 255, 260, 261, 281 of 1-290, and 530. Seed 530: " +
+		What: "what is left, with the whole DefaultMix: I4 at seeds 18, 161, 255, 260, 261, 281, 530, 561, 589 of 1-915. Seed 530: " +
 			"broker 2's agent purges, the topic is deleted in the step its agent restarts, and the new process's first read finds " +
 			"it missing and creates it, as a fresh install does: no evidence of a history, it purges a second hour's cap (80 MiB " +
 			"against 51 MiB). A topic deleted while an agent is down cannot be told, at its first read, from a fresh install " +
@@ -131,7 +131,7 @@ var KnownBroken = map[Class]Known{
 			"back, and restore the purges from it (adopt), not done. Seed 18: broker 1's duplicate pair, its active instance " +
 			"purged 40 MiB, was killed, the topic deleted, and its new process restored a history without those purges " +
 			"(from a record a peer or the standby instance wrote back: not yet explained) and purged 24 MiB more. Also, on " +
-			"the code before the caps fix too: seeds 25, 77, 136 (I1: local.retention.bytes of events left or removed), 196 " +
+			"the code before the caps fix too: seeds 25, 77, 136 (I1: local.retention.bytes of events left or removed; 587, 628, 915 likewise, not checked on the code before), 196 " +
 			"(I2: an operator's replica.alter.log.dirs.io.max.bytes.per.second replaced by the guard's). Fixed: the restart " +
 			"finding the topic lost (reshaped, or deleted after its first read: spendCapsUnknownHistory, " +
 			"TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent); seed 3 with relief (the mover's and the reassigner's throttle claims lost " +
@@ -142,17 +142,19 @@ var KnownBroken = map[Class]Known{
 			"wrote its new record before a peer wrote its old one back: TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers), " +
 			"seed 7 (TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 (TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
 	LedgerReshape: {Also: defaultAlso(), Seed: 50, Invariant: "I1",
-		What: "what is left, with the whole DefaultMix: no I4 in seeds 1-1400 since the purge caps count as spent when a " +
+		What: "what is left, with the whole DefaultMix: no I4 in seeds 1-2000 since the purge caps count as spent when a " +
 			"process starts on a lost ledger (seed 1: broker 2's agent purged 58 MiB, the topic was reshaped, the agent " +
 			"restarted and purged 80 MiB in an hour against 51 MiB: TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent) and " +
 			"no instance purges on a lapsed lease while the ledger is lost (seed 34, duplicate_agent: both instances for " +
-			"broker 1 purged: TestR8_8NoPurgeOnALapsedLeaseWhileTheLedgerIsLost). What fails now, about one seed in 60, " +
-			"after the repair of the reshaped topic: I1 (seeds 50, 141, 349, 1224: a binding left; 173, 230, 469, 561, 706, " +
-			"776, 810, 1032: a lowered local.retention.bytes of events left; 261: the default quota left; 1152, 1159, 1314, " +
-			"1382, 1391: a log dir left cordoned), I3 (596, 902, 1107: the guard's READ bindings outlive an operator's ACL " +
-			"change), I2 (1296). Seeds 50, 141, 173, 230, 596 and 1152 pass on the code before the caps fix (the restarted " +
-			"agent purged a second cap instead of protecting writes): write protection taking over from the spent caps " +
-			"while the topic is reshaped is left behind by the repair; not yet explained. Fixed: seed 2 with relief (the throttle claims lost with the ledger, as " +
+			"broker 1 purged: TestR8_8NoPurgeOnALapsedLeaseWhileTheLedgerIsLost). What fails now, 29 seeds of 2,000, " +
+			"most after the repair of the reshaped topic: I1 in 24 (50, 141, 173, 230, 261, 349, 469, 561, 706, 776, 810, " +
+			"1032, 1081, 1087, 1152, 1159, 1210, 1224, 1314, 1382, 1391, 1715, 1749, 1757: a binding, the default quota, a " +
+			"lowered local.retention.bytes of events or a cordon left), I3 in 4 (596, 902, 1107, 1710: the guard's READ " +
+			"bindings outlive an operator's ACL change), I2 in 1 (1296). On the code before the caps fix, 13 of them pass (50, 141, 173, " +
+			"230, 349, 596, 1081, 1152, 1210, 1314, 1391, 1715, 1749: the restarted agent purged a second cap there instead " +
+			"of protecting writes), 7 fail the same way (469, 810, 1032, 1757: I1; 1296: I2; 1107, 1710: I3) and 9 broke I4 " +
+			"first: write protection taking over from caps counted spent while the topic is reshaped is left behind by " +
+			"the repair more often; not yet explained. Fixed: seed 2 with relief (the throttle claims lost with the ledger, as " +
 			"ledger_delete's seed 3), seed 1953 " +
 			"(unattributed quotas are a set: TestUnattributedQuotasAreASet), seed 1092 (an unattributed lowering's earlier " +
 			"value: TestUnattributedLoweringWaivesTheEarlierValue), seed 7 (every agent restarted while the topic was " +
