@@ -216,9 +216,15 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	recs, err := e.loadRecords(ctx)
 	if err != nil {
+		if errors.Is(err, ErrLedgerLost) {
+			e.spendCapsUnknownHistory(o, "the ownership topic is lost at this process's first read")
+		}
 		return err
 	}
 	e.reportUndecodable(recs)
+	if _, ok := recs.Agents[e.brokerID]; !ok && recs.Undecodable[e.brokerID] > 0 && !e.prot.standby {
+		e.spendCapsUnknownHistory(o, "this agent's own record does not decode")
+	}
 	e.followInstance(recs, o.Now)
 	e.keepOverwritten(recs.Agents[e.brokerID])
 	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {

@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -88,7 +89,9 @@ func (e *Enforcer) restorePurges(r Record, now time.Time) bool {
 // ones go on); a purge recorded but not made (a deletion failed, the
 // agent killed) counts until the next record corrects it: the safe side.
 // Without a ledger read (never read, lost), the deletions go on as
-// planned; while standing by, the unexpired ones wait.
+// planned, the unexpired ones only while this agent's lease, renewed
+// before the loss, is live with its margin (lease fencing); while
+// standing by, the unexpired ones wait.
 //
 // The write renews this agent's lease (spec R8.8): the record names this
 // instance and Renewed. It is read back, and the unexpired deletions go
@@ -106,7 +109,14 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 	// Not read this pass: read now whether another instance holds the
 	// broker (a fresh agent that never renewed, or a lease run out while
 	// nothing was claimed, is not fenced by that alone).
-	fenced := purges && (!e.leaseFence(ctx, now) || e.prot.purgesHeld.Equal(now))
+	// The ledger lost (deleted, reshaped): no read can show which
+	// instance holds the broker, so only a lease this agent renewed
+	// before, still live with its margin, lets it purge (a second
+	// instance cannot take the broker over without reading the ledger;
+	// found by the simulation, ledger_reshape with duplicate_agent,
+	// seed 34: both instances purged while the topic was reshaped).
+	lostFenced := purges && !e.dryRun && e.prot.ledgerLost && !e.leaseLive(now)
+	fenced := purges && (lostFenced || !e.leaseFence(ctx, now) || e.prot.purgesHeld.Equal(now))
 	e.m.blocked.WithLabelValues(string(BlockLeaseFenced)).Set(gauge(fenced))
 	if e.dryRun || !purges {
 		return dels
@@ -114,6 +124,10 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 	hold := func(msg string, attrs ...any) []Deletion {
 		e.logger.Warn(msg, attrs...)
 		return slices.DeleteFunc(slices.Clone(dels), isPurge)
+	}
+	if lostFenced {
+		return hold("unexpired records not purged this pass: the ownership topic is lost and this agent's lease, renewed before, is not live with its margin (lease fencing)",
+			"lease", e.cfg.Protection.LeaseDuration.String(), "margin", leaseMargin(e.cfg.Protection.LeaseDuration).String())
 	}
 	if fenced {
 		return hold("unexpired records not purged this pass: this agent's lease is not live with its margin, and the ledger could not be read or another instance holds the broker (lease fencing)",
@@ -167,8 +181,8 @@ func (e *Enforcer) leaseLive(now time.Time) bool {
 // fencing, spec R8.8): enforcing with a ledger, its lease not live with
 // the margin, and the ledger not read this pass (a read shows whether
 // another instance holds the broker: without one, this agent cannot tell
-// that no other took over). Without a ledger (never read, lost) purges go
-// on as before (recordPurgesAhead).
+// that no other took over). Without a ledger (never read, lost) no read
+// can tell: recordPurgesAhead lets purges go on while the lease is live.
 func (e *Enforcer) fenced(now time.Time) bool {
 	if e.dryRun || e.prot.records == nil || e.prot.ledgerLost || e.prot.loaded.Equal(now) {
 		return false
@@ -222,3 +236,48 @@ func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 
 // isPurge reports whether a deletion deletes unexpired bytes.
 func isPurge(d Deletion) bool { return d.UnexpiredBytes > 0 }
+
+// spendCapsUnknownHistory counts the purge caps as spent (spec R7.3,
+// R8.7: no evidence, no action) when this process, at its first read of
+// the ledger, cannot establish its purge history: the ownership topic is
+// lost (deleted after the agent's first start, reshaped, not compacted)
+// or this agent's own record does not decode. Its earlier process may
+// have purged up to the caps just before it restarted, and the record
+// that held those purges is gone or unreadable: purging again at once
+// could take twice the caps. Each log dir is counted as having purged
+// its larger cap (hour or day) now: purges of unexpired data wait for
+// the day's window (24 hours, the longer window: a history up to a day
+// old is unknown, and only the day window frees the daily cap safely);
+// expired data is deleted as before. The counted purge goes into this
+// agent's record at its next write like any other (purgeHistory), so a
+// restart in the meantime does not forget it. A fresh install (the
+// topic missing at the first start and created by the agent, or a
+// healthy topic with no record of this broker) is not affected.
+func (e *Enforcer) spendCapsUnknownHistory(o *Observed, why string) {
+	if e.prot.purgesRestored || e.dryRun || o.Snapshot == nil {
+		return
+	}
+	e.prot.purgesRestored = true
+	c := e.cfg.Purge
+	pct := max(c.MaxPercentPerHour, c.MaxPercentPerDay)
+	if c.MaxPercentPerPass <= 0 || pct <= 0 {
+		return
+	}
+	mono := e.ev.lastMono
+	var dirs []string
+	for i := range o.Snapshot.LogDirs {
+		ld := &o.Snapshot.LogDirs[i]
+		b := int64(math.Ceil(pct / 100 * float64(ld.Usage.CapacityBytes)))
+		if b <= 0 {
+			continue
+		}
+		e.ev.purges = append(e.ev.purges, purgeRecord{at: mono, dir: ld.Path, bytes: b})
+		dirs = append(dirs, ld.Path)
+	}
+	if len(dirs) == 0 {
+		return
+	}
+	o.Purged = e.purged(mono)
+	e.logger.Warn("purge caps counted as spent for a day: this agent's purge history is unknown (no evidence, no action); unexpired data is not purged until the day's window frees, expired data is deleted as before",
+		"reason", why, "log_dirs", dirs, "window", "24h")
+}

@@ -122,36 +122,53 @@ func defaultAlso() []Class {
 
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
-	LedgerDelete: {Also: defaultAlso(), Seed: 346, Invariant: "I4",
-		What: "what is left, with the whole DefaultMix (burst): broker 2's agent purges 58 MiB of unexpired data, the " +
-			"agent dies, the ledger is lost as it restarts (step 51), and its new process, finding no record, purges again: " +
-			"80 MiB in an hour against a cap of 51 MiB (the purge history of R7.3 lives in the lost record; " +
-			"enforcer/purge_record.go, not yet fixed). Green over 2,000 seeds with the ledger mix (ledgerAlso); with it plus " +
-			"cordon_faults and relief, seeds 906 (I1: broker 1's follower.replication.throttled.rate left, no claim) and 1893 " +
-			"(I1: a lowered local.retention.bytes of events left) of 2,000 fail, on the code before the throttle write-back too, " +
-			"not yet explained. Fixed: seed 3 with relief (the mover's and the reassigner's throttle claims lost " +
+	LedgerDelete: {Also: defaultAlso(), Seed: 18, Invariant: "I4",
+		What: "what is left, with the whole DefaultMix: I4 at 12 seeds of 2,000 (18, 161, 255, 260, 261, 281, 530, 561, 589, 1097, 1271, 1572). Seed 530: " +
+			"broker 2's agent purges, the topic is deleted in the step its agent restarts, and the new process's first read finds " +
+			"it missing and creates it, as a fresh install does: no evidence of a history, it purges a second hour's cap (80 MiB " +
+			"against 51 MiB). A topic deleted while an agent is down cannot be told, at its first read, from a fresh install " +
+			"(design.md names the limit); a fix would hold a new process's unexpired purges for the lease in which peers write its lost record " +
+			"back, and restore the purges from it (adopt), not done. Seed 18: broker 1's duplicate pair, its active instance " +
+			"purged 40 MiB, was killed, the topic deleted, and its new process restored a history without those purges " +
+			"(from a record a peer or the standby instance wrote back: not yet explained) and purged 24 MiB more. Also, on " +
+			"the code before the caps fix too: seeds 25, 77, 136 (I1: local.retention.bytes of events left or removed; 587, 628, 915 likewise there; 1278, 1356, 1706 not checked), 1373 (I2), 1710 (I3, as ledger_reshape's), 196 " +
+			"(I2: an operator's replica.alter.log.dirs.io.max.bytes.per.second replaced by the guard's). Fixed: the restart " +
+			"finding the topic lost (reshaped, or deleted after its first read: spendCapsUnknownHistory, " +
+			"TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent); seed 3 with relief (the mover's and the reassigner's throttle claims lost " +
 			"with the ledger: an operator's broker 3 replica.alter.log.dirs.io.max.bytes.per.second=555 replaced by the " +
 			"guard's 20971520, a replication throttle left after the moves: each rung writes its own claim back from " +
 			"memory, TestR8_7MoverWritesBackTheThrottleClaimTheLedgerLost, TestR8_7ReassignerWritesBackTheClaimTheLedgerLost), " +
 			"seed 304 (an agent restarted while the ledger was lost " +
 			"wrote its new record before a peer wrote its old one back: TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers), " +
 			"seed 7 (TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 (TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
-	LedgerReshape: {Also: defaultAlso(), Seed: 1, Invariant: "I4",
-		What: "what is left, with the whole DefaultMix (burst): as ledger_delete's, broker 2's agent purges 58 MiB of " +
-			"unexpired data, the topic is reshaped (lost until the quiet phase's repair), the agent restarts and purges " +
-			"again: 80 MiB in an hour against a cap of 51 MiB. Green over 2,000 seeds with the ledger mix (ledgerAlso), and " +
-			"over 2,000 with it plus cordon_faults and relief. Fixed: seed 2 with relief (the throttle claims lost with the ledger, as " +
+	LedgerReshape: {Also: defaultAlso(), Seed: 50, Invariant: "I1",
+		What: "what is left, with the whole DefaultMix: no I4 in seeds 1-2000 since the purge caps count as spent when a " +
+			"process starts on a lost ledger (seed 1: broker 2's agent purged 58 MiB, the topic was reshaped, the agent " +
+			"restarted and purged 80 MiB in an hour against 51 MiB: TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent) and " +
+			"no instance purges on a lapsed lease while the ledger is lost (seed 34, duplicate_agent: both instances for " +
+			"broker 1 purged: TestR8_8NoPurgeOnALapsedLeaseWhileTheLedgerIsLost). What fails now, 29 seeds of 2,000, " +
+			"most after the repair of the reshaped topic: I1 in 24 (50, 141, 173, 230, 261, 349, 469, 561, 706, 776, 810, " +
+			"1032, 1081, 1087, 1152, 1159, 1210, 1224, 1314, 1382, 1391, 1715, 1749, 1757: a binding, the default quota, a " +
+			"lowered local.retention.bytes of events or a cordon left), I3 in 4 (596, 902, 1107, 1710: the guard's READ " +
+			"bindings outlive an operator's ACL change), I2 in 1 (1296). On the code before the caps fix, 13 of them pass (50, 141, 173, " +
+			"230, 349, 596, 1081, 1152, 1210, 1314, 1391, 1715, 1749: the restarted agent purged a second cap there instead " +
+			"of protecting writes), 7 fail the same way (469, 810, 1032, 1757: I1; 1296: I2; 1107, 1710: I3) and 9 broke I4 " +
+			"first: write protection taking over from caps counted spent while the topic is reshaped is left behind by " +
+			"the repair more often; not yet explained. Fixed: seed 2 with relief (the throttle claims lost with the ledger, as " +
 			"ledger_delete's seed 3), seed 1953 " +
 			"(unattributed quotas are a set: TestUnattributedQuotasAreASet), seed 1092 (an unattributed lowering's earlier " +
 			"value: TestUnattributedLoweringWaivesTheEarlierValue), seed 7 (every agent restarted while the topic was " +
 			"reshaped: what they claimed is unattributed, R8.4), seed 6 (TestR8_7NothingClaimedWhileTheLedgerIsLost), " +
 			"seeds 134, 216, 295 (TestR8_7MemoryIsTheLastSuccessfulRead); a write to a reshaped topic is refused " +
 			"(TestR8_7NoWriteToAReshapedOwnershipTopic)"},
-	LedgerGarbage: {Also: defaultAlso(), Seed: 370, Invariant: "I4",
-		What: "what is left, with the whole DefaultMix (burst): broker 2's agent purges 58 MiB of unexpired data, " +
-			"its record turns undecodable, the agent restarts and, knowing no purge history, purges again: 80 MiB in an " +
-			"hour against a cap of 51 MiB (as ledger_delete's: the purge history of R7.3 lives in the record; " +
-			"enforcer/purge_record.go, not yet fixed). Green over 2,000 seeds with the ledger mix (ledgerAlso). Fixed: " +
+	LedgerGarbage: {Also: defaultAlso(), Seed: 174, Invariant: "I2",
+		What: "what is left, with the whole DefaultMix: seed 174, I2: the operator's binding {orders literal User:* * " +
+			"WRITE DENY} removed at step 52, on the code before the caps fix too (not yet explained); over seeds 1-2000 " +
+			"no I4, and only 174, 1125 (I1: a lowered local.retention.bytes of events left, on the code before too) and " +
+			"1710 (I3, as ledger_reshape's) fail. The I4 this entry " +
+			"named (broker 2's agent purged 58 MiB, its record turned undecodable, the agent restarted and, knowing no purge " +
+			"history, purged 80 MiB in an hour against 51 MiB) is fixed: a process whose own record does not decode at its " +
+			"first read counts the caps as spent for a day (TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent). Fixed: " +
 			"seed 1659 (the simulator's model: an agent whose clock jumped forward by more than staleAfter reads every " +
 			"snapshot as stale, so cannot see its disk calm, and the operator's lift by topic held into the next episode; " +
 			"a real agent's snapshots share its clock and their age is monotonic: I6 now ends the lift only for an agent " +
