@@ -69,53 +69,24 @@ func TestR8_8ObserveDuplicateWithTheSameInstanceLiftsNothing(t *testing.T) {
 // 18: with its claims released the active agent's record had no lease,
 // and the duplicate purged a fresh hour's cap beside it).
 func TestR8_8DuplicateInstanceNeverPurgesPastTheCaps(t *testing.T) {
-	C, O := agent.StateClosed, agent.StateOpen
-	var segs []agent.Segment
-	for i := range 30 {
-		segs = append(segs, sized(int64(i)*10, i, C, 100))
-	}
-	segs = append(segs, sized(300, 30, O, 100))
 	// In the purge band, under the protect band: no claim, only purges.
-	s := snap(8800, 10000, part("a", 0, 0, 310, segs...))
-	calm := snap(5000, 10000, part("a", 0, 0, 310, segs...))
-	f := newFakeAdmin(s)
-	clock := &monoClock{wall: t0}
-	cfg := Config{Enabled: true, BrokerID: new(int32(1)), Interval: 10 * time.Second,
-		Protection: ProtectionConfig{LeaseDuration: time.Minute},
-		Purge:      PurgeConfig{MaxPercentPerPass: 2, MaxPercentPerHour: 5, MaxPercentPerDay: 10, OtherBytesPercent: 100}}
-	srcs := map[*Enforcer]*staticSource{}
-	newAs := func(instance string) (*Enforcer, *prometheus.Registry) {
-		reg := prometheus.NewRegistry()
-		src := &staticSource{snap: calm, ch: make(chan struct{}, 1)}
-		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src,
-			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srcs[e] = src
-		return e, reg
-	}
-	pass := func(e *Enforcer) {
-		clock.at(s)
-		clock.at(calm)
-		_ = e.Reconcile(t.Context())
-	}
+	x := newLeaseFixture(t, 8800, 10*time.Second)
+	clock, pass := x.clock, x.pass
 	// At most one segment past the hour's cap (500 bytes: offset 50).
 	const maxLSO = 60
-	a, _ := newAs("pod-a")
-	b, regB := newAs("pod-b")
+	a, _ := x.instance("pod-a")
+	b, regB := x.instance("pod-b")
 	// Both start while the log dir is calm: neither record holds a purge.
 	clock.tick(10 * time.Second)
 	pass(a)
 	pass(b)
-	srcs[a].set(s)
-	srcs[b].set(s)
+	x.fill()
 	for range 6 {
 		clock.tick(10 * time.Second)
 		pass(a)
 		pass(b)
 	}
-	if lso := f.lso[TopicPartition{"a", 0}]; lso == 0 || lso > maxLSO {
+	if lso := x.lso(); lso == 0 || lso > maxLSO {
 		t.Fatalf("R8.8/log start offset %d with both instances running: want some purged, at most the hour's cap (offset %d)", lso, maxLSO)
 	}
 	if v := gather(t, regB, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); v != 0 {
@@ -136,7 +107,7 @@ func TestR8_8DuplicateInstanceNeverPurgesPastTheCaps(t *testing.T) {
 		pass(a)
 		pass(b)
 	}
-	if lso := f.lso[TopicPartition{"a", 0}]; lso > maxLSO {
+	if lso := x.lso(); lso > maxLSO {
 		t.Fatalf("R7.3/log start offset %d: two instances purged past the hour's cap (offset %d)", lso, maxLSO)
 	}
 }
@@ -216,31 +187,14 @@ func TestR8_8ClaimsWrittenOverByAnotherInstanceAreLifted(t *testing.T) {
 // with enforcer_blocked{reason="lease_fenced"} 0 throughout (a healthy
 // start raised KafkaDiskGuardEnforcerBlocked).
 func TestR8_8FreshAgentIsNotFencedBeforeItsFirstLease(t *testing.T) {
-	C, O := agent.StateClosed, agent.StateOpen
-	var segs []agent.Segment
-	for i := range 30 {
-		segs = append(segs, sized(int64(i)*10, i, C, 100))
-	}
-	segs = append(segs, sized(300, 30, O, 100))
-	s := snap(8800, 10000, part("a", 0, 0, 310, segs...))
-	calm := snap(5000, 10000, part("a", 0, 0, 310, segs...))
-	f := newFakeAdmin(s)
-	clock := &monoClock{wall: t0}
-	cfg := Config{Enabled: true, BrokerID: new(int32(1)), Interval: 20 * time.Second,
-		Protection: ProtectionConfig{LeaseDuration: time.Minute},
-		Purge:      PurgeConfig{MaxPercentPerPass: 2, MaxPercentPerHour: 5, MaxPercentPerDay: 10, OtherBytesPercent: 100}}
-	reg := prometheus.NewRegistry()
-	src := &staticSource{snap: calm, ch: make(chan struct{}, 1)}
-	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src,
-		Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: "pod-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.at(calm)
+	x := newLeaseFixture(t, 8800, 20*time.Second)
+	clock := x.clock
+	e, reg := x.instance("pod-a")
+	clock.at(x.calm)
 	_ = e.Reconcile(t.Context()) // reads the ledger: calm, nothing claimed, no lease
-	src.set(s)
+	x.fill()
 	clock.tick(5 * time.Second) // within the interval: the ledger is not due
-	clock.at(s)
+	clock.at(x.full)
 	_ = e.Reconcile(t.Context())
 	if v := gather(t, reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "lease_fenced"}); v != 0 {
 		t.Errorf("R8.8/lease_fenced %v for a fresh agent no other instance contends with", v)

@@ -1,0 +1,72 @@
+package enforcer
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+)
+
+// leaseFixture: one broker's log dir holding partition a-0 (30 closed
+// segments of 100 bytes and an open one, offsets 0-310), seen at usage
+// used (of 10000 bytes) and calm at 50%; the fakes, one clock and the caps
+// (2% a pass, 5% an hour, 10% a day) the lease-fencing tests share. Each
+// instance of the agent for broker 1 starts on the calm snapshot.
+type leaseFixture struct {
+	t          *testing.T
+	full, calm *agent.Snapshot
+	f          *fakeAdmin
+	clock      *monoClock
+	cfg        Config
+	srcs       map[*Enforcer]*staticSource
+}
+
+func newLeaseFixture(t *testing.T, used uint64, interval time.Duration) *leaseFixture {
+	C, O := agent.StateClosed, agent.StateOpen
+	var segs []agent.Segment
+	for i := range 30 {
+		segs = append(segs, sized(int64(i)*10, i, C, 100))
+	}
+	segs = append(segs, sized(300, 30, O, 100))
+	full := snap(used, 10000, part("a", 0, 0, 310, segs...))
+	return &leaseFixture{t: t, full: full, calm: snap(5000, 10000, part("a", 0, 0, 310, segs...)),
+		f: newFakeAdmin(full), clock: &monoClock{wall: t0},
+		cfg: Config{Enabled: true, BrokerID: new(int32(1)), Interval: interval,
+			Protection: ProtectionConfig{LeaseDuration: time.Minute},
+			Purge:      PurgeConfig{MaxPercentPerPass: 2, MaxPercentPerHour: 5, MaxPercentPerDay: 10, OtherBytesPercent: 100}},
+		srcs: map[*Enforcer]*staticSource{}}
+}
+
+// instance starts an agent instance for broker 1, on the calm snapshot.
+func (x *leaseFixture) instance(name string) (*Enforcer, *prometheus.Registry) {
+	reg := prometheus.NewRegistry()
+	src := &staticSource{snap: x.calm, ch: make(chan struct{}, 1)}
+	e, err := New(x.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, Deps{Snapshots: src,
+		Admin: x.f, Clock: x.clock, Evidence: newFakeEvidence(x.full), Instance: name})
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	x.srcs[e] = src
+	return e, reg
+}
+
+// fill shows every instance the full snapshot from now on.
+func (x *leaseFixture) fill() {
+	for _, src := range x.srcs {
+		src.set(x.full)
+	}
+}
+
+// pass runs one of e's passes at the clock's time.
+func (x *leaseFixture) pass(e *Enforcer) {
+	x.clock.at(x.full)
+	x.clock.at(x.calm)
+	_ = e.Reconcile(x.t.Context())
+}
+
+// lso is partition a-0's log start offset.
+func (x *leaseFixture) lso() int64 { return x.f.lso[TopicPartition{"a", 0}] }
