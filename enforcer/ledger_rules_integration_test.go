@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -39,6 +40,54 @@ func purgeData(t *testing.T, topic string) (src *scantest.Source, at func(usage 
 		capacity.set(uint64(float64(usedBytes(src)) / usage))
 		src.ScanOnce()
 	}
+}
+
+// waitPurgedGone waits until the broker removed the segments a purge put
+// wholly below the log start offset, and their files: while on disk, a
+// pass counts them as bytes on their way out (or, renamed .deleted, as
+// data that is not Kafka's), which free what it would purge.
+func waitPurgedGone(t *testing.T, src *scantest.Source, g *guard, topic string, parts int32) {
+	t.Helper()
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		if files, _ := filepath.Glob(filepath.Join(shared.LogDir, topic+"-*", "*.deleted")); len(files) > 0 {
+			return fmt.Errorf("files of purged segments still on disk: %v", files)
+		}
+		lso := offsets(t, g.admin, topic, parts)
+		for _, p := range src.ScanOnce().LogDirs[0].Partitions {
+			if p.Topic != topic {
+				continue
+			}
+			for j := 0; j+1 < len(p.Segments); j++ {
+				if p.Segments[j+1].BaseOffset <= lso[p.Partition].LogStart {
+					return fmt.Errorf("%s-%d: the segment at %d is below the log start offset %d", topic, p.Partition, p.Segments[j].BaseOffset, lso[p.Partition].LogStart)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// blockedReasons lists the reasons enforcer_blocked is 1 for.
+func blockedReasons(t *testing.T, g *guard) []string {
+	t.Helper()
+	mfs, err := g.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		if mf.GetName() != "kafka_disk_guard_enforcer_blocked" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "reason" && m.GetGauge().GetValue() == 1 {
+					out = append(out, lp.GetValue())
+				}
+			}
+		}
+	}
+	return out
 }
 
 // pass runs one of g's passes; a pass's error is logged (a fenced write
@@ -100,6 +149,7 @@ func TestR8_8SecondInstanceSwitchingOnReadsTheLedgerBeforeItsFirstWrite(t *testi
 
 	// pod-b's pass: its log dir switches protection on, on the records
 	// it read while calm; more unexpired data to purge.
+	waitPurgedGone(t, src, a, topic, 2)
 	at(0.95)
 	pass(t, b)
 	recs, err = a.admin.LoadRecords(t.Context())
@@ -280,6 +330,7 @@ func TestR7_3R8_7RestartOnAnUndecodableOwnRecordPurgesNoUnexpiredData(t *testing
 	}
 
 	// The restarted process, with unexpired data to purge.
+	waitPurgedGone(t, src, first, topic, 2)
 	at(0.8995)
 	capacity := src.ScanOnce().LogDirs[0].Usage.CapacityBytes
 	mid := offsets(t, first.admin, topic, 2)
@@ -313,5 +364,6 @@ func TestR7_3R8_7RestartOnAnUndecodableOwnRecordPurgesNoUnexpiredData(t *testing
 	if want := int64(math.Ceil(float64(capacity))); !ok || counted < want {
 		t.Errorf("R7.3/the counted purge is not recorded: record present %v, %d bytes purged in %s, want at least the day's cap %d", ok, counted, shared.LogDir, want)
 	}
-	t.Logf("restarted on an undecodable record: %d bytes counted purged (capacity %d), log start offsets %v -> %v", counted, capacity, mid, after)
+	t.Logf("restarted on an undecodable record: %d bytes counted purged (capacity %d), log start offsets %v -> %v, blocked %v",
+		counted, capacity, mid, after, blockedReasons(t, second))
 }
