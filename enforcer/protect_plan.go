@@ -359,7 +359,12 @@ func (pl *protectionPlanner) claimBindings(topics []string) {
 // claimQuota decides the quota (strategy quota, spec R8.6): the guard
 // claims the value its own call set, or a value in place another record
 // names (the guard's); a value no record names is the operator's, never
-// claimed.
+// claimed. On records not read this pass (a pass switching protection
+// on), another record's claim may have been released since and an
+// operator may have set the same value again: only this agent's own
+// claims and what it set unrecorded make the value in place the guard's;
+// a peer's claim is shared from the next read on (as aclOwned does with
+// bindings).
 func (pl *protectionPlanner) claimQuota(topics []string) {
 	po := pl.po
 	if po.Strategy != StrategyQuota || len(topics) == 0 || !po.QuotaRead {
@@ -368,11 +373,13 @@ func (pl *protectionPlanner) claimQuota(topics []string) {
 	switch inPlace := po.DefaultProducerByteRate; {
 	case inPlace == 0:
 		pl.claimedQuota, pl.pp.SetQuota = po.ProducerByteRate, po.ProducerByteRate
-	case slices.Contains(pl.myQuotas, inPlace) || po.Records.GuardQuota(inPlace):
+	case slices.Contains(pl.myQuotas, inPlace) || (po.RecordsRead && po.Records.GuardQuota(inPlace)):
 		pl.claimedQuota = inPlace
-	case inPlace == po.ProducerByteRate:
+	case inPlace == po.ProducerByteRate || po.Records.GuardQuota(inPlace):
 		// An operator's quota at the wanted rate: protection in place,
-		// never claimed, never removed (spec R8.6).
+		// never claimed, never removed (spec R8.6). Or a value a record
+		// as last read names: in place this pass, the guard's or the
+		// operator's as the next read shows.
 		pl.pp.OperatorQuotaInPlace = true
 	default:
 		pl.pp.OperatorQuota = true
