@@ -367,3 +367,96 @@ func TestR7_3R8_7RestartOnAnUndecodableOwnRecordPurgesNoUnexpiredData(t *testing
 	t.Logf("restarted on an undecodable record: %d bytes counted purged (capacity %d), log start offsets %v -> %v, blocked %v",
 		counted, capacity, mid, after, blockedReasons(t, second))
 }
+
+// R8.6 on a real broker, the quota strategy (TestR8_6StaleRecordsAdoptNoOperatorQuota):
+// another agent's record claimed the default producer quota at the read
+// before; it released the claim since (record first, then the quota), and
+// an operator set the identical quota. The pass switching protection on,
+// on the records as last read, does not claim it, and the quota survives
+// the calm.
+func TestR8_6StaleRecordsAdoptNoOperatorQuotaOnARealBroker(t *testing.T) {
+	const (
+		topic = "stale-quota"
+		own   = "__kdg_test_stale_quota"
+		rate  = 1024
+	)
+	shared.CreateTopic(t, topic, 1, nil)
+	shared.Produce(t, topic, 0, 20, 1000)
+	capacity := &fixedCapacity{v: 1 << 40}
+	src := &scantest.Source{LogDir: shared.LogDir, Topics: map[string]bool{topic: true}, Capacity: capacity.get}
+	used := usedBytes(src)
+	capacity.set(uint64(float64(used) / 0.5))
+	src.ScanOnce()
+	cfg := enforcer.Config{Enabled: true, Interval: time.Second, Protection: enforcer.ProtectionConfig{
+		Strategy: enforcer.StrategyQuota, ProducerByteRate: rate, LeaseDuration: time.Minute}}
+	g := newGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: own})
+	ctx := t.Context()
+	t.Cleanup(func() { g.admin.RemoveDefaultProducerQuota(context.Background()) })
+	setQuota := func() {
+		t.Helper()
+		if err := g.admin.SetDefaultProducerQuota(ctx, rate); err != nil {
+			t.Fatal(err)
+		}
+		kafkatest.Eventually(t, 30*time.Second, func() error {
+			if got, err := g.admin.DefaultProducerQuota(ctx); err != nil || got != rate {
+				return fmt.Errorf("default producer_byte_rate %d (%v), want %d", got, err, rate)
+			}
+			return nil
+		})
+	}
+	// Broker 2's agent protects with the quota (its record, then the quota).
+	const peer = 2
+	claim := enforcer.Record{BrokerID: peer, Instance: "agent-2", Strategy: enforcer.StrategyQuota, LogDirs: []string{"/var/lib/kafka/data"},
+		Owned:   []enforcer.Owned{ledger.QuotaOwned(rate)},
+		Renewed: time.Now(), Since: time.Now(), Updated: time.Now(), LeaseMs: time.Minute.Milliseconds()}
+	kafkatest.Eventually(t, 30*time.Second, func() error { return g.admin.StoreRecord(ctx, claim) })
+	setQuota()
+	pass(t, g) // calm: reads the records, broker 2 claims the quota
+	if v := metric(g.reg, "kafka_disk_guard_cluster_write_protection", map[string]string{"broker_id": "2"}); v != 1 {
+		t.Fatalf("the test needs the agent to have read broker 2's claim in place: cluster_write_protection{broker_id=2} %v", v)
+	}
+
+	// Broker 2 releases its claim (record first, then the quota); the
+	// operator then sets the identical quota.
+	released := enforcer.Record{BrokerID: peer, Instance: "agent-2", Strategy: enforcer.StrategyQuota, Updated: time.Now()}
+	if err := g.admin.StoreRecord(ctx, released); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.admin.RemoveDefaultProducerQuota(ctx); err != nil {
+		t.Fatal(err)
+	}
+	setQuota()
+
+	// The agent's log dir switches protection on, on the cached records.
+	capacity.set(uint64(float64(used) / 0.95))
+	src.ScanOnce()
+	pass(t, g)
+	recs, err := g.admin.LoadRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := recs.Agents[shared.NodeID]; r.Quota() != 0 || len(r.LogDirs) == 0 {
+		t.Errorf("R8.6/the operator's quota is claimed on stale records (or the log dir is not protected): claims %v, log dirs %v", r.Owned, r.LogDirs)
+	}
+
+	// Calm: the operator's quota stays.
+	capacity.set(uint64(float64(used) / 0.5))
+	src.ScanOnce()
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		pass(t, g)
+		recs, err := g.admin.LoadRecords(ctx)
+		if err != nil {
+			return err
+		}
+		if r := recs.Agents[shared.NodeID]; r.Claims() || len(r.LogDirs) > 0 {
+			return fmt.Errorf("the agent's record still protects: claims %v, log dirs %v", r.Owned, r.LogDirs)
+		}
+		return nil
+	})
+	for range 2 {
+		pass(t, g)
+	}
+	if got, err := g.admin.DefaultProducerQuota(ctx); err != nil || got != rate {
+		t.Fatalf("R8.6/the operator's quota after the calm: %d (%v), want %d", got, err, rate)
+	}
+}
