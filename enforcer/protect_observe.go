@@ -226,7 +226,7 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 		e.spendCapsUnknownHistory(o, "this agent's own record does not decode")
 	}
 	e.followInstance(recs, o.Now)
-	e.keepOverwritten(recs.Agents[e.brokerID])
+	e.keepOverwritten(recs)
 	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
 		o.Purged = e.purged(e.ev.lastMono)
 	}

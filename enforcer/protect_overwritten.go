@@ -8,24 +8,35 @@ package enforcer
 // names are remembered as set unrecorded: this agent lifts them like its
 // own once it acts again (a standby changes nothing), and until then they
 // are the guard's, never an operator's, to every pass of this agent.
-// Once per record written.
-func (e *Enforcer) keepOverwritten(cur Record) {
+// What a lift of this broker that the record written had not acknowledged
+// covers is not kept: the lift voided those claims and its writer (a peer
+// after the lease, an operator) released them; what it could not release
+// stays with the record that acknowledges it. Kept, an operator's
+// identical binding made after the lift would be taken for this agent's
+// and deleted (spec R8.6; found by the simulation, ledger_garbage seed
+// 174). Once per record written.
+func (e *Enforcer) keepOverwritten(recs Records) {
+	cur := recs.Agents[e.brokerID]
 	w := e.prot.written
 	if w == nil || w.Instance != e.instance || cur.Instance == "" || cur.Instance == e.instance || w.Updated.Equal(e.prot.overwritten) {
 		return
 	}
 	e.prot.overwritten = w.Updated
+	voided := func(string) bool { return false }
+	if l, ok := recs.Lifts[e.brokerID]; ok && l.ID != "" && l.ID != w.Ack {
+		voided = l.Covers
+	}
 	now := bindingIndex{}
 	cur.Bindings(nil, func(a ACL) { now.add(a) })
 	n := 0
-	w.Bindings(nil, func(a ACL) {
+	w.Bindings(func(topic string) bool { return !voided(topic) }, func(a ACL) {
 		if !now.has(a) && !e.prot.unrecorded[a] {
 			e.prot.unrecorded[a] = true
 			n++
 		}
 	})
 	q := max(w.Quota(), w.ReleasingQuota())
-	if q > 0 && cur.Quota() != q && cur.ReleasingQuota() != q {
+	if q > 0 && cur.Quota() != q && cur.ReleasingQuota() != q && !voided("") {
 		e.prot.unrecordedQuota = q
 	}
 	if n > 0 || e.prot.unrecordedQuota > 0 {

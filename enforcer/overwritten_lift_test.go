@@ -1,0 +1,67 @@
+package enforcer
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
+
+// R8.6, R8.8: an instance whose record another instance for its broker
+// wrote over keeps what it claimed as set unrecorded (keepOverwritten),
+// but not what a lift voided since it wrote: the lifter released it. Its
+// reads failed while its lease lapsed; a peer lifted its bindings, the
+// other instance took over and acknowledged the lift, and the operator
+// then froze topic a with the same binding (protection status showed no
+// claim on it). Kept as unrecorded, the operator's binding was taken for
+// this instance's and deleted (found by the simulation, ledger_garbage
+// seed 174: {orders literal User:* * WRITE DENY} removed).
+func TestR8_8OverwrittenInstanceKeepsNothingALiftVoided(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	newAs := func(instance string) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := calm()
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first, second := newAs("pod-a"), newAs("pod-b")
+	passAt(t, first, clock, full())
+	if !f.acls[denyAll("a")] || f.records.Agents[1].Instance != "pod-a" {
+		t.Fatalf("not protected by pod-a: %v %+v", f.acls, f.records.Agents[1])
+	}
+	// pod-a's passes fail from here on (it runs none): a peer lifts its
+	// expired lease.
+	clock.t = clock.t.Add(11 * time.Second)
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 1, By: "agent of broker 2", Reason: "lease not renewed",
+		Kind: ledger.LiftLeaseExpired, Now: clock.t})
+	if err != nil || len(res.Lifts) != 1 || f.acls[denyAll("a")] {
+		t.Fatalf("the peer's lift: %+v, %v; bindings %v", res, err, f.acls)
+	}
+	// pod-b sees pod-a's lease unrenewed, takes over and acknowledges
+	// the lift.
+	for range 12 {
+		passAfter(t, second, clock, time.Second, calm())
+	}
+	if r := f.records.Agents[1]; r.Instance != "pod-b" || r.Ack != res.Lifts[0].ID || r.Claims() {
+		t.Fatalf("the test needs pod-b's record, the lift acknowledged, over pod-a's: %+v", r)
+	}
+	// The operator freezes topic a: no record claims the binding.
+	f.acls[denyAll("a")] = true
+	for range 5 {
+		passAfter(t, first, clock, time.Second, calm())
+		passAfter(t, second, clock, time.Second, calm())
+	}
+	if !f.acls[denyAll("a")] {
+		t.Errorf("R8.6/the operator's binding %v, made after a lift voided pod-a's identical claim, was deleted by pod-a", denyAll("a"))
+	}
+}
