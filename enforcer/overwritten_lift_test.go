@@ -65,3 +65,51 @@ func TestR8_8OverwrittenInstanceKeepsNothingALiftVoided(t *testing.T) {
 		t.Errorf("R8.6/the operator's binding %v, made after a lift voided pod-a's identical claim, was deleted by pod-a", denyAll("a"))
 	}
 }
+
+// R8.5, R8.8: a local-retention claim of an instance whose record another
+// instance for its broker wrote over (from a stale read that lacked it)
+// is kept like its bindings: the instance restores the operator's value
+// once the disk is calm. Forgotten, the lowered value belonged to no claim
+// and stayed for good (found by the simulation, ledger_garbage seed 1125:
+// local.retention.bytes of events left at 5775360 over the operator's
+// 104857600).
+func TestR8_8OverwrittenInstanceKeepsItsLocalRetentionClaim(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "100000"}}
+	clock := &clockAt{t0}
+	newAs := func(instance string, admin Admin) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge,
+			Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := tieredSnap(100)
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: admin, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	stale := &staleRecords{fakeAdmin: f}
+	first, second := newAs("pod-a", f), newAs("pod-b", stale)
+	passAt(t, second, clock, tieredSnap(100)) // reads the empty ledger
+	empty, err := f.LoadRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	passAfter(t, first, clock, time.Second, tieredSnap(870))
+	if v, _ := localRetention(f, "tiered"); v != "400" || len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatalf("not lowered by pod-a: %q %+v", v, f.records.Agents[1])
+	}
+	stale.old = &empty
+	_ = tryPassAfter(t, second, clock, time.Second, tieredSnap(950))
+	if r := f.records.Agents[1]; r.Instance != "pod-b" || len(r.ConfigClaims()) != 0 {
+		t.Fatalf("the test needs pod-b's record, without the claim, over pod-a's: %+v", r)
+	}
+	stale.old = nil
+	for range 5 {
+		passAfter(t, first, clock, time.Second, tieredSnap(100))
+		passAfter(t, second, clock, time.Second, tieredSnap(100))
+	}
+	if v, _ := localRetention(f, "tiered"); v != "100000" {
+		t.Errorf("R8.5/local.retention.bytes %q once both instances are calm, want the operator's 100000 (claimed by pod-a, its record written over by pod-b)", v)
+	}
+}

@@ -70,8 +70,13 @@ type protectionState struct {
 	self    leaseSeen
 	standby bool
 	// overwritten: the Updated of this agent's last written record
-	// whose claims another instance wrote over (protect_overwritten.go).
+	// whose claims another instance wrote over (protect_overwritten.go);
+	// keptConfigs: the config claims of that record kept, merged back
+	// into this broker's record as read (keptMerged) until a record
+	// planned with them is written.
 	overwritten time.Time
+	keptConfigs []ConfigClaim
+	keptMerged  bool
 	// selfGone: since when this agent's broker has been missing from the
 	// cluster's metadata (monotonic; negative: listed).
 	selfGone time.Duration
@@ -227,6 +232,7 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	}
 	e.followInstance(recs, o.Now)
 	e.keepOverwritten(recs)
+	recs = e.mergeKept(recs)
 	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
 		o.Purged = e.purged(e.ev.lastMono)
 	}
