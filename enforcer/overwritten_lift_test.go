@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -111,5 +112,97 @@ func TestR8_8OverwrittenInstanceKeepsItsLocalRetentionClaim(t *testing.T) {
 	}
 	if v, _ := localRetention(f, "tiered"); v != "100000" {
 		t.Errorf("R8.5/local.retention.bytes %q once both instances are calm, want the operator's 100000 (claimed by pod-a, its record written over by pod-b)", v)
+	}
+}
+
+// failingACLs fails TopicACLs while fail is set.
+type failingACLs struct {
+	*fakeAdmin
+	fail bool
+}
+
+func (a *failingACLs) TopicACLs(ctx context.Context) ([]ACL, error) {
+	if a.fail {
+		return nil, errDown
+	}
+	return a.fakeAdmin.TopicACLs(ctx)
+}
+
+// R8.8: an observe-mode instance that took over its broker's record (the
+// active instance's lease seen unrenewed) writes nothing from records it
+// did not read this pass: the active instance may have written since.
+// Here its reads of the cluster failed through the pass that took over;
+// the active instance, back, dropped its local-retention claim (the
+// operator had changed the value) and renewed its lease; the observer's
+// next pass, within the interval, used its cached records and wrote the
+// claim back, releasing, over the active instance's record. Another
+// agent had meanwhile lowered the operator's new value to the same
+// number: two claims on one value with different originals, and the
+// operator's lift restored the older original over the operator's newer
+// value (found by the simulation: seed 2581 of the default mix,
+// local.retention.bytes 100 MB restored over the operator's 200 MB).
+func TestR8_8ObserveInstanceWritesNothingFromRecordsNotReadThisPass(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "100000"}}
+	clock := &clockAt{t0}
+	newAs := func(instance string, enabled bool, admin Admin) *Enforcer {
+		cfg := Config{Enabled: enabled, Interval: time.Second, Purge: lenientPurge,
+			Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := tieredSnap(870)
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: admin, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	observerAdmin := &failingACLs{fakeAdmin: f}
+	active, observer := newAs("pod-a", true, f), newAs("pod-b", false, observerAdmin)
+	passAt(t, active, clock, tieredSnap(870))
+	if v, _ := localRetention(f, "tiered"); v != "400" || len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatalf("not lowered by pod-a: %q %+v", v, f.records.Agents[1])
+	}
+	// pod-a runs no pass for a lease; pod-b follows its record.
+	for range 10 {
+		passAfter(t, observer, clock, time.Second, tieredSnap(870))
+	}
+	if r := f.records.Agents[1]; r.Instance != "pod-a" {
+		t.Fatalf("pod-b wrote before the lease ran out: %+v", r)
+	}
+	// pod-b's pass that sees the lease run out fails reading the ACLs.
+	observerAdmin.fail = true
+	_ = tryPassAfter(t, observer, clock, time.Second, tieredSnap(870))
+	observerAdmin.fail = false
+	if r := f.records.Agents[1]; r.Instance != "pod-a" {
+		t.Fatalf("the test needs pod-b's takeover pass to write nothing: %+v", r)
+	}
+	// The operator sets its own value; pod-a, back, drops its claim.
+	f.mu.Lock()
+	f.configs["tiered"][LocalRetentionBytesKey] = "200000"
+	f.mu.Unlock()
+	passAfter(t, active, clock, 200*time.Millisecond, tieredSnap(870))
+	if r := f.records.Agents[1]; r.Instance != "pod-a" || len(r.ConfigClaims()) != 0 {
+		t.Fatalf("the test needs pod-a's record without its claim: %+v", r)
+	}
+	// Broker 2's agent lowers the operator's value to the same number
+	// pod-a had set.
+	orig := "200000"
+	if err := f.StoreRecord(t.Context(), Record{Version: 2, BrokerID: 2, Instance: "broker-2", Strategy: StrategyACL, LeaseMs: 10000,
+		Renewed: clock.t, Updated: clock.t, Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &orig}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.configs["tiered"][LocalRetentionBytesKey] = "400"
+	f.mu.Unlock()
+	// pod-b, within the interval of its last read.
+	_ = tryPassAfter(t, observer, clock, 200*time.Millisecond, tieredSnap(870))
+	if r := f.records.Agents[1]; r.Instance != "pod-a" || len(r.ConfigClaims()) != 0 {
+		t.Errorf("R8.8/pod-b (observe mode) wrote broker 1's record from records it did not read this pass, over pod-a's newer one: %+v", r)
+	}
+	if _, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{All: true, By: "operator", Now: clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := localRetention(f, "tiered"); v != "200000" {
+		t.Errorf("R8.5/the operator's lift restored local.retention.bytes %q, want the operator's newer 200000", v)
 	}
 }

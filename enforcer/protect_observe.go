@@ -112,10 +112,12 @@ type protectionState struct {
 	// pass: the current pass's time (Observed.Now). fenceRead: the pass
 	// whose lease fencing read was made (at most one a pass, leaseFence);
 	// fenceOK: it allowed this agent's record writes and purges;
-	// purgesHeld: the pass in which it counted another instance's purges
-	// (that pass's purges, planned without them, wait).
+	// fenceChanged: it found this broker's record written since the
+	// records the pass planned with (writtenSince); purgesHeld: the pass
+	// in which it counted another instance's purges (that pass's purges,
+	// planned without them, wait).
 	pass, fenceRead, purgesHeld time.Time
-	fenceOK                     bool
+	fenceOK, fenceChanged       bool
 	// calmSeen: a pass saw this agent's log dirs calm (calm) since its
 	// record was last written after planning protection: an operator's
 	// lift acknowledged earlier is over (its episode ended), even if every
