@@ -206,3 +206,28 @@ func TestR8_8ObserveInstanceWritesNothingFromRecordsNotReadThisPass(t *testing.T
 		t.Errorf("R8.5/the operator's lift restored local.retention.bytes %q, want the operator's newer 200000", v)
 	}
 }
+
+// R8.5: a local-retention claim kept from a record another instance wrote
+// over is not written back when another record's claim on another
+// original sets its value: the operator changed the value since, and
+// another agent lowered the new one to the same number. Written back,
+// two claims with different originals would share the value, and a lift
+// could restore the older original over the operator's newer value (as
+// at seed 2581, by another path).
+func TestR8_5KeptClaimNeverSharesAValueWithAnotherOriginal(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, tieredSnap(870), f, clock)
+	older, newer := "100000", "200000"
+	kept := ConfigClaim{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &older}
+	recs := ledger.NewRecords()
+	recs.Agents[1] = Record{BrokerID: 1, Instance: "pod-b"}
+	e.prot.keptConfigs = []ConfigClaim{kept}
+	if got := e.mergeKept(recs).Agents[1].Configs; len(got) != 1 {
+		t.Fatalf("the kept claim is not written back into the record as read: %+v", got)
+	}
+	recs.Agents[2] = Record{BrokerID: 2, Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &newer}}}
+	if got := e.mergeKept(recs).Agents[1].Configs; len(got) != 0 {
+		t.Errorf("R8.5/the kept claim (400 over %s) written back beside broker 2's claim of 400 over %s: %+v", older, newer, got)
+	}
+}

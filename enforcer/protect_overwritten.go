@@ -62,8 +62,12 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 // the record to be written: the planner then restores or keeps them like
 // any claim of its own. A lowered value no claim names would be taken for
 // an operator's and stay for good (found by the simulation,
-// ledger_garbage seed 1125). Kept until a record planned with them is
-// written.
+// ledger_garbage seed 1125). A kept claim whose value another record's
+// claim on another original sets is not written back: two claims with
+// different originals never share a value (the operator changed the
+// value since, and another agent lowered the new one to the same number:
+// the kept claim's original is the older one). Kept until a record
+// planned with them is written.
 func (e *Enforcer) mergeKept(recs Records) Records {
 	if len(e.prot.keptConfigs) == 0 || e.prot.standby || e.dryRun {
 		return recs
@@ -72,13 +76,18 @@ func (e *Enforcer) mergeKept(recs Records) Records {
 	cur := recs.Agents[e.brokerID]
 	cur.BrokerID = e.brokerID
 	cur.Configs = slices.Clone(cur.Configs)
+	added := false
 	for _, c := range e.prot.keptConfigs {
-		if !claimsKey(cur, c) {
+		if !claimsKey(cur, c) && !recs.OtherOriginalSets(c.Topic, c.Key, c.Value, c.Orig) {
 			cur.Configs = append(cur.Configs, c)
+			added = true
 		}
 	}
-	recs.Agents[e.brokerID] = cur
-	e.prot.dirty, e.prot.keptMerged = true, true
+	e.prot.keptMerged = true
+	if added {
+		recs.Agents[e.brokerID] = cur
+		e.prot.dirty = true
+	}
 	return recs
 }
 
