@@ -36,7 +36,11 @@ func (e *Enforcer) apply(ctx context.Context, plan Plan, goals []DirGoal, o Obse
 			return nil
 		}
 	}
-	if o.Protection != nil {
+	if o.Protection != nil && e.writtenSince(o.Now) && !pp.Grows() {
+		// This broker's record was written since the records this plan
+		// used: the next pass plans from it (purge_record.go).
+		e.logger.Debug("protection plan not applied: this broker's record was written since the records it was planned with")
+	} else if o.Protection != nil {
 		problems, err := e.applyProtection(ctx, plan, protectBand)
 		if err != nil {
 			errs = append(errs, err)

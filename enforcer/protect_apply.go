@@ -296,6 +296,9 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	r.BrokerID = e.brokerID
 	e.prot.records.Agents[e.brokerID] = r
 	e.prot.written = &r
+	if e.prot.keptMerged {
+		e.prot.keptConfigs, e.prot.keptMerged = nil, false // planned with them (mergeKept)
+	}
 	if len(e.prot.unrecorded) > 0 {
 		r.Bindings(nil, func(a ACL) { delete(e.prot.unrecorded, a) })
 	}

@@ -70,8 +70,13 @@ type protectionState struct {
 	self    leaseSeen
 	standby bool
 	// overwritten: the Updated of this agent's last written record
-	// whose claims another instance wrote over (protect_overwritten.go).
+	// whose claims another instance wrote over (protect_overwritten.go);
+	// keptConfigs: the config claims of that record kept, merged back
+	// into this broker's record as read (keptMerged) until a record
+	// planned with them is written.
 	overwritten time.Time
+	keptConfigs []ConfigClaim
+	keptMerged  bool
 	// selfGone: since when this agent's broker has been missing from the
 	// cluster's metadata (monotonic; negative: listed).
 	selfGone time.Duration
@@ -107,10 +112,12 @@ type protectionState struct {
 	// pass: the current pass's time (Observed.Now). fenceRead: the pass
 	// whose lease fencing read was made (at most one a pass, leaseFence);
 	// fenceOK: it allowed this agent's record writes and purges;
-	// purgesHeld: the pass in which it counted another instance's purges
-	// (that pass's purges, planned without them, wait).
+	// fenceChanged: it found this broker's record written since the
+	// records the pass planned with (writtenSince); purgesHeld: the pass
+	// in which it counted another instance's purges (that pass's purges,
+	// planned without them, wait).
 	pass, fenceRead, purgesHeld time.Time
-	fenceOK                     bool
+	fenceOK, fenceChanged       bool
 	// calmSeen: a pass saw this agent's log dirs calm (calm) since its
 	// record was last written after planning protection: an operator's
 	// lift acknowledged earlier is over (its episode ended), even if every
@@ -226,7 +233,8 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 		e.spendCapsUnknownHistory(o, "this agent's own record does not decode")
 	}
 	e.followInstance(recs, o.Now)
-	e.keepOverwritten(recs.Agents[e.brokerID])
+	e.keepOverwritten(recs)
+	recs = e.mergeKept(recs)
 	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
 		o.Purged = e.purged(e.ev.lastMono)
 	}

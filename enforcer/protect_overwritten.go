@@ -1,5 +1,7 @@
 package enforcer
 
+import "slices"
+
 // keepOverwritten keeps what this agent's last written record claimed
 // when another instance for the same broker has written over it (spec
 // R8.8). Two instances write one record: an instance whose reads failed
@@ -7,32 +9,94 @@ package enforcer
 // claimed leave the ledger while they stay in place. Those no record
 // names are remembered as set unrecorded: this agent lifts them like its
 // own once it acts again (a standby changes nothing), and until then they
-// are the guard's, never an operator's, to every pass of this agent.
-// Once per record written.
-func (e *Enforcer) keepOverwritten(cur Record) {
+// are the guard's, never an operator's, to every pass of this agent. Its
+// config claims (lowered local retention) are kept too, and written back
+// into its record once it acts (mergeKept).
+// What a lift of this broker that the record written had not acknowledged
+// covers is not kept: the lift voided those claims and its writer (a peer
+// after the lease, an operator) released them; what it could not release
+// stays with the record that acknowledges it. Kept, an operator's
+// identical binding made after the lift would be taken for this agent's
+// and deleted (spec R8.6; found by the simulation, ledger_garbage seed
+// 174). Once per record written.
+func (e *Enforcer) keepOverwritten(recs Records) {
+	cur := recs.Agents[e.brokerID]
 	w := e.prot.written
 	if w == nil || w.Instance != e.instance || cur.Instance == "" || cur.Instance == e.instance || w.Updated.Equal(e.prot.overwritten) {
 		return
 	}
 	e.prot.overwritten = w.Updated
+	voided := func(string) bool { return false }
+	if l, ok := recs.Lifts[e.brokerID]; ok && l.ID != "" && l.ID != w.Ack {
+		voided = l.Covers
+	}
 	now := bindingIndex{}
 	cur.Bindings(nil, func(a ACL) { now.add(a) })
 	n := 0
-	w.Bindings(nil, func(a ACL) {
+	w.Bindings(func(topic string) bool { return !voided(topic) }, func(a ACL) {
 		if !now.has(a) && !e.prot.unrecorded[a] {
 			e.prot.unrecorded[a] = true
 			n++
 		}
 	})
+	for _, c := range w.Configs {
+		if !voided(c.Topic) && !claimsKey(cur, c) && !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
+			e.prot.keptConfigs = append(e.prot.keptConfigs, c)
+			n++
+		}
+	}
 	q := max(w.Quota(), w.ReleasingQuota())
-	if q > 0 && cur.Quota() != q && cur.ReleasingQuota() != q {
+	if q > 0 && cur.Quota() != q && cur.ReleasingQuota() != q && !voided("") {
 		e.prot.unrecordedQuota = q
 	}
 	if n > 0 || e.prot.unrecordedQuota > 0 {
 		e.logger.Warn("another agent instance for this broker wrote over this agent's record: what it claimed is kept as set unrecorded, lifted by this agent",
-			"broker_id", e.brokerID, "instance", e.instance, "other_instance", cur.Instance, "bindings", n, "quota", e.prot.unrecordedQuota)
+			"broker_id", e.brokerID, "instance", e.instance, "other_instance", cur.Instance, "claims", n, "quota", e.prot.unrecordedQuota)
 	}
 }
+
+// mergeKept writes the config claims keepOverwritten kept (local
+// retention lowered by this agent, its record written over by another
+// instance's that lacks them) back into this broker's record as read,
+// while this agent acts (not standing by, not in observe mode), and marks
+// the record to be written: the planner then restores or keeps them like
+// any claim of its own. A lowered value no claim names would be taken for
+// an operator's and stay for good (found by the simulation,
+// ledger_garbage seed 1125). A kept claim whose value another record's
+// claim on another original sets is not written back: two claims with
+// different originals never share a value (the operator changed the
+// value since, and another agent lowered the new one to the same number:
+// the kept claim's original is the older one). Kept until a record
+// planned with them is written.
+func (e *Enforcer) mergeKept(recs Records) Records {
+	if len(e.prot.keptConfigs) == 0 || e.prot.standby || e.dryRun {
+		return recs
+	}
+	recs = recs.Clone()
+	cur := recs.Agents[e.brokerID]
+	cur.BrokerID = e.brokerID
+	cur.Configs = slices.Clone(cur.Configs)
+	added := false
+	for _, c := range e.prot.keptConfigs {
+		if !claimsKey(cur, c) && !recs.OtherOriginalSets(c.Topic, c.Key, c.Value, c.Orig) {
+			cur.Configs = append(cur.Configs, c)
+			added = true
+		}
+	}
+	e.prot.keptMerged = true
+	if added {
+		recs.Agents[e.brokerID] = cur
+		e.prot.dirty = true
+	}
+	return recs
+}
+
+// claimsKey reports whether r holds a claim on c's topic config key.
+func claimsKey(r Record, c ConfigClaim) bool {
+	return slices.ContainsFunc(r.Configs, func(x ConfigClaim) bool { return sameKey(x, c) })
+}
+
+func sameKey(a, b ConfigClaim) bool { return a.Topic == b.Topic && a.Key == b.Key }
 
 // pruneUnrecorded forgets the bindings set unrecorded that a read after
 // their creation finds gone: a creation that failed before taking effect,

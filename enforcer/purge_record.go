@@ -116,7 +116,7 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 	// found by the simulation, ledger_reshape with duplicate_agent,
 	// seed 34: both instances purged while the topic was reshaped).
 	lostFenced := purges && !e.dryRun && e.prot.ledgerLost && !e.leaseLive(now)
-	fenced := purges && (lostFenced || !e.leaseFence(ctx, now) || e.prot.purgesHeld.Equal(now))
+	fenced := purges && !e.dryRun && (lostFenced || !e.leaseFence(ctx, now) || e.prot.purgesHeld.Equal(now) || e.writtenSince(now))
 	e.m.blocked.WithLabelValues(string(BlockLeaseFenced)).Set(gauge(fenced))
 	if e.dryRun || !purges {
 		return dels
@@ -177,14 +177,19 @@ func (e *Enforcer) leaseLive(now time.Time) bool {
 	return e.prot.renewed && e.monotonic(now)-e.prot.renewedMono < lease-leaseMargin(lease)
 }
 
-// fenced reports whether this pass may not purge unexpired data (lease
-// fencing, spec R8.8): enforcing with a ledger, its lease not live with
-// the margin, and the ledger not read this pass (a read shows whether
-// another instance holds the broker: without one, this agent cannot tell
-// that no other took over). Without a ledger (never read, lost) no read
-// can tell: recordPurgesAhead lets purges go on while the lease is live.
+// fenced reports whether this pass may not write its record or purge
+// unexpired data before it reads the ledger (lease fencing, spec R8.8):
+// with a ledger, its lease not live with the margin, and the ledger not
+// read this pass (a read shows whether another instance holds the broker:
+// without one, this agent cannot tell that no other took over, or wrote
+// since). Observe mode too: an observe-mode instance writes its broker's
+// record when it lifts what that record claims, and written from records
+// not read this pass it would put back a claim the active instance had
+// just dropped (found by the simulation, seed 2581 of the default mix).
+// Without a ledger (never read, lost) no read can tell: recordPurgesAhead
+// lets purges go on while the lease is live.
 func (e *Enforcer) fenced(now time.Time) bool {
-	if e.dryRun || e.prot.records == nil || e.prot.ledgerLost || e.prot.loaded.Equal(now) {
+	if e.prot.records == nil || e.prot.ledgerLost || e.prot.loaded.Equal(now) {
 		return false
 	}
 	return !e.leaseLive(now)
@@ -215,10 +220,16 @@ func (e *Enforcer) leaseFence(ctx context.Context, now time.Time) bool {
 // other instance holds this broker's lease (followInstance: then it
 // stands by).
 func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
+	e.prot.fenceChanged = false
 	recs, err := e.admin.LoadRecords(ctx)
 	if err != nil {
 		e.logger.Debug("lease fencing: ledger read failed", "err", err)
 		return false
+	}
+	if e.prot.records != nil {
+		cur, ok := recs.Agents[e.brokerID]
+		old, had := e.prot.records.Agents[e.brokerID]
+		e.prot.fenceChanged = ok != had || cur.Instance != old.Instance || !cur.Updated.Equal(old.Updated)
 	}
 	e.followInstance(recs, now)
 	if e.prot.standby {
@@ -228,10 +239,26 @@ func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 	// the log dir's, spec R7.3), and the records this pass writes hold
 	// them (storeRecord); this pass's deletions were planned without
 	// them, so they wait for the next pass's plan.
-	if e.restorePurges(recs.Agents[e.brokerID], now) {
+	if !e.dryRun && e.restorePurges(recs.Agents[e.brokerID], now) {
 		e.prot.purgesHeld = now
 	}
 	return true
+}
+
+// writtenSince reports whether this pass's lease fencing read found this
+// broker's record written since the records the pass planned with
+// (another instance, or this one's earlier process, wrote it). A plan
+// that protects nothing more is then not applied, and the unexpired
+// deletions wait: the next pass plans from what is there. Written from
+// the records read before, the plan would put back a claim the writer
+// had just dropped (found by the simulation, seed 2581 of the default
+// mix: an observe-mode duplicate put back a local-retention claim the
+// active instance had dropped after an operator's change; another agent
+// lowered the operator's new value to the same number, and the operator's
+// lift restored the older original over the newer value). Switching
+// protection on never waits for it (spec R8.4).
+func (e *Enforcer) writtenSince(now time.Time) bool {
+	return e.prot.fenceRead.Equal(now) && e.prot.fenceChanged
 }
 
 // isPurge reports whether a deletion deletes unexpired bytes.

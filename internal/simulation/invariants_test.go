@@ -6,6 +6,7 @@ import (
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
 )
 
 // TestInvariantsCatch: the checks fire on the state they forbid: a
@@ -48,10 +49,59 @@ func TestInvariantsCatch(t *testing.T) {
 
 func newTestSim(t *testing.T) *sim {
 	t.Helper()
-	s := &sim{opts: Options{Seed: 1, Classes: []Class{}}, classes: map[Class]bool{}, now: start,
+	return newTestSimSeed(t, 1)
+}
+
+// newTestSimSeed: the cluster of seed (seed 1: without
+// allow.everyone.if.no.acl.found; seed 3: with it).
+func newTestSimSeed(t *testing.T, seed int64) *sim {
+	t.Helper()
+	s := &sim{opts: Options{Seed: seed, Classes: []Class{}}, classes: map[Class]bool{}, now: start,
 		lastFault: map[int32]int{}, protectSince: map[int32]int{}, fencedAtStart: map[int32]bool{},
 		failNext: map[string]bool{}, suppressed: map[int32]bool{}, liftedAt: -1000, strategy: enforcer.StrategyACL, logger: slog.New(slog.DiscardHandler)}
-	s.rng = newRand(1)
+	s.rng = newRand(seed)
 	s.build()
 	return s
+}
+
+// An operator's deletion whose reply is lost after it took effect is
+// gone from I3's baseline: the guard's absence shape, set on the topic
+// the operator left without ACLs (its ALLOW READ User:* identical to the
+// binding deleted), keeps what allow.everyone.if.no.acl.found grants and
+// gains nothing (found by the simulation: seed 1710 of the default mix
+// with ledger_garbage, ledger_delete or ledger_reshape: the baseline kept
+// the deleted ALLOW READ User:* on events, so saw an ACL on the topic,
+// and took the guard's ALLOW DELETE User:* for a gain).
+func TestOperatorDeletionWithALostReplyLeavesTheBaseline(t *testing.T) {
+	s := newTestSimSeed(t, 3)
+	if !s.allowEveryone() {
+		t.Fatal("the test needs allow.everyone.if.no.acl.found (seed 3's cluster)")
+	}
+	read := operatorACLs[3] // ALLOW User:* READ on events
+	if err := s.op.admin.CreateACLs(t.Context(), []ledger.ACL{read}); err != nil {
+		t.Fatal(err)
+	}
+	s.op.acls[read], s.op.base[read] = true, true
+	s.c.Faults.Hook = func(_, method string, phase simbroker.CallPhase) error {
+		if method == "DeleteACLs" && phase == simbroker.After {
+			return simbroker.Injected(method, phase, true)
+		}
+		return nil
+	}
+	delete(s.op.acls, read)
+	if err := s.op.deleteACL(t.Context(), read); err == nil || s.c.ACLs()[read] {
+		t.Fatalf("the test needs the deletion done and its reply lost: %v, in place %v", err, s.c.ACLs()[read])
+	}
+	s.c.Faults.Hook = nil
+	var absence []ledger.ACL
+	for _, op := range ledger.OpsButWrite {
+		absence = append(absence, ledger.LiteralACL("events", ledger.AnyPrincipal, op, ledger.PermAllow))
+	}
+	absence = append(absence, ledger.LiteralACL("events", ledger.AnyPrincipal, ledger.OpWrite, ledger.PermDeny))
+	if err := s.c.Admin(2, "agent-2").CreateACLs(t.Context(), absence); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.check(); f != nil {
+		t.Errorf("the guard's absence shape on a topic the operator left without ACLs: %v", f)
+	}
 }

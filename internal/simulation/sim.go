@@ -98,7 +98,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
 	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, OperatorACLs, Duplicate,
-	TieredShared}
+	TieredShared, LedgerGarbage}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -161,23 +161,6 @@ var KnownBroken = map[Class]Known{
 			"reshaped: what they claimed is unattributed, R8.4), seed 6 (TestR8_7NothingClaimedWhileTheLedgerIsLost), " +
 			"seeds 134, 216, 295 (TestR8_7MemoryIsTheLastSuccessfulRead); a write to a reshaped topic is refused " +
 			"(TestR8_7NoWriteToAReshapedOwnershipTopic)"},
-	LedgerGarbage: {Also: defaultAlso(), Seed: 174, Invariant: "I2",
-		What: "what is left, with the whole DefaultMix: seed 174, I2: the operator's binding {orders literal User:* * " +
-			"WRITE DENY} removed at step 52, on the code before the caps fix too (not yet explained); over seeds 1-2000 " +
-			"no I4, and only 174, 1125 (I1: a lowered local.retention.bytes of events left, on the code before too) and " +
-			"1710 (I3, as ledger_reshape's) fail. The I4 this entry " +
-			"named (broker 2's agent purged 58 MiB, its record turned undecodable, the agent restarted and, knowing no purge " +
-			"history, purged 80 MiB in an hour against 51 MiB) is fixed: a process whose own record does not decode at its " +
-			"first read counts the caps as spent for a day (TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent). Fixed: " +
-			"seed 1659 (the simulator's model: an agent whose clock jumped forward by more than staleAfter reads every " +
-			"snapshot as stale, so cannot see its disk calm, and the operator's lift by topic held into the next episode; " +
-			"a real agent's snapshots share its clock and their age is monotonic: I6 now ends the lift only for an agent " +
-			"that sees its disk, agentSeesItsDisk), seed 610 (an undecodable " +
-			"value replaced a dead agent's record, compaction removed the last decodable one, and the restarted " +
-			"agent wrote over it: its claims are forgotten, a documented limit (design.md, operating.md), waived " +
-			"as unattributed: TestRestartOverAnUndecodableRecordIsUnattributed), seed 16 (an undecodable lift held " +
-			"an uninstall's lift: TestR8_7OperatorLiftReplacesAnUndecodableLift), seed 569 (an uninstall while a " +
-			"record does not decode leaves its claims: R8.7, unattributed)"},
 }
 
 // Options configure one run.

@@ -1,0 +1,233 @@
+package enforcer
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
+
+// R8.6, R8.8: an instance whose record another instance for its broker
+// wrote over keeps what it claimed as set unrecorded (keepOverwritten),
+// but not what a lift voided since it wrote: the lifter released it. Its
+// reads failed while its lease lapsed; a peer lifted its bindings, the
+// other instance took over and acknowledged the lift, and the operator
+// then froze topic a with the same binding (protection status showed no
+// claim on it). Kept as unrecorded, the operator's binding was taken for
+// this instance's and deleted (found by the simulation, ledger_garbage
+// seed 174: {orders literal User:* * WRITE DENY} removed).
+func TestR8_8OverwrittenInstanceKeepsNothingALiftVoided(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	newAs := func(instance string) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := calm()
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first, second := newAs("pod-a"), newAs("pod-b")
+	passAt(t, first, clock, full())
+	if !f.acls[denyAll("a")] || f.records.Agents[1].Instance != "pod-a" {
+		t.Fatalf("not protected by pod-a: %v %+v", f.acls, f.records.Agents[1])
+	}
+	// pod-a's passes fail from here on (it runs none): a peer lifts its
+	// expired lease.
+	clock.t = clock.t.Add(11 * time.Second)
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 1, By: "agent of broker 2", Reason: "lease not renewed",
+		Kind: ledger.LiftLeaseExpired, Now: clock.t})
+	if err != nil || len(res.Lifts) != 1 || f.acls[denyAll("a")] {
+		t.Fatalf("the peer's lift: %+v, %v; bindings %v", res, err, f.acls)
+	}
+	// pod-b sees pod-a's lease unrenewed, takes over and acknowledges
+	// the lift.
+	for range 12 {
+		passAfter(t, second, clock, time.Second, calm())
+	}
+	if r := f.records.Agents[1]; r.Instance != "pod-b" || r.Ack != res.Lifts[0].ID || r.Claims() {
+		t.Fatalf("the test needs pod-b's record, the lift acknowledged, over pod-a's: %+v", r)
+	}
+	// The operator freezes topic a: no record claims the binding.
+	f.acls[denyAll("a")] = true
+	for range 5 {
+		passAfter(t, first, clock, time.Second, calm())
+		passAfter(t, second, clock, time.Second, calm())
+	}
+	if !f.acls[denyAll("a")] {
+		t.Errorf("R8.6/the operator's binding %v, made after a lift voided pod-a's identical claim, was deleted by pod-a", denyAll("a"))
+	}
+}
+
+// R8.5, R8.8: a local-retention claim of an instance whose record another
+// instance for its broker wrote over (from a stale read that lacked it)
+// is kept like its bindings: the instance restores the operator's value
+// once the disk is calm. Forgotten, the lowered value belonged to no claim
+// and stayed for good (found by the simulation, ledger_garbage seed 1125:
+// local.retention.bytes of events left at 5775360 over the operator's
+// 104857600).
+func TestR8_8OverwrittenInstanceKeepsItsLocalRetentionClaim(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "100000"}}
+	clock := &clockAt{t0}
+	newAs := func(instance string, admin Admin) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge,
+			Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := tieredSnap(100)
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: admin, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	stale := &staleRecords{fakeAdmin: f}
+	first, second := newAs("pod-a", f), newAs("pod-b", stale)
+	passAt(t, second, clock, tieredSnap(100)) // reads the empty ledger
+	empty, err := f.LoadRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	passAfter(t, first, clock, time.Second, tieredSnap(870))
+	if v, _ := localRetention(f, "tiered"); v != "400" || len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatalf("not lowered by pod-a: %q %+v", v, f.records.Agents[1])
+	}
+	stale.old = &empty
+	_ = tryPassAfter(t, second, clock, time.Second, tieredSnap(950))
+	if r := f.records.Agents[1]; r.Instance != "pod-b" || len(r.ConfigClaims()) != 0 {
+		t.Fatalf("the test needs pod-b's record, without the claim, over pod-a's: %+v", r)
+	}
+	stale.old = nil
+	for range 5 {
+		passAfter(t, first, clock, time.Second, tieredSnap(100))
+		passAfter(t, second, clock, time.Second, tieredSnap(100))
+	}
+	if v, _ := localRetention(f, "tiered"); v != "100000" {
+		t.Errorf("R8.5/local.retention.bytes %q once both instances are calm, want the operator's 100000 (claimed by pod-a, its record written over by pod-b)", v)
+	}
+}
+
+// failingACLs fails TopicACLs while fail is set.
+type failingACLs struct {
+	*fakeAdmin
+	fail bool
+}
+
+func (a *failingACLs) TopicACLs(ctx context.Context) ([]ACL, error) {
+	if a.fail {
+		return nil, errDown
+	}
+	return a.fakeAdmin.TopicACLs(ctx)
+}
+
+// R8.8: an observe-mode instance that took over its broker's record (the
+// active instance's lease seen unrenewed) writes nothing from records it
+// did not read this pass: the active instance may have written since.
+// Here its reads of the cluster failed through the pass that took over;
+// the active instance, back, dropped its local-retention claim (the
+// operator had changed the value) and renewed its lease; the observer's
+// next pass, within the interval, used its cached records and wrote the
+// claim back, releasing, over the active instance's record. Another
+// agent had meanwhile lowered the operator's new value to the same
+// number: two claims on one value with different originals, and the
+// operator's lift restored the older original over the operator's newer
+// value (found by the simulation: seed 2581 of the default mix,
+// local.retention.bytes 100 MB restored over the operator's 200 MB).
+func TestR8_8ObserveInstanceWritesNothingFromRecordsNotReadThisPass(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "100000"}}
+	clock := &clockAt{t0}
+	newAs := func(instance string, enabled bool, admin Admin) *Enforcer {
+		cfg := Config{Enabled: enabled, Interval: time.Second, Purge: lenientPurge,
+			Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := tieredSnap(870)
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: admin, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	observerAdmin := &failingACLs{fakeAdmin: f}
+	active, observer := newAs("pod-a", true, f), newAs("pod-b", false, observerAdmin)
+	passAt(t, active, clock, tieredSnap(870))
+	if v, _ := localRetention(f, "tiered"); v != "400" || len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatalf("not lowered by pod-a: %q %+v", v, f.records.Agents[1])
+	}
+	// pod-a runs no pass for a lease; pod-b follows its record.
+	for range 10 {
+		passAfter(t, observer, clock, time.Second, tieredSnap(870))
+	}
+	if r := f.records.Agents[1]; r.Instance != "pod-a" {
+		t.Fatalf("pod-b wrote before the lease ran out: %+v", r)
+	}
+	// pod-b's pass that sees the lease run out fails reading the ACLs.
+	observerAdmin.fail = true
+	_ = tryPassAfter(t, observer, clock, time.Second, tieredSnap(870))
+	observerAdmin.fail = false
+	if r := f.records.Agents[1]; r.Instance != "pod-a" {
+		t.Fatalf("the test needs pod-b's takeover pass to write nothing: %+v", r)
+	}
+	// The operator sets its own value; pod-a, back, drops its claim.
+	f.mu.Lock()
+	f.configs["tiered"][LocalRetentionBytesKey] = "200000"
+	f.mu.Unlock()
+	passAfter(t, active, clock, 200*time.Millisecond, tieredSnap(870))
+	if r := f.records.Agents[1]; r.Instance != "pod-a" || len(r.ConfigClaims()) != 0 {
+		t.Fatalf("the test needs pod-a's record without its claim: %+v", r)
+	}
+	// Broker 2's agent lowers the operator's value to the same number
+	// pod-a had set.
+	orig := "200000"
+	if err := f.StoreRecord(t.Context(), Record{Version: 2, BrokerID: 2, Instance: "broker-2", Strategy: StrategyACL, LeaseMs: 10000,
+		Renewed: clock.t, Updated: clock.t, Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &orig}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.configs["tiered"][LocalRetentionBytesKey] = "400"
+	f.mu.Unlock()
+	// pod-b, within the interval of its last read.
+	_ = tryPassAfter(t, observer, clock, 200*time.Millisecond, tieredSnap(870))
+	if r := f.records.Agents[1]; r.Instance != "pod-a" || len(r.ConfigClaims()) != 0 {
+		t.Errorf("R8.8/pod-b (observe mode) wrote broker 1's record from records it did not read this pass, over pod-a's newer one: %+v", r)
+	}
+	if _, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{All: true, By: "operator", Now: clock.t}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := localRetention(f, "tiered"); v != "200000" {
+		t.Errorf("R8.5/the operator's lift restored local.retention.bytes %q, want the operator's newer 200000", v)
+	}
+}
+
+// R8.5: a local-retention claim kept from a record another instance wrote
+// over is not written back when another record's claim on another
+// original sets its value: the operator changed the value since, and
+// another agent lowered the new one to the same number. Written back,
+// two claims with different originals would share the value, and a lift
+// could restore the older original over the operator's newer value (as
+// at seed 2581, by another path).
+func TestR8_5KeptClaimNeverSharesAValueWithAnotherOriginal(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	clock := &clockAt{t0}
+	e, _ := newTestEnforcer(t, Config{Enabled: true, Interval: time.Second}, tieredSnap(870), f, clock)
+	older, newer := "100000", "200000"
+	kept := ConfigClaim{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &older}
+	recs := ledger.NewRecords()
+	recs.Agents[1] = Record{BrokerID: 1, Instance: "pod-b"}
+	e.prot.keptConfigs = []ConfigClaim{kept}
+	if got := e.mergeKept(recs).Agents[1].Configs; len(got) != 1 {
+		t.Fatalf("the kept claim is not written back into the record as read: %+v", got)
+	}
+	recs.Agents[2] = Record{BrokerID: 2, Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &newer}}}
+	if got := e.mergeKept(recs).Agents[1].Configs; len(got) != 0 {
+		t.Errorf("R8.5/the kept claim (400 over %s) written back beside broker 2's claim of 400 over %s: %+v", older, newer, got)
+	}
+}
