@@ -4,6 +4,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,13 +20,14 @@ import (
 
 // inotifyWatcher watches directories with inotify. It replaces
 // fsnotify's watcher, whose bookkeeping (a watch struct, the full path,
-// and two maps, about 200 bytes a watch) was a sixth of the running
-// agent's heap with one watch per partition directory. It keeps for a
-// watch its directory's name, split from its parent (a few distinct
-// parents, kept once), in one map by watch descriptor and one by path.
-// Its events are fsnotify's: the same ops from the same inotify masks, a
-// watched directory removed or renamed forgets its watch, and a queue
-// overflow is reported as errOverflow.
+// and two maps: about 170 bytes a watch) was a sixth of the running
+// agent's heap with one watch per partition directory. It keeps a watch
+// as its descriptor, its parent directory (an index: there are a few)
+// and the name the caller passed (the loop's own string), in a slice
+// sorted by descriptor: about 30 bytes a watch. The caller keeps the
+// descriptor for Remove. Its events are fsnotify's: the same ops from the
+// same inotify masks, a watched directory removed or renamed forgets its
+// watch, and a queue overflow is reported as errOverflow.
 type inotifyWatcher struct {
 	file       *os.File
 	fd         int
@@ -34,17 +37,23 @@ type inotifyWatcher struct {
 	readerDone chan struct{} // closed when read returns
 	closeOnce  sync.Once
 
-	mu     sync.Mutex
-	byWd   map[int32]watchPath
-	byPath map[watchPath]int32
-	dirs   []string // parent directories, by index
-	dirIdx map[string]uint32
+	mu sync.Mutex
+	// watches, by descriptor: the kernel hands descriptors out in
+	// ascending order (cyclically, from 1), so a new watch is appended.
+	// A removed one stays as a tombstone (dir == noDir) until they are
+	// half of the slice.
+	watches []watchEntry
+	dead    int
+	dirs    []string // parent directories, by index
+	dirIdx  map[string]uint32
+	// self: the watch of the directory dirs[i] itself (added with name
+	// ""), by i.
+	self map[uint32]int32
 }
 
-// watchPath is a watched path: its parent directory, an index into
-// inotifyWatcher.dirs (noDir for a path without a separator), and its
-// last element.
-type watchPath struct {
+// watchEntry is one watch: dirs[dir]/name, or dirs[dir] for name "".
+type watchEntry struct {
+	wd   int32
 	dir  uint32
 	name string
 }
@@ -75,9 +84,8 @@ func newFSWatcher() (fileWatcher, error) {
 		errs:       make(chan error),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
-		byWd:       map[int32]watchPath{},
-		byPath:     map[watchPath]int32{},
 		dirIdx:     map[string]uint32{},
+		self:       map[uint32]int32{},
 	}
 	go w.read()
 	return w, nil
@@ -108,97 +116,95 @@ func (w *inotifyWatcher) closed() bool {
 	}
 }
 
-// split splits path into its watchPath; with intern a parent directory
-// not seen before is added, else ok is false for it.
-func (w *inotifyWatcher) split(path string, intern bool) (p watchPath, ok bool) {
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 {
-		return watchPath{dir: noDir, name: path}, true
+// path is the path e watches.
+func (w *inotifyWatcher) path(e watchEntry) string {
+	if e.name == "" {
+		return w.dirs[e.dir]
 	}
-	dir := path[:i]
+	return w.dirs[e.dir] + "/" + e.name
+}
+
+// find returns the index of wd's entry, or where it would go.
+func (w *inotifyWatcher) find(wd int32) (int, bool) {
+	i, ok := slices.BinarySearchFunc(w.watches, wd, func(e watchEntry, wd int32) int { return cmp.Compare(e.wd, wd) })
+	return i, ok && w.watches[i].dir != noDir
+}
+
+// Add watches dir/name (dir for name ""). A directory watched already
+// (under this path or another: inotify gives both one descriptor) keeps
+// its watch and descriptor.
+func (w *inotifyWatcher) Add(dir, name string) (int32, error) {
+	dir = filepath.Clean(dir)
+	path := dir
+	if name != "" {
+		path = dir + "/" + name
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed() {
+		return 0, errWatcherClosed
+	}
+	n, err := syscall.InotifyAddWatch(w.fd, path, watchMask)
+	if err != nil {
+		return 0, err
+	}
+	wd := int32(n)
+	i, ok := w.find(wd)
+	if ok {
+		return wd, nil
+	}
 	idx, ok := w.dirIdx[dir]
 	if !ok {
-		if !intern {
-			return watchPath{}, false
-		}
 		dir = strings.Clone(dir)
 		idx = uint32(len(w.dirs))
 		w.dirs = append(w.dirs, dir)
 		w.dirIdx[dir] = idx
 	}
-	return watchPath{dir: idx, name: path[i+1:]}, true
+	e := watchEntry{wd: wd, dir: idx, name: name}
+	switch {
+	case i < len(w.watches) && w.watches[i].wd == wd: // a tombstone
+		w.watches[i] = e
+		w.dead--
+	default:
+		w.watches = slices.Insert(w.watches, i, e) // i == len: appended
+	}
+	if name == "" {
+		w.self[idx] = wd
+	}
+	return wd, nil
 }
 
-// join is the path p stands for.
-func (w *inotifyWatcher) join(p watchPath) string {
-	if p.dir == noDir {
-		return p.name
-	}
-	return w.dirs[p.dir] + "/" + p.name
-}
-
-// Add watches the directory path. Adding a watched path again keeps its
-// watch; a path whose directory is watched under another path already
-// gets no watch of its own (inotify gives both the same descriptor).
-func (w *inotifyWatcher) Add(path string) error {
-	path = filepath.Clean(path)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed() {
-		return errWatcherClosed
-	}
-	key, _ := w.split(path, true)
-	old, had := w.byPath[key]
-	flags := uint32(watchMask)
-	if had {
-		flags |= syscall.IN_MASK_ADD
-	}
-	n, err := syscall.InotifyAddWatch(w.fd, path, flags)
-	if err != nil {
-		return err
-	}
-	wd := int32(n)
-	if had && old != wd {
-		// The path is another directory now (its old one went and its
-		// removal was not read yet): forget the old watch.
-		delete(w.byWd, old)
-		delete(w.byPath, key)
-	}
-	if _, ok := w.byWd[wd]; ok {
-		return nil
-	}
-	key.name = strings.Clone(key.name) // not the caller's whole path
-	w.byWd[wd] = key
-	w.byPath[key] = wd
-	return nil
-}
-
-// Remove removes the watch of path.
-func (w *inotifyWatcher) Remove(path string) error {
-	path = filepath.Clean(path)
+// Remove removes the watch wd.
+func (w *inotifyWatcher) Remove(wd int32) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed() {
 		return nil
 	}
-	key, ok := w.split(path, false)
-	wd, watched := w.byPath[key]
-	if !ok || !watched {
-		return fmt.Errorf("%w: %s", errNoWatch, path)
+	i, ok := w.find(wd)
+	if !ok {
+		return fmt.Errorf("%w: %d", errNoWatch, wd)
 	}
-	delete(w.byPath, key)
-	delete(w.byWd, wd)
+	path := w.path(w.watches[i])
+	w.forget(i)
 	if _, err := syscall.InotifyRmWatch(w.fd, uint32(wd)); err != nil {
 		return fmt.Errorf("remove watch %s: %w", path, err)
 	}
 	return nil
 }
 
-// forget drops the watch wd of key from the maps.
-func (w *inotifyWatcher) forget(wd int32, key watchPath) {
-	delete(w.byWd, wd)
-	if cur, ok := w.byPath[key]; ok && cur == wd {
-		delete(w.byPath, key)
+// forget drops the watch at index i.
+func (w *inotifyWatcher) forget(i int) {
+	e := w.watches[i]
+	if e.name == "" && w.self[e.dir] == e.wd {
+		delete(w.self, e.dir)
+	}
+	w.watches[i] = watchEntry{wd: e.wd, dir: noDir}
+	w.dead++
+	if w.dead > 64 && w.dead > len(w.watches)/2 {
+		w.watches = slices.DeleteFunc(w.watches, func(e watchEntry) bool { return e.dir == noDir })
+		w.watches = slices.Clip(w.watches)
+		w.dead = 0
 	}
 }
 
@@ -259,37 +265,34 @@ func (w *inotifyWatcher) read() {
 func (w *inotifyWatcher) event(wd int32, mask uint32, rawName []byte) (ev eventT, ok bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key, watched := w.byWd[wd]
+	i, watched := w.find(wd)
 	if !watched {
 		return eventT{}, false, nil
 	}
-	path := w.join(key)
+	e := w.watches[i]
+	path := w.path(e)
 	ev.Name = path
-	if i := bytes.IndexByte(rawName, 0); i >= 0 {
-		rawName = rawName[:i]
+	if j := bytes.IndexByte(rawName, 0); j >= 0 {
+		rawName = rawName[:j]
 	}
 	if len(rawName) > 0 {
 		ev.Name = path + "/" + string(rawName)
 	}
 	if mask&(syscall.IN_IGNORED|syscall.IN_UNMOUNT) != 0 {
-		w.forget(wd, key) // the kernel dropped the watch
+		w.forget(i) // the kernel dropped the watch
 		return eventT{}, false, nil
 	}
 	if mask&syscall.IN_DELETE_SELF != 0 {
-		w.forget(wd, key)
+		w.forget(i)
 		// The parent's watch reports the removal (IN_DELETE).
-		if key.dir != noDir {
-			if pk, ok := w.split(w.dirs[key.dir], false); ok {
-				if _, ok := w.byPath[pk]; ok {
-					return eventT{}, false, nil
-				}
-			}
+		if _, ok := w.self[e.dir]; ok && e.name != "" {
+			return eventT{}, false, nil
 		}
 	}
 	if mask&syscall.IN_MOVE_SELF != 0 {
 		// The watch follows the directory to its new name, which this
 		// watcher does not know: drop it.
-		w.forget(wd, key)
+		w.forget(i)
 		if _, e := syscall.InotifyRmWatch(w.fd, uint32(wd)); e != nil && !errors.Is(e, syscall.EINVAL) {
 			err = fmt.Errorf("remove watch %s: %w", path, e)
 		}

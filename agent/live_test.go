@@ -267,14 +267,14 @@ type limitedWatcher struct {
 	n     int
 }
 
-func (w *limitedWatcher) Add(path string) error {
+func (w *limitedWatcher) Add(dir, name string) (int32, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n >= w.limit {
-		return fmt.Errorf("add watch %s: %w", path, syscall.ENOSPC)
+		return 0, fmt.Errorf("add watch %s: %w", filepath.Join(dir, name), syscall.ENOSPC)
 	}
 	w.n++
-	return w.fileWatcher.Add(path)
+	return w.fileWatcher.Add(dir, name)
 }
 
 // R6: an exhausted inotify watch limit falls back to polling, says so, and

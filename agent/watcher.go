@@ -8,8 +8,13 @@ import (
 // fileWatcher is the inotify watcher the agent uses. Tests inject one with
 // a tiny watch limit or forced overflows.
 type fileWatcher interface {
-	Add(path string) error
-	Remove(path string) error
+	// Add watches the directory dir/name (dir itself when name is ""),
+	// and returns the watch's descriptor for Remove. The watcher may keep
+	// name: the loop passes its own copy (a key of its partitions), so a
+	// watch costs no copy of it.
+	Add(dir, name string) (int32, error)
+	// Remove removes the watch wd.
+	Remove(wd int32) error
 	Events() <-chan eventT
 	Errors() <-chan error
 	Close() error

@@ -4,6 +4,9 @@ package agent
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -15,6 +18,10 @@ type fsWatcher struct {
 	events chan eventT
 	errs   chan error
 	done   chan struct{} // closed by Close
+
+	mu     sync.Mutex
+	paths  map[int32]string // the watches, by a number of their own
+	lastWd int32
 }
 
 func newFSWatcher() (fileWatcher, error) {
@@ -22,7 +29,7 @@ func newFSWatcher() (fileWatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fsWatcher{w: w, events: make(chan eventT, watcherEvents), errs: make(chan error), done: make(chan struct{})}
+	f := &fsWatcher{w: w, events: make(chan eventT, watcherEvents), errs: make(chan error), done: make(chan struct{}), paths: map[int32]string{}}
 	go f.forward()
 	return f, nil
 }
@@ -70,10 +77,31 @@ func (f *fsWatcher) forward() {
 	}
 }
 
-func (f *fsWatcher) Add(path string) error    { return f.w.Add(path) }
-func (f *fsWatcher) Remove(path string) error { return f.w.Remove(path) }
-func (f *fsWatcher) Events() <-chan eventT    { return f.events }
-func (f *fsWatcher) Errors() <-chan error     { return f.errs }
+func (f *fsWatcher) Add(dir, name string) (int32, error) {
+	path := filepath.Join(dir, name)
+	if err := f.w.Add(path); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastWd++
+	f.paths[f.lastWd] = path
+	return f.lastWd, nil
+}
+
+func (f *fsWatcher) Remove(wd int32) error {
+	f.mu.Lock()
+	path, ok := f.paths[wd]
+	delete(f.paths, wd)
+	f.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no watch %d", wd)
+	}
+	return f.w.Remove(path)
+}
+
+func (f *fsWatcher) Events() <-chan eventT { return f.events }
+func (f *fsWatcher) Errors() <-chan error  { return f.errs }
 func (f *fsWatcher) Close() error {
 	close(f.done)
 	return f.w.Close()
