@@ -20,11 +20,15 @@ import (
 // parsed checkpoints, the inotify watches) on a generated log dir of
 // KDG_BENCH_PARTITIONS partitions (default 10,000) of 10 segments, after
 // its first full scan and a GC. It reports the live heap per segment and
-// per partition directory. With KDG_HEAP_PROFILE set, it writes a heap
-// profile there while the agent runs (what holds the heap, by allocation
-// site: go tool pprof -sample_index=inuse_space -top agent.test FILE):
+// per partition directory. KDG_BENCH_DIR names a log dir generated
+// already, KDG_BENCH_PARTITIONS partitions of 10 segments (the trees
+// scripts/bench-agent.sh keeps in BENCH_DIR). With KDG_HEAP_PROFILE set,
+// it writes a heap profile there while the agent runs (what holds the
+// heap, by allocation site: go tool pprof -sample_index=inuse_space -top
+// agent.test FILE):
 //
 //	KDG_HEAP_PROFILE=/tmp/heap.pb.gz go test -run '^$' -bench LiveAgentHeap -benchtime 1x ./agent/
+//	KDG_BENCH_DIR=/tmp/b/logdir-100000-10 KDG_BENCH_PARTITIONS=100000 go test -run '^$' -bench LiveAgentHeap -benchtime 1x ./agent/
 func BenchmarkLiveAgentHeap(b *testing.B) {
 	parts := 10_000
 	if v := os.Getenv("KDG_BENCH_PARTITIONS"); v != "" {
@@ -35,9 +39,12 @@ func BenchmarkLiveAgentHeap(b *testing.B) {
 		parts = n
 	}
 	const perPart = 10
-	dir := filepath.Join(b.TempDir(), "logs")
-	if _, err := logdirgen.Generate(dir, logdirgen.Uniform(time.Now(), 100, int32(parts/100), perPart, 1<<20)); err != nil {
-		b.Fatal(err)
+	dir := os.Getenv("KDG_BENCH_DIR")
+	if dir == "" {
+		dir = filepath.Join(b.TempDir(), "logs")
+		if _, err := logdirgen.Generate(dir, logdirgen.Uniform(time.Now(), 100, int32(parts/100), perPart, 1<<20)); err != nil {
+			b.Fatal(err)
+		}
 	}
 	segs := float64(parts / 100 * 100 * perPart)
 	for range b.N {

@@ -243,7 +243,8 @@ type dirState struct {
 	usage                 Usage
 	fs                    Filesystem
 	missing               bool
-	watched               bool // the root has an inotify watch
+	watched               bool  // the root has an inotify watch
+	wd                    int32 // its descriptor
 	parts                 map[string]*partState
 	order                 []*partState // the partitions, in snapshot order
 	dirty                 map[string]struct{}
@@ -290,6 +291,7 @@ type partState struct {
 	// points to is never modified.
 	part    *Partition
 	watched bool
+	wd      int32 // the watch's descriptor, when watched
 
 	appended     uint64
 	activeBase   int64
@@ -565,7 +567,7 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 	if !ps.watched {
 		d.unwatched--
 	}
-	l.unwatch(filepath.Join(d.path, name), ps)
+	l.unwatch(ps)
 	d.partDisk -= ps.part.DiskBytes
 	d.partPend -= ps.part.PendingDeleteBytes
 	d.futures -= futureCount(ps.part)
@@ -752,8 +754,8 @@ func (l *loop) fullScan(trigger string) {
 func (l *loop) scanDir(d *dirState) {
 	a := l.a
 	if l.w != nil && !d.watched {
-		if err := l.w.Add(d.path); err == nil {
-			d.watched = true
+		if wd, err := l.w.Add(d.path, ""); err == nil {
+			d.watched, d.wd = true, wd
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			l.watchFailed(d.path, err)
 		}
@@ -818,7 +820,7 @@ func (l *loop) lost(d *dirState, err error) {
 	d.base.Err = err
 	l.contentChanged = true
 	if d.watched && l.w != nil {
-		l.w.Remove(d.path)
+		l.w.Remove(d.wd)
 	}
 	d.watched = false
 	for _, ps := range d.parts {
@@ -833,22 +835,23 @@ func (l *loop) watchPartition(d *dirState, name string, ps *partState) {
 	if l.w == nil || ps.watched || l.limitHit {
 		return
 	}
-	if err := l.w.Add(filepath.Join(d.path, name)); err != nil {
+	wd, err := l.w.Add(d.path, name)
+	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			l.watchFailed(filepath.Join(d.path, name), err)
 		}
 		return
 	}
-	ps.watched = true
+	ps.watched, ps.wd = true, wd
 	d.unwatched--
 	delete(d.polled, ps)
 }
 
 // unwatch removes a partition's watch; the caller counts it unwatched, or
 // drops the partition.
-func (l *loop) unwatch(path string, ps *partState) {
+func (l *loop) unwatch(ps *partState) {
 	if ps.watched && l.w != nil {
-		l.w.Remove(path) // the kernel drops the watch of a removed dir itself
+		l.w.Remove(ps.wd) // the kernel drops the watch of a removed dir itself
 	}
 	ps.watched = false
 }
@@ -967,10 +970,10 @@ func (l *loop) expand() bool {
 		if _, ok := want[d.path]; !ok && d.pattern != "" {
 			l.a.logger.Info("log dir no longer matches its pattern, dropped", "log_dir", d.path, "pattern", d.pattern)
 			if d.watched && l.w != nil {
-				l.w.Remove(d.path)
+				l.w.Remove(d.wd)
 			}
-			for name, ps := range d.parts {
-				l.unwatch(filepath.Join(d.path, name), ps)
+			for _, ps := range d.parts {
+				l.unwatch(ps)
 			}
 			changed = true
 			continue

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/logdirgen"
 )
 
@@ -269,14 +267,14 @@ type limitedWatcher struct {
 	n     int
 }
 
-func (w *limitedWatcher) Add(path string) error {
+func (w *limitedWatcher) Add(dir, name string) (int32, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n >= w.limit {
-		return fmt.Errorf("add watch %s: %w", path, syscall.ENOSPC)
+		return 0, fmt.Errorf("add watch %s: %w", filepath.Join(dir, name), syscall.ENOSPC)
 	}
 	w.n++
-	return w.fileWatcher.Add(path)
+	return w.fileWatcher.Add(dir, name)
 }
 
 // R6: an exhausted inotify watch limit falls back to polling, says so, and
@@ -332,17 +330,17 @@ func TestLiveWatchLimitFallsBackToPolling(t *testing.T) {
 // overflow when told to, as inotify does when its queue is full.
 type overflowWatcher struct {
 	fileWatcher
-	events chan fsnotify.Event
+	events chan eventT
 	errs   chan error
 }
 
-func (w *overflowWatcher) Events() <-chan fsnotify.Event { return w.events }
-func (w *overflowWatcher) Errors() <-chan error          { return w.errs }
+func (w *overflowWatcher) Events() <-chan eventT { return w.events }
+func (w *overflowWatcher) Errors() <-chan error  { return w.errs }
 
 // R6: a queue overflow triggers a full rescan that repairs what was missed.
 func TestLiveOverflowRescans(t *testing.T) {
 	dir := genLogDir(t)
-	ow := &overflowWatcher{events: make(chan fsnotify.Event), errs: make(chan error, 1)}
+	ow := &overflowWatcher{events: make(chan eventT), errs: make(chan error, 1)}
 	a := startAgent(t, fastConfig(dir), func(a *Agent) {
 		a.newWatcher = func() (fileWatcher, error) {
 			w, err := newFSWatcher()
@@ -355,7 +353,7 @@ func TestLiveOverflowRescans(t *testing.T) {
 	if p, _ := livePartition(a.Snapshot(), "orders-0"); p.Segments[len(p.Segments)-1].BaseOffset == 7777 {
 		t.Fatal("the roll was seen although its events were dropped: the test proves nothing")
 	}
-	ow.errs <- fsnotify.ErrEventOverflow
+	ow.errs <- errOverflow
 	s := waitFor(t, 2*time.Second, a, func(s *Snapshot) error {
 		p, _ := livePartition(s, "orders-0")
 		if p.Segments[len(p.Segments)-1].BaseOffset != 7777 {

@@ -3,38 +3,48 @@ package agent
 import (
 	"errors"
 	"syscall"
-
-	"github.com/fsnotify/fsnotify"
 )
 
-// fileWatcher is the part of fsnotify the agent uses. Tests inject one with
+// fileWatcher is the inotify watcher the agent uses. Tests inject one with
 // a tiny watch limit or forced overflows.
 type fileWatcher interface {
-	Add(path string) error
-	Remove(path string) error
-	Events() <-chan fsnotify.Event
+	// Add watches the directory dir/name (dir itself when name is ""),
+	// and returns the watch's descriptor for Remove. The watcher may keep
+	// name: the loop passes its own copy (a key of its partitions), so a
+	// watch costs no copy of it.
+	Add(dir, name string) (int32, error)
+	// Remove removes the watch wd.
+	Remove(wd int32) error
+	Events() <-chan eventT
 	Errors() <-chan error
 	Close() error
 }
 
-// fsWatcher adapts *fsnotify.Watcher.
-type fsWatcher struct{ w *fsnotify.Watcher }
-
-// newFSWatcher starts an inotify watcher with a generous event buffer, so
-// bursts (a broker rolling many segments at once) rarely overflow.
-func newFSWatcher() (fileWatcher, error) {
-	w, err := fsnotify.NewBufferedWatcher(4096)
-	if err != nil {
-		return nil, err
-	}
-	return fsWatcher{w}, nil
+// eventT is one file system event: the path it happened to and what
+// happened (fsnotify's event, which the agent used before its own inotify
+// watcher; the ops map from inotify's masks as fsnotify maps them).
+type eventT struct {
+	Name string
+	Op   op
 }
 
-func (f fsWatcher) Add(path string) error         { return f.w.Add(path) }
-func (f fsWatcher) Remove(path string) error      { return f.w.Remove(path) }
-func (f fsWatcher) Events() <-chan fsnotify.Event { return f.w.Events }
-func (f fsWatcher) Errors() <-chan error          { return f.w.Errors }
-func (f fsWatcher) Close() error                  { return f.w.Close() }
+// op is a set of event kinds.
+type op uint32
+
+const (
+	opCreate op = 1 << iota // IN_CREATE, IN_MOVED_TO
+	opWrite                 // IN_MODIFY
+	opRemove                // IN_DELETE, IN_DELETE_SELF
+	opRename                // IN_MOVED_FROM, IN_MOVE_SELF
+	opChmod                 // IN_ATTRIB
+)
+
+// Has reports whether the event has any of the kinds in o.
+func (e eventT) Has(o op) bool { return e.Op&o != 0 }
+
+// watcherEvents is the room in a watcher's event channel, so bursts (a
+// broker rolling many segments at once) rarely overflow.
+const watcherEvents = 4096
 
 // errWatchLimit reports that no more watches can be added: the inotify
 // watch limit (fs.inotify.max_user_watches) is exhausted.
@@ -46,15 +56,6 @@ func isWatchLimit(err error) bool {
 	return errors.Is(err, errWatchLimit) || errors.Is(err, syscall.ENOSPC)
 }
 
-// Short names for the fsnotify values the loop matches on.
-type eventT = fsnotify.Event
-
-const (
-	opCreate = fsnotify.Create
-	opWrite  = fsnotify.Write
-	opRemove = fsnotify.Remove
-	opRename = fsnotify.Rename
-	opChmod  = fsnotify.Chmod
-)
-
-var errOverflow = fsnotify.ErrEventOverflow
+// errOverflow is the watcher's error when the kernel's event queue
+// overflowed and events were lost.
+var errOverflow = errors.New("inotify event queue overflowed")
