@@ -51,8 +51,8 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 	}
 	for _, id := range slices.Sorted(maps.Keys(prev.Agents)) {
 		r := prev.Agents[id]
-		if id == e.brokerID || recs.Undecodable[id] > 0 || !worthRestoring(r) {
-			continue
+		if id == e.brokerID && !otherInstance(r, e.instance) || recs.Undecodable[id] > 0 || !worthRestoring(r) {
+			continue // this agent's own record: restoreOwn
 		}
 		if cur, ok := recs.Agents[id]; ok {
 			e.adopt(ctx, id, cur, r, set)
@@ -103,7 +103,15 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 		}
 	}
 	own := e.prot.written
-	if r, ok := agentOf(prev, e.brokerID); own == nil && ok && (r.Instance == "" || r.Instance == e.instance) {
+	r, ok := agentOf(prev, e.brokerID)
+	switch {
+	case ok && otherInstance(r, e.instance):
+		// Another instance wrote this broker's record after this
+		// agent's last write (it took the broker over, and this agent
+		// stood by): what this agent wrote is out of date, and that
+		// record is written back as a peer's (restoreLost).
+		own = nil
+	case own == nil && ok:
 		own = &r // read at this process's start, not written since
 	}
 	if cur, ok := get(e.brokerID); own != nil && worthRestoring(*own) && !e.dryRun && !e.prot.standby {
@@ -154,6 +162,10 @@ func (e *Enforcer) adopt(ctx context.Context, id int32, cur, r Record, set func(
 	e.logger.Warn("another agent's record lacks claims of its earlier process (it restarted while the ledger was lost): written back into it",
 		"broker_id", id, "topic", e.cfg.OwnershipTopic)
 }
+
+// otherInstance: r was written by another agent instance than instance
+// (for this agent's broker: a second instance, spec R8.8).
+func otherInstance(r Record, instance string) bool { return r.Instance != "" && r.Instance != instance }
 
 // agentOf returns broker id's record from a set that may be nil.
 func agentOf(rs *Records, id int32) (Record, bool) {

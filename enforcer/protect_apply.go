@@ -296,6 +296,12 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	r.BrokerID = e.brokerID
 	e.prot.records.Agents[e.brokerID] = r
 	e.prot.written = &r
+	if e.prot.remembered != nil {
+		// The memory of this broker's record is the latest known: this
+		// write, or another instance's record read after it
+		// (restoreOwn).
+		e.prot.remembered.Agents[e.brokerID] = r
+	}
 	if len(e.prot.unrecorded) > 0 {
 		r.Bindings(nil, func(a ACL) { delete(e.prot.unrecorded, a) })
 	}
