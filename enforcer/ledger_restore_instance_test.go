@@ -81,3 +81,47 @@ func TestR8_7SecondInstanceWritesBackTheRecordTheLedgerLost(t *testing.T) {
 		})
 	}
 }
+
+// R8.7 (simulation class ledger_reshape, seeds 141, 261, 349, 596, 902,
+// 1032, 1152, 1159, 1314, 1382, 1391: the cordons, quota, bindings and
+// lowered local retention of an agent restarted shortly before the loss):
+// broker 2's agent restarts, finds no record of its own and claims within
+// a lease of that read, so its record is Fresh. The ledger is lost and
+// the agent restarts again; its new process writes a Fresh record without
+// those claims. The peer remembers the earlier process's Fresh record and
+// writes its claims into the new one (the records name the process's
+// start, Record.Started). Before the fix a peer never wrote back the
+// claims of a Fresh record: they were the operator's for good.
+func TestR8_7PeerWritesBackTheClaimsOfAnEarlierFreshProcess(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	old, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	passAt(t, old, clock, full())
+	if !f.acls[denyAll("a")] || !f.records.Agents[2].Fresh {
+		t.Fatalf("the test needs broker 2 protected by a Fresh record: %v %+v", f.acls, f.records.Agents[2])
+	}
+	passAfter(t, peer, clock, time.Second, calm()) // it reads broker 2's Fresh record
+	// The topic is deleted and created again; broker 2's agent restarts
+	// and writes its new record before the peer's next pass.
+	f.records = ledger.NewRecords()
+	clock.t = clock.t.Add(time.Second)
+	back, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	passAfter(t, back, clock, time.Second, full())
+	if r := f.records.Agents[2]; !r.Fresh || len(r.ACLTopics()) != 0 {
+		t.Fatalf("the test needs the restarted agent's first record Fresh, without claims: %+v", r)
+	}
+	passAfter(t, peer, clock, time.Second, calm())
+	if got := f.records.Agents[2].ACLTopics(); len(got) != 2 {
+		t.Fatalf("R8.7/the peer did not write back the claims of the earlier Fresh process: %+v", f.records.Agents[2])
+	}
+	for range 4 {
+		passAfter(t, back, clock, time.Second, calm())
+		passAt(t, peer, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the earlier process's bindings were forgotten: %v", f.acls)
+	}
+}
