@@ -132,14 +132,17 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 // record of its own: it restarted while the ledger was lost) and lacks
 // claims of r, the record of its earlier process this agent remembers
 // (not Fresh, or Fresh with another process's start: that process had
-// itself restarted shortly before; ledger_reshape seed 1152): they are
-// written into it, for its agent to adopt (found by
+// itself restarted shortly before; ledger_reshape seed 1152), whichever
+// instance of the broker's agent wrote it (R8.8: the instance writing
+// now would have taken the claims over with the record; ledger_reshape
+// with duplicate_agent, seed 725): they are written into it, for its
+// agent to adopt (found by
 // the simulation, class ledger_delete, seed 304: a restarted agent read
 // the recreated topic, a peer wrote its old record back, and the agent's
 // first write replaced it). A failed write is tried again at the next
 // read (the memory keeps r's claims, not Fresh).
 func (e *Enforcer) adopt(ctx context.Context, id int32, cur, r Record, set func(int32, Record)) {
-	if !cur.Fresh || r.Fresh && !ledger.EarlierProcess(r, cur) || r.Instance != "" && cur.Instance != "" && r.Instance != cur.Instance {
+	if !cur.Fresh || r.Fresh && !ledger.EarlierProcess(r, cur) {
 		return
 	}
 	merged, added := ledger.Adopt(cur, r)

@@ -125,3 +125,57 @@ func TestR8_7PeerWritesBackTheClaimsOfAnEarlierFreshProcess(t *testing.T) {
 		t.Fatalf("R8.7/the earlier process's bindings were forgotten: %v", f.acls)
 	}
 }
+
+// R8.7 with R8.8 (simulation class ledger_reshape with duplicate_agent,
+// seeds 725, 1081, 1224, 1715): broker 1's record, written by instance
+// pod-b, is lost with the ledger while pod-b dies; the other instance,
+// pod-a, restarts and writes a Fresh record first. The peer writes the
+// claims it remembers into it although another instance wrote them: both
+// are broker 1's agent, and pod-a would have taken them over with the
+// record anyway (R8.8). Before the fix the peer wrote back only claims of
+// the same instance: the bindings stayed, the operator's for good.
+func TestR8_7PeerWritesAnotherInstancesClaimsIntoTheFreshRecord(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	newAs := func(instance string) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{
+			Snapshots: &staticSource{snap: calm(), ch: make(chan struct{}, 1)}, Admin: f, Clock: clock,
+			Evidence: newFakeEvidence(calm()), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	b := newAs("pod-b")
+	peer, _ := enforcerAs(t, 2, cfg, calm(), f, clock)
+	for range 15 { // past a lease: pod-b's records are no longer Fresh
+		passAt(t, b, clock, full())
+		clock.t = clock.t.Add(time.Second)
+	}
+	if r := f.records.Agents[1]; !f.acls[denyAll("a")] || r.Instance != "pod-b" || r.Fresh {
+		t.Fatalf("the test needs pod-b protecting, not Fresh: %v %+v", f.acls, r)
+	}
+	passAt(t, peer, clock, calm()) // it reads broker 1's record
+	// pod-b dies; the topic is deleted and created again; pod-a starts
+	// and writes its record first.
+	f.records = ledger.NewRecords()
+	a := newAs("pod-a")
+	passAfter(t, a, clock, time.Second, full())
+	if r := f.records.Agents[1]; r.Instance != "pod-a" || !r.Fresh || len(r.ACLTopics()) != 0 {
+		t.Fatalf("the test needs pod-a's first record, Fresh and without claims: %+v", r)
+	}
+	passAfter(t, peer, clock, time.Second, calm())
+	if got := f.records.Agents[1].ACLTopics(); len(got) != 2 {
+		t.Fatalf("R8.7/the peer did not write pod-b's claims into pod-a's record: %+v", f.records.Agents[1])
+	}
+	for range 4 {
+		passAfter(t, a, clock, time.Second, calm())
+		passAt(t, peer, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/pod-b's bindings were forgotten: %v", f.acls)
+	}
+}
