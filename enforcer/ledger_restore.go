@@ -51,8 +51,8 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 	}
 	for _, id := range slices.Sorted(maps.Keys(prev.Agents)) {
 		r := prev.Agents[id]
-		if id == e.brokerID || recs.Undecodable[id] > 0 || !worthRestoring(r) {
-			continue
+		if id == e.brokerID && !otherInstance(r, e.instance) || recs.Undecodable[id] > 0 || !worthRestoring(r) {
+			continue // this agent's own record: restoreOwn
 		}
 		if cur, ok := recs.Agents[id]; ok {
 			e.adopt(ctx, id, cur, r, set)
@@ -103,7 +103,15 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 		}
 	}
 	own := e.prot.written
-	if r, ok := agentOf(prev, e.brokerID); own == nil && ok && (r.Instance == "" || r.Instance == e.instance) {
+	r, ok := agentOf(prev, e.brokerID)
+	switch {
+	case ok && otherInstance(r, e.instance):
+		// Another instance wrote this broker's record after this
+		// agent's last write (it took the broker over, and this agent
+		// stood by): what this agent wrote is out of date, and that
+		// record is written back as a peer's (restoreLost).
+		own = nil
+	case own == nil && ok:
 		own = &r // read at this process's start, not written since
 	}
 	if cur, ok := get(e.brokerID); own != nil && worthRestoring(*own) && !e.dryRun && !e.prot.standby {
@@ -123,13 +131,18 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 // adopt: broker id's record cur was written Fresh (its process found no
 // record of its own: it restarted while the ledger was lost) and lacks
 // claims of r, the record of its earlier process this agent remembers
-// (not Fresh): they are written into it, for its agent to adopt (found by
+// (not Fresh, or Fresh with another process's start: that process had
+// itself restarted shortly before; ledger_reshape seed 1152), whichever
+// instance of the broker's agent wrote it (R8.8: the instance writing
+// now would have taken the claims over with the record; ledger_reshape
+// with duplicate_agent, seed 725): they are written into it, for its
+// agent to adopt (found by
 // the simulation, class ledger_delete, seed 304: a restarted agent read
 // the recreated topic, a peer wrote its old record back, and the agent's
 // first write replaced it). A failed write is tried again at the next
 // read (the memory keeps r's claims, not Fresh).
 func (e *Enforcer) adopt(ctx context.Context, id int32, cur, r Record, set func(int32, Record)) {
-	if !cur.Fresh || r.Fresh || r.Instance != "" && cur.Instance != "" && r.Instance != cur.Instance {
+	if !cur.Fresh || r.Fresh && !ledger.EarlierProcess(r, cur) {
 		return
 	}
 	merged, added := ledger.Adopt(cur, r)
@@ -154,6 +167,10 @@ func (e *Enforcer) adopt(ctx context.Context, id int32, cur, r Record, set func(
 	e.logger.Warn("another agent's record lacks claims of its earlier process (it restarted while the ledger was lost): written back into it",
 		"broker_id", id, "topic", e.cfg.OwnershipTopic)
 }
+
+// otherInstance: r was written by another agent instance than instance
+// (for this agent's broker: a second instance, spec R8.8).
+func otherInstance(r Record, instance string) bool { return r.Instance != "" && r.Instance != instance }
 
 // agentOf returns broker id's record from a set that may be nil.
 func agentOf(rs *Records, id int32) (Record, bool) {

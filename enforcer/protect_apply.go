@@ -280,6 +280,7 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	// Written before any read, or after a first read without a record
 	// of its own: nothing its earlier process claimed is known to it.
 	r.Fresh = e.isFresh()
+	r.Started = e.prot.started
 	start := e.monotonic(e.clock.Now())
 	if err := e.admin.StoreRecord(ctx, r); err != nil {
 		e.prot.dirty = true
@@ -298,6 +299,12 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	e.prot.written = &r
 	if e.prot.keptMerged {
 		e.prot.keptConfigs, e.prot.keptMerged = nil, false // planned with them (mergeKept)
+	}
+	if e.prot.remembered != nil {
+		// The memory of this broker's record is the latest known: this
+		// write, or another instance's record read after it
+		// (restoreOwn).
+		e.prot.remembered.Agents[e.brokerID] = r
 	}
 	if len(e.prot.unrecorded) > 0 {
 		r.Bindings(nil, func(a ACL) { delete(e.prot.unrecorded, a) })

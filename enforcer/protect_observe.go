@@ -95,6 +95,9 @@ type protectionState struct {
 	// a peer writes them back (ledger_restore.go).
 	readOnce, fresh bool
 	freshUntil      time.Duration
+	// started: when this process started (the clock at New): every
+	// record it writes says so (Record.Started).
+	started time.Time
 	// remembered: every record as the last successful read of the topic
 	// returned it, with what restoreLost put back: the memory lost
 	// records are written back from (a read whose pass then failed, its

@@ -156,6 +156,18 @@ type Record struct {
 	// agent takes them as its own: what its earlier process claimed is
 	// not forgotten (enforcer/ledger_restore.go).
 	Fresh bool `json:"fresh,omitempty"`
+	// Started: when the process that wrote it started (its wall clock;
+	// zero in records of older guards). Two Fresh records with
+	// different Started come from two processes: the claims of the
+	// earlier one's are written into the later one's like those of a
+	// record that is not Fresh (enforcer/ledger_restore.go).
+	Started time.Time `json:"started,omitzero"`
+}
+
+// EarlierProcess reports whether r and cur were written by two processes
+// (both marked with their start, and the marks differ).
+func EarlierProcess(r, cur Record) bool {
+	return !r.Started.IsZero() && !cur.Started.IsZero() && !r.Started.Equal(cur.Started)
 }
 
 // Lease is the record's lease duration.
