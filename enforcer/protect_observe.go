@@ -227,8 +227,8 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	}
 	e.followInstance(recs, o.Now)
 	e.keepOverwritten(recs.Agents[e.brokerID])
-	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
-		o.Purged = e.purged(e.ev.lastMono)
+	if !e.prot.standby {
+		e.restoreHistory(o, recs)
 	}
 	// Records the topic lost (deleted, created again) are written back
 	// from memory, never read as "no claims" (ledger_restore.go).

@@ -281,3 +281,38 @@ func (e *Enforcer) spendCapsUnknownHistory(o *Observed, why string) {
 	e.logger.Warn("purge caps counted as spent for a day: this agent's purge history is unknown (no evidence, no action); unexpired data is not purged until the day's window frees, expired data is deleted as before",
 		"reason", why, "log_dirs", dirs, "window", "24h")
 }
+
+// restoreHistory establishes this process's purge history (spec R7.3)
+// from its record at its first read of the ledger (and, after standing
+// by, at the read that lets it take over):
+//
+//   - its record as its earlier process (or the instance it takes over
+//     from) wrote it: its purges are restored (restorePurges);
+//   - its record written back by a peer (Record.Restored: the ownership
+//     topic lost it while this agent was down): the copy's purges are
+//     restored, and the caps count as spent (spendCapsUnknownHistory):
+//     the copy is as the peer last read it, and purges its earlier
+//     process recorded after that read are unknown (found by the
+//     simulation, ledger_delete, seed 1271: the restored copy lacked the
+//     last 24 MiB, and 16 MiB more were purged).
+//
+// Expired data is deleted as before, and write protection takes over at
+// its band either way.
+func (e *Enforcer) restoreHistory(o *Observed, recs Records) {
+	if e.prot.purgesRestored {
+		return
+	}
+	r, ok := recs.Agents[e.brokerID]
+	switch {
+	case e.dryRun:
+		e.restorePurges(r, o.Now)
+	case ok && r.Restored:
+		e.restorePurges(r, o.Now)
+		e.prot.purgesRestored = false
+		e.spendCapsUnknownHistory(o, "this agent's record was written back by a peer after the ownership topic lost it: purges recorded after the peer's copy are unknown")
+		e.prot.purgesRestored = true
+	default:
+		e.restorePurges(r, o.Now)
+	}
+	o.Purged = e.purged(e.ev.lastMono)
+}

@@ -156,6 +156,13 @@ type Record struct {
 	// agent takes them as its own: what its earlier process claimed is
 	// not forgotten (enforcer/ledger_restore.go).
 	Fresh bool `json:"fresh,omitempty"`
+	// Restored: written back by another agent from its memory of this
+	// broker's record after the ownership topic lost it (deleted,
+	// created again: enforcer/ledger_restore.go). The copy is as that
+	// agent last read it and may lack purges recorded after that read:
+	// a process that finds its own record so restored counts its purge
+	// history as unknown (spec R7.3). Its agent's own writes clear it.
+	Restored bool `json:"restored,omitempty"`
 }
 
 // Lease is the record's lease duration.
