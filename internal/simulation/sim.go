@@ -127,7 +127,8 @@ var KnownBroken = map[Class]Known{
 			"260, 261, 281, 530, 561, 589, 1097, 1271, 1572); a sweep of seeds 1-1097 going on after each failure found, " +
 			"before the standby fix below, I4 only at 1097 (fixed by it) and otherwise 25, 77, 136, 154, 915 (I1: " +
 			"local.retention.bytes of events left or removed), 587 (I1: a cordon left), 196 (I2, below), as on the code " +
-			"before; so the class stays out of DefaultMix. Fixed: (a) seeds 161, 260, 281, 530, 589, 1572: the topic deleted in (or shortly before) the step an " +
+			"before, and seeds 1098-2000 with this code no I4, I1 at 1619, 1706, 1920 (local.retention.bytes) and 1956 " +
+			"(a binding left); so the class stays out of DefaultMix. Fixed: (a) seeds 161, 260, 281, 530, 589, 1572: the topic deleted in (or shortly before) the step an " +
 			"agent restarts, its first read found no record of its own (it created the topic, or a peer recreated it empty) " +
 			"and it purged a second hour's cap as a fresh install would (530: 80 MiB against 51 MiB): a process finding no " +
 			"record of its own in a cluster listing other brokers purges no unexpired data for a lease and a pass " +
