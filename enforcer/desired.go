@@ -33,13 +33,19 @@ const (
 	// read before the purge, could not be read or shows another instance
 	// holding the broker: it purges nothing until it renews (spec R8.8).
 	BlockLeaseFenced BlockReason = "lease_fenced"
+	// BlockPurgeHistory: this process found no record of its own at its
+	// first ledger read (a fresh install, or the ownership topic lost
+	// while it was down): it purges no unexpired data for a lease and a
+	// pass, in which a peer writes back a record the topic lost, with its
+	// purge history (spec R7.3, restoreHistory).
+	BlockPurgeHistory BlockReason = "purge_history"
 )
 
 // blockReasons lists every block reason: enforcer_blocked has a series for
 // each, 0 or 1. A new reason is added here and in dirView.holds (or as a topic
 // hold); the evidence gates' reasons (spec R7) are in gates.go.
 func blockReasons() []BlockReason {
-	return append([]BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors, BlockLeaseFenced}, evidenceReasons()...)
+	return append([]BlockReason{BlockSnapshotStale, BlockBrokerUnreachable, BlockScanErrors, BlockLeaseFenced, BlockPurgeHistory}, evidenceReasons()...)
 }
 
 // Policy is what Desired decides by.

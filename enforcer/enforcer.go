@@ -470,7 +470,7 @@ func (e *Enforcer) report(goals []DirGoal, plan Plan, o Observed) (blocked bool)
 func (e *Enforcer) setBlocked(reasons []BlockReason, dirs, topics []string) {
 	slices.Sort(reasons)
 	for _, r := range blockReasons() {
-		if r == BlockLeaseFenced {
+		if r == BlockLeaseFenced || r == BlockPurgeHistory {
 			continue // decided in apply, after the pass's record writes (recordPurgesAhead)
 		}
 		v := 0.0

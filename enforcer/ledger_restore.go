@@ -58,7 +58,7 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 			e.adopt(ctx, id, cur, r, set)
 			continue
 		}
-		r.BrokerID = id
+		r.BrokerID, r.Restored = id, true
 		sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
 		err := e.admin.StoreRecord(sctx, r)
 		cancel()
@@ -120,6 +120,12 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			set(e.brokerID, *own)
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
+		case e.prot.written != nil && cur.Instance == e.instance && cur.Restored && !cur.Updated.After(e.prot.written.Updated):
+			// A peer's copy of what this agent wrote last: written again,
+			// so that its next process does not take it for a copy
+			// (Record.Restored: its purge history unknown).
+			set(e.brokerID, *e.prot.written)
+			e.prot.dirty = true
 		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated):
 			set(e.brokerID, *e.prot.written)
 			e.prot.dirty = true
@@ -153,7 +159,7 @@ func (e *Enforcer) adopt(ctx context.Context, id int32, cur, r Record, set func(
 	// is not (its own records all are). Remembered Fresh once written,
 	// so the claims are written once, never again after its agent has
 	// released them.
-	merged.BrokerID, merged.Fresh = id, false
+	merged.BrokerID, merged.Fresh, merged.Restored = id, false, true
 	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
 	err := e.admin.StoreRecord(sctx, merged)
 	cancel()

@@ -281,6 +281,7 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	// of its own: nothing its earlier process claimed is known to it.
 	r.Fresh = e.isFresh()
 	r.Started = e.prot.started
+	r.Restored = false // this agent's own write, not a peer's copy
 	start := e.monotonic(e.clock.Now())
 	if err := e.admin.StoreRecord(ctx, r); err != nil {
 		e.prot.dirty = true

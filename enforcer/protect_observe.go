@@ -83,6 +83,12 @@ type protectionState struct {
 	// purgesRestored: the purge history of this agent's record was read
 	// back into the caps' windows (once, at the first read).
 	purgesRestored bool
+	// historyWait: this process's first read found no record of its
+	// own; until historyUntil (monotonic) it purges no unexpired data,
+	// waiting for a peer to write back a record the topic lost
+	// (restoreHistory).
+	historyWait  bool
+	historyUntil time.Duration
 	// ledgerLost: the last read found the ownership topic lost; written:
 	// this agent's record as last written (restored from memory when the
 	// topic lost it).
@@ -238,8 +244,8 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	e.followInstance(recs, o.Now)
 	e.keepOverwritten(recs)
 	recs = e.mergeKept(recs)
-	if !e.prot.standby && e.restorePurges(recs.Agents[e.brokerID], o.Now) {
-		o.Purged = e.purged(e.ev.lastMono)
+	if !e.prot.standby {
+		e.restoreHistory(ctx, o, recs)
 	}
 	// Records the topic lost (deleted, created again) are written back
 	// from memory, never read as "no claims" (ledger_restore.go).
@@ -362,9 +368,19 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 	if e.dryRun && r.Claims() && (e.prot.written == nil || !e.prot.written.Renewed.Equal(r.Renewed)) {
 		other = true
 	}
-	if !ok || !other || r.Renewed.IsZero() {
+	switch {
+	case !ok && was && !e.prot.self.renewed.IsZero():
+		// Standing by, the active instance's record vanished: the topic
+		// was deleted and created again (ledger lost, spec R8.7), not a
+		// lease run out. Its last renewal seen counts for a lease, in
+		// which its process writes its record back from memory (found
+		// by the simulation, ledger_delete with duplicate_agent, seeds
+		// 261 and 1097: the standby took over at once, with no purge
+		// history, while the other instance ran and had purged).
+		e.prot.standby = e.monotonic(now)-e.prot.self.since < e.cfg.Protection.LeaseDuration
+	case !ok || !other || r.Renewed.IsZero():
 		e.prot.standby, e.prot.self = false, leaseSeen{}
-	} else {
+	default:
 		mono := e.monotonic(now)
 		if s := e.prot.self; !s.renewed.Equal(r.Renewed) || mono < s.since {
 			e.prot.self = leaseSeen{renewed: r.Renewed, since: mono}

@@ -64,7 +64,7 @@ func (e *Enforcer) restorePurges(r Record, now time.Time) bool {
 	if e.prot.purgesRestored {
 		return false
 	}
-	e.prot.purgesRestored = true
+	e.prot.purgesRestored, e.prot.historyWait = true, false
 	mono := e.ev.lastMono
 	added := false
 	for _, b := range r.Purged {
@@ -118,12 +118,18 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 	lostFenced := purges && !e.dryRun && e.prot.ledgerLost && !e.leaseLive(now)
 	fenced := purges && !e.dryRun && (lostFenced || !e.leaseFence(ctx, now) || e.prot.purgesHeld.Equal(now) || e.writtenSince(now))
 	e.m.blocked.WithLabelValues(string(BlockLeaseFenced)).Set(gauge(fenced))
+	waiting := purges && !e.dryRun && e.prot.historyWait
+	e.m.blocked.WithLabelValues(string(BlockPurgeHistory)).Set(gauge(waiting))
 	if e.dryRun || !purges {
 		return dels
 	}
 	hold := func(msg string, attrs ...any) []Deletion {
 		e.logger.Warn(msg, attrs...)
 		return slices.DeleteFunc(slices.Clone(dels), isPurge)
+	}
+	if waiting {
+		return hold("unexpired records not purged this pass: this process found no record of its own at its first ledger read and waits a lease and a pass for a peer to write back a record the ownership topic lost (its purge history)",
+			"wait", (e.cfg.Protection.LeaseDuration + e.cfg.Interval).String())
 	}
 	if lostFenced {
 		return hold("unexpired records not purged this pass: the ownership topic is lost and this agent's lease, renewed before, is not live with its margin (lease fencing)",
@@ -239,7 +245,9 @@ func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 	// the log dir's, spec R7.3), and the records this pass writes hold
 	// them (storeRecord); this pass's deletions were planned without
 	// them, so they wait for the next pass's plan.
-	if !e.dryRun && e.restorePurges(recs.Agents[e.brokerID], now) {
+	// A process waiting for its own record (restoreHistory) goes on
+	// waiting: only another instance's record ends the wait here.
+	if r := recs.Agents[e.brokerID]; !e.dryRun && (!e.prot.historyWait || r.Instance != "" && r.Instance != e.instance) && e.restorePurges(r, now) {
 		e.prot.purgesHeld = now
 	}
 	return true
@@ -307,4 +315,88 @@ func (e *Enforcer) spendCapsUnknownHistory(o *Observed, why string) {
 	o.Purged = e.purged(mono)
 	e.logger.Warn("purge caps counted as spent for a day: this agent's purge history is unknown (no evidence, no action); unexpired data is not purged until the day's window frees, expired data is deleted as before",
 		"reason", why, "log_dirs", dirs, "window", "24h")
+}
+
+// restoreHistory establishes this process's purge history (spec R7.3)
+// from its record at its first read of the ledger (and, after standing
+// by, at the read that lets it take over):
+//
+//   - its record as its earlier process (or the instance it takes over
+//     from) wrote it: its purges are restored (restorePurges);
+//   - its record written back by a peer (Record.Restored: the ownership
+//     topic lost it while this agent was down): the copy's purges are
+//     restored, and the caps count as spent (spendCapsUnknownHistory):
+//     the copy is as the peer last read it, and purges its earlier
+//     process recorded after that read are unknown (found by the
+//     simulation, ledger_delete, seed 1271: the restored copy lacked the
+//     last 24 MiB, and 16 MiB more were purged);
+//   - no record of its own: a fresh install, or the topic deleted while
+//     this agent was down and created again (by this agent's first read,
+//     or a peer's) before any peer wrote its record back. The two cannot
+//     be told apart at once: unexpired data is not purged for a lease
+//     and a pass (enforcer_blocked{reason="purge_history"}), in which
+//     every live peer that remembers the record writes it back
+//     (restoreLost), marked Restored (the case above); then, with still
+//     no record, this agent purges as a fresh install (found by the
+//     simulation, ledger_delete, seed 530: the topic was deleted in the
+//     step the agent restarted, and it purged a second hour's cap). A
+//     record this process wrote meanwhile does not end the wait. A
+//     cluster that lists no other broker has no agent that could write
+//     the record back: no wait (peersListed).
+//
+// Expired data is deleted as before, and write protection takes over at
+// its band either way.
+func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records) {
+	if e.prot.purgesRestored || e.brokerID < 0 {
+		return // known, or this agent's broker not yet (no purge either)
+	}
+	r, ok := recs.Agents[e.brokerID]
+	switch {
+	case e.dryRun:
+		e.restorePurges(r, o.Now)
+	case ok && r.Restored:
+		e.restorePurges(r, o.Now)
+		e.prot.purgesRestored = false
+		e.spendCapsUnknownHistory(o, "this agent's record was written back by a peer after the ownership topic lost it: purges recorded after the peer's copy are unknown")
+		e.prot.purgesRestored = true
+	case ok && (!e.prot.historyWait || r.Instance != "" && r.Instance != e.instance):
+		e.restorePurges(r, o.Now) // the instance taken over from counts too
+	default:
+		// No record of its own, or only one this process wrote while
+		// waiting.
+		mono := e.monotonic(o.Now)
+		if !e.prot.historyWait {
+			if recs.Undecodable[e.brokerID] > 0 {
+				return // spendCapsUnknownHistory counted the caps
+			}
+			if !e.peersListed(ctx) {
+				// No other broker: no agent that could write the record
+				// back (a second instance for this broker, standing by,
+				// writes nothing).
+				e.prot.purgesRestored = true
+				break
+			}
+			e.prot.historyWait = true
+			e.prot.historyUntil = mono + e.cfg.Protection.LeaseDuration + e.cfg.Interval
+			e.logger.Warn("no record of this agent in the ownership topic: unexpired data is not purged for a lease and a pass, while peers write back a record the topic may have lost (a fresh install waits too); expired data is deleted as before",
+				"topic", e.cfg.OwnershipTopic, "wait", (e.cfg.Protection.LeaseDuration + e.cfg.Interval).String(), "reason", BlockPurgeHistory)
+		}
+		if mono < e.prot.historyUntil {
+			return
+		}
+		e.prot.historyWait, e.prot.purgesRestored = false, true
+		e.logger.Info("no record of this agent was written back: purging as a fresh install", "topic", e.cfg.OwnershipTopic)
+	}
+	o.Purged = e.purged(e.ev.lastMono)
+}
+
+// peersListed reports whether the cluster lists a broker other than this
+// agent's (whose agent may remember this agent's record); a failed read
+// counts as yes (the safe side: the wait).
+func (e *Enforcer) peersListed(ctx context.Context) bool {
+	live, err := e.admin.LiveBrokers(ctx)
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(live, func(id int32) bool { return id != e.brokerID })
 }

@@ -63,6 +63,10 @@ func newFakeAdmin(s *agent.Snapshot) *fakeAdmin {
 	for tp, o := range brokerOffsets(s) {
 		f.lso[tp], f.hw[tp] = o.LogStart, o.HighWatermark
 	}
+	// An agent that ran before: its record is in the ledger (a process
+	// that finds none waits a lease and a pass before it purges
+	// unexpired data: restoreHistory; tests of that set records).
+	f.records.Agents[1] = Record{BrokerID: 1}
 	return f
 }
 

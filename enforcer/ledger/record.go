@@ -162,6 +162,13 @@ type Record struct {
 	// earlier one's are written into the later one's like those of a
 	// record that is not Fresh (enforcer/ledger_restore.go).
 	Started time.Time `json:"started,omitzero"`
+	// Restored: written back by another agent from its memory of this
+	// broker's record after the ownership topic lost it (deleted,
+	// created again: enforcer/ledger_restore.go). The copy is as that
+	// agent last read it and may lack purges recorded after that read:
+	// a process that finds its own record so restored counts its purge
+	// history as unknown (spec R7.3). Its agent's own writes clear it.
+	Restored bool `json:"restored,omitempty"`
 }
 
 // EarlierProcess reports whether r and cur were written by two processes
