@@ -184,6 +184,14 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 		ld.OtherBytes += diskBytes(fi)
 	}
 	cp := s.readCheckpoints(root, path)
+	// The log dir's descriptor, to open partition directories relative
+	// to (nil: through root).
+	rootDir, err := root.Open(".")
+	if err != nil {
+		rootDir = nil
+	} else {
+		defer rootDir.Close()
+	}
 	jobs := make([]partitionJob, 0, len(names))
 	for _, name := range names {
 		if topic, part, kind, ok := ParsePartitionDirName(name); ok {
@@ -215,7 +223,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
 	}
-	ld.Partitions = s.readPartitions(root, path, jobs, &cp, prev)
+	ld.Partitions = s.readPartitions(root, rootDir, path, jobs, &cp, prev)
 	for i := range ld.Partitions {
 		ld.DiskBytes += ld.Partitions[i].DiskBytes
 		ld.PendingDeleteBytes += ld.Partitions[i].PendingDeleteBytes
@@ -250,7 +258,7 @@ type partitionJob struct {
 // goroutines. A directory that could not be opened or listed is reported
 // and left out rather than reported as an empty partition; the others
 // come back in jobs' order.
-func (s *Scanner) readPartitions(root *os.Root, path string, jobs []partitionJob, cp *Checkpoints, prev *LogDir) []Partition {
+func (s *Scanner) readPartitions(root *os.Root, rootDir *os.File, path string, jobs []partitionJob, cp *Checkpoints, prev *LogDir) []Partition {
 	parts := make([]Partition, len(jobs))
 	ok := make([]bool, len(jobs))
 	next := make(chan int)
@@ -264,7 +272,7 @@ func (s *Scanner) readPartitions(root *os.Root, path string, jobs []partitionJob
 			for i := range next {
 				j := jobs[i]
 				full := filepath.Join(path, j.name)
-				pd := partitionDir{parent: root, name: j.name, full: full, topic: j.topic, part: j.part, kind: j.kind}
+				pd := partitionDir{parent: root, parentDir: rootDir, name: j.name, full: full, topic: j.topic, part: j.part, kind: j.kind}
 				p, err := s.readPartition(pd, cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
 				if err != nil {
 					// Nothing was read (open or list failed): leave it out
@@ -423,11 +431,13 @@ func FileName(baseOffset int64, suffix string) string {
 // partitionDir is a partition directory to read.
 type partitionDir struct {
 	parent *os.Root // the log dir
-	name   string   // the directory's name under parent
-	full   string   // its path, for errors
-	topic  string
-	part   int32
-	kind   PartitionKind
+	// parentDir, when not nil, is the log dir open as a directory.
+	parentDir *os.File
+	name      string // the directory's name under parent
+	full      string // its path, for errors
+	topic     string
+	part      int32
+	kind      PartitionKind
 }
 
 // maxRelists bounds how often a partition directory is listed again when
@@ -451,7 +461,7 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 	// One descriptor for the directory: ReadDir lstat's each entry
 	// relative to it (a Root's files do), and segment files are opened
 	// relative to it.
-	dir, err := parent.Open(name)
+	dir, err := openPartitionDir(pd)
 	if err != nil {
 		return p, fmt.Errorf("open partition dir: %w", err)
 	}
