@@ -239,13 +239,22 @@ const expiryPoints = 8
 // position were all appended before the j-th time entry's max timestamp
 // was recorded.
 func sampleExpiry(ti indexFile, nTime int64, oi indexFile, nOff int64, buf []byte) ([]ExpiryPoint, error) {
-	return sampleExpiryWindows(ti, nTime, indexWindow{}, oi, nOff, indexWindow{}, buf)
+	return sampleExpiryWindows(indexRead{ti, nTime, indexWindow{}}, indexRead{oi, nOff, indexWindow{}}, buf)
+}
+
+// indexRead is an open index file, its valid entries, and those of them
+// already read (see validEntriesWindow).
+type indexRead struct {
+	f indexFile
+	n int64
+	w indexWindow
 }
 
 // sampleExpiryWindows is sampleExpiry with the entries already read of
-// each index (see validEntriesWindow): when they hold both indexes'
-// entries [0, n), nothing is read again.
-func sampleExpiryWindows(ti indexFile, nTime int64, tw indexWindow, oi indexFile, nOff int64, ow indexWindow, buf []byte) ([]ExpiryPoint, error) {
+// each index: when they hold both indexes' entries [0, n), nothing is
+// read again.
+func sampleExpiryWindows(t, o indexRead, buf []byte) ([]ExpiryPoint, error) {
+	ti, nTime, tw, oi, nOff, ow := t.f, t.n, t.w, o.f, o.n, o.w
 	n := min(nTime, nOff)
 	if n == 0 {
 		return nil, nil

@@ -223,7 +223,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
 	}
-	ld.Partitions = s.readPartitions(root, rootDir, path, jobs, &cp, prev)
+	ld.Partitions = s.readPartitions(root, rootDir, jobs, &cp, prev)
 	for i := range ld.Partitions {
 		ld.DiskBytes += ld.Partitions[i].DiskBytes
 		ld.PendingDeleteBytes += ld.Partitions[i].PendingDeleteBytes
@@ -258,7 +258,8 @@ type partitionJob struct {
 // goroutines. A directory that could not be opened or listed is reported
 // and left out rather than reported as an empty partition; the others
 // come back in jobs' order.
-func (s *Scanner) readPartitions(root *os.Root, rootDir *os.File, path string, jobs []partitionJob, cp *Checkpoints, prev *LogDir) []Partition {
+func (s *Scanner) readPartitions(root *os.Root, rootDir *os.File, jobs []partitionJob, cp *Checkpoints, prev *LogDir) []Partition {
+	path := root.Name()
 	parts := make([]Partition, len(jobs))
 	ok := make([]bool, len(jobs))
 	next := make(chan int)
@@ -766,13 +767,11 @@ type segmentFiles struct {
 func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Segment, ok bool) {
 	d, dir, group, active, prev, prevPart := sf.dir, sf.path, sf.files, sf.active, sf.prev, sf.prevPart
 	seg = Segment{BaseOffset: group[0].base}
-	ti, tiErr, ok := s.openPendingTimeIndex(sf)
-	if !ok {
+	var t timeIndexState
+	if !s.openPendingTimeIndex(sf, &t) {
 		return seg, false
 	}
-	if ti != nil {
-		defer ti.Close()
-	}
+	defer t.close()
 	var logName, indexName, timeName string
 	var logMtime, timeSize, indexSize, indexBytes int64
 	for _, f := range group {
@@ -801,9 +800,7 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 		}
 	}
 	seg.IndexApparentBytes = uint32(min(max(indexBytes, 0), math.MaxUint32))
-	ts := int64(-1)
-	var nTime int64
-	var tw indexWindow
+	t.ts = -1
 	if prev != nil && prev.LogBytes == seg.LogBytes && prev.IndexApparentBytes == seg.IndexApparentBytes && prev.DiskBytes == seg.DiskBytes && prev.TimestampSource != 0 {
 		// Unchanged segment: a closed segment's time index is as it was;
 		// an active segment that did not grow got no record and no index
@@ -815,38 +812,25 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 		return seg, true
 	}
 	if timeName != "" {
-		err := tiErr
-		if ti == nil && err == nil {
-			if ti, err = openSegmentFile(d, seg.BaseOffset, timeName); err == nil {
-				defer ti.Close()
-			}
+		// The active segment's time index entries read here stay in the
+		// first half of buf for readActive (its offset index goes to the
+		// second half): its expiry curve samples both.
+		tbuf := buf
+		if active {
+			tbuf = buf[:len(buf)/2]
 		}
-		if err != nil {
-			ti = nil
-			s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), err)
-			if errors.Is(err, fs.ErrNotExist) {
-				return seg, false
-			}
-		} else {
-			// The active segment's time index entries read here stay in
-			// the first half of buf for readActive (its offset index goes
-			// to the second half): its expiry curve samples both.
-			tbuf := buf
-			if active {
-				tbuf = buf[:len(buf)/2]
-			}
-			ts, nTime, tw, err = lastTimestampWindow(ti, timeSize, tbuf)
-			if shrunk(err) {
-				ts, nTime, tw, err = -1, 0, indexWindow{}, nil // still moving: the next read sees it settled
-			}
-			if err != nil {
-				s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), fmt.Errorf("read time index: %w", err))
-			}
+		if !s.readTimeIndex(sf, timeSize, &t, tbuf) {
+			return seg, false
 		}
 	}
+	ts := t.ts
 	if active && logName != "" {
+		var ti indexFile
+		if t.f != nil {
+			ti = t.f
+		}
 		ts = s.readActive(activeSegment{dir: d, path: dir, base: seg.BaseOffset, logName: logName, indexName: indexName,
-			indexSize: indexSize, logBytes: seg.LogBytes, timeIndex: ti, timeEntries: nTime, timeWindow: tw, timestamp: ts}, p, buf)
+			indexSize: indexSize, logBytes: seg.LogBytes, timeIndex: ti, timeEntries: t.n, timeWindow: t.w, timestamp: ts}, p, buf)
 	}
 	if ts >= 0 {
 		seg.LargestTimestampMs, seg.TimestampSource = ts, TimestampFromTimeIndex
@@ -856,14 +840,28 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 	return seg, true
 }
 
+// timeIndexState is a segment's time index as readSegment reads it.
+type timeIndexState struct {
+	f       segReader // the open file (nil: none)
+	openErr error     // why a time index that was measured could not be opened
+	ts, n   int64     // its last timestamp (-1: none) and valid entries
+	w       indexWindow
+}
+
+func (t *timeIndexState) close() {
+	if t.f != nil {
+		t.f.Close()
+	}
+}
+
 // openPendingTimeIndex opens and measures the segment's pending time
-// index, if it has one (see listPartition), and fills in its sizes: ti is
-// the open file (nil: none), tiErr why a time index that could be
-// measured could not be opened (reported by the caller like any unreadable
-// time index). ok is false when it vanished since the listing, like a
-// segment file readSegment cannot open: Kafka renames all of a segment's
-// files when it deletes it.
-func (s *Scanner) openPendingTimeIndex(sf segmentFiles) (ti segReader, tiErr error, ok bool) {
+// index, if it has one (see listPartition), and fills in its sizes: t.f
+// is the open file, t.openErr why a time index that could be measured
+// could not be opened (reported by readTimeIndex like any unreadable
+// time index). It returns false when the file vanished since the
+// listing, like a segment file readSegment cannot open: Kafka renames all
+// of a segment's files when it deletes it.
+func (s *Scanner) openPendingTimeIndex(sf segmentFiles, t *timeIndexState) bool {
 	for i := range sf.files {
 		f := &sf.files[i]
 		if !f.pending {
@@ -876,13 +874,13 @@ func (s *Scanner) openPendingTimeIndex(sf segmentFiles) (ti segReader, tiErr err
 			// the listing would have.
 			openErr := err
 			if st, err = statSegmentFile(sf.dir, f.base, ".timeindex"); err == nil {
-				tiErr = openErr
+				t.openErr = openErr
 			}
 		}
 		if err != nil {
 			s.report(errKind(err), name(), err)
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, nil, false
+				return false
 			}
 			continue // left pending: not counted
 		}
@@ -894,9 +892,33 @@ func (s *Scanner) openPendingTimeIndex(sf segmentFiles) (ti segReader, tiErr err
 			continue
 		}
 		f.pending, f.disk, f.apparent, f.mtime = false, st.disk, st.apparent, st.mtimeMs
-		ti = r
+		t.f = r
 	}
-	return ti, tiErr, true
+	return true
+}
+
+// readTimeIndex opens the segment's time index of the given size unless
+// it is open already, and reads its last timestamp and valid entries into
+// t. It returns false when the file vanished since the listing.
+func (s *Scanner) readTimeIndex(sf segmentFiles, size int64, t *timeIndexState, buf []byte) bool {
+	base := sf.files[0].base
+	err := t.openErr
+	if t.f == nil && err == nil {
+		t.f, err = openSegmentFile(sf.dir, base, ".timeindex")
+	}
+	if err != nil {
+		t.f = nil
+		s.report(errKind(err), filepath.Join(sf.path, FileName(base, ".timeindex")), err)
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	t.ts, t.n, t.w, err = lastTimestampWindow(t.f, size, buf)
+	if shrunk(err) {
+		t.ts, t.n, t.w, err = -1, 0, indexWindow{}, nil // still moving: the next read sees it settled
+	}
+	if err != nil {
+		s.report(errKind(err), filepath.Join(sf.path, FileName(base, ".timeindex")), fmt.Errorf("read time index: %w", err))
+	}
+	return true
 }
 
 // prevPartition finds a partition in an earlier scan (partitions are sorted).
@@ -1013,7 +1035,7 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 	// Before the log walk, which reads into all of buf: the expiry curve
 	// samples the index entries still there.
 	if ti != nil && oi != nil && nTime > 0 && nOff > 0 {
-		pts, err := sampleExpiryWindows(ti, nTime, a.timeWindow, oi, nOff, ow, buf)
+		pts, err := sampleExpiryWindows(indexRead{ti, nTime, a.timeWindow}, indexRead{oi, nOff, ow}, buf)
 		if err != nil {
 			s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("sample indexes: %w", err))
 		}

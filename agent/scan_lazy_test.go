@@ -215,7 +215,7 @@ func TestIndexWindowsMatchReads(t *testing.T) {
 				t.Fatalf("n=%d prealloc=%v: last position %d with windows, %d without (%v)", n, prealloc, pos, wpos, err)
 			}
 			ti.reads, oi.reads = 0, 0
-			pts, err := sampleExpiryWindows(ti, nt, tw, oi, no, ow, buf)
+			pts, err := sampleExpiryWindows(indexRead{ti, nt, tw}, indexRead{oi, no, ow}, buf)
 			if prealloc && n == 100 && ti.reads+oi.reads != 0 {
 				t.Errorf("expiry curve of 100 entries read the indexes again (%d reads)", ti.reads+oi.reads)
 			}
