@@ -53,26 +53,54 @@ func isZero(b []byte) bool {
 // listed size finds the end of the file: that is the broker at work on a
 // busy log, not an I/O error, so the file is read again at its size now.
 func validEntries(f indexFile, size int64, es int64, buf []byte) (int64, error) {
-	n, err := validEntriesOf(f, size, es, buf)
-	if errors.Is(err, io.EOF) {
-		if cur, serr := f.Seek(0, io.SeekEnd); serr == nil && cur < size {
-			return validEntriesOf(f, cur, es, buf)
-		}
-	}
+	n, _, err := validEntriesWindow(f, size, es, buf, false)
 	return n, err
 }
 
-func validEntriesOf(f indexFile, size int64, es int64, buf []byte) (int64, error) {
+// indexWindow is a run of an index file's entries already read into
+// memory (into a caller's scratch buffer): entries from, from+1, ... of
+// es bytes each, in b.
+type indexWindow struct {
+	b    []byte
+	from int64
+}
+
+// entries returns entries [i, i+k) of es bytes when the window holds them
+// all, else nil.
+func (w indexWindow) entries(i, k, es int64) []byte {
+	if k <= 0 || i < w.from || (i+k-w.from)*es > int64(len(w.b)) {
+		return nil
+	}
+	return w.b[(i-w.from)*es : (i+k-w.from)*es]
+}
+
+// validEntriesWindow is validEntries that also returns the entries its
+// last read left in buf, so callers need not read them again. lastZero
+// says the caller already read the last entry (at size) and found it
+// zero.
+func validEntriesWindow(f indexFile, size int64, es int64, buf []byte, lastZero bool) (int64, indexWindow, error) {
+	n, w, err := validEntriesOf(f, size, es, buf, lastZero)
+	if errors.Is(err, io.EOF) {
+		if cur, serr := f.Seek(0, io.SeekEnd); serr == nil && cur < size {
+			return validEntriesOf(f, cur, es, buf, false)
+		}
+	}
+	return n, w, err
+}
+
+func validEntriesOf(f indexFile, size int64, es int64, buf []byte, lastZero bool) (int64, indexWindow, error) {
 	total := size / es
 	if total == 0 {
-		return 0, nil
+		return 0, indexWindow{}, nil
 	}
-	e := buf[:es]
-	if _, err := f.ReadAt(e, (total-1)*es); err != nil {
-		return 0, err
-	}
-	if !isZero(e) {
-		return total, nil
+	if !lastZero {
+		e := buf[:es]
+		if _, err := f.ReadAt(e, (total-1)*es); err != nil {
+			return 0, indexWindow{}, err
+		}
+		if !isZero(e) {
+			return total, indexWindow{e, total - 1}, nil
+		}
 	}
 	lo, hi := int64(0), total-1 // the answer is in [lo, hi]: entry hi is zero
 	if hole, err := f.Seek(0, seekHole); err == nil && hole < size {
@@ -84,17 +112,19 @@ func validEntriesOf(f indexFile, size int64, es int64, buf []byte) (int64, error
 		if (hi-lo)*es <= int64(len(buf)) {
 			chunk := buf[:(hi-lo)*es]
 			if _, err := f.ReadAt(chunk, lo*es); err != nil && !errors.Is(err, io.EOF) {
-				return 0, err
+				return 0, indexWindow{}, err
 			}
-			n := hi
-			for n > lo && isZero(chunk[(n-1-lo)*es:(n-lo)*es]) {
-				n--
+			// The last entry with a non-zero byte ends the valid ones.
+			n := lo
+			if i := lastNonZero(chunk); i >= 0 {
+				n = lo + int64(i)/es + 1
 			}
-			return n, nil
+			return n, indexWindow{chunk, lo}, nil
 		}
 		mid := lo + (hi-lo)/2
+		e := buf[:es]
 		if _, err := f.ReadAt(e, mid*es); err != nil {
-			return 0, err
+			return 0, indexWindow{}, err
 		}
 		if isZero(e) {
 			hi = mid
@@ -102,7 +132,23 @@ func validEntriesOf(f indexFile, size int64, es int64, buf []byte) (int64, error
 			lo = mid + 1
 		}
 	}
-	return lo, nil
+	return lo, indexWindow{}, nil
+}
+
+// lastNonZero returns the index of b's last non-zero byte, -1 when b is
+// all zero (eight bytes at a time: a preallocated index's zero tail).
+func lastNonZero(b []byte) int {
+	i := len(b)
+	for i >= 8 && binary.LittleEndian.Uint64(b[i-8:i]) == 0 {
+		i -= 8
+	}
+	for i > 0 {
+		i--
+		if b[i] != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // timeEntry decodes a time index entry.
@@ -120,33 +166,50 @@ func offsetEntry(b []byte) (rel uint32, pos uint32) {
 // errCorrupt (with the best value it could find) when the file length is
 // not a multiple of 12 or the last two timestamps decrease.
 func lastTimestamp(f indexFile, size int64, buf []byte) (ts int64, n int64, err error) {
+	ts, n, _, err = lastTimestampWindow(f, size, buf)
+	return ts, n, err
+}
+
+// lastTimestampWindow is lastTimestamp that also returns the entries its
+// last read left in buf (see validEntriesWindow).
+func lastTimestampWindow(f indexFile, size int64, buf []byte) (ts int64, n int64, w indexWindow, err error) {
 	// A closed segment's time index is trimmed to its entries: one read
 	// of the last two finds the last entry and checks the order (one
-	// system call a segment; the general search below reads the last
-	// entry first, then these two).
+	// system call a segment). Else (a preallocated index: zero there) the
+	// search below need not read the last entry again.
+	lastZero := false
 	if total := size / timeEntrySize; total > 0 {
 		first := max(total-2, 0)
 		b := buf[:(total-first)*timeEntrySize]
-		if _, rerr := f.ReadAt(b, first*timeEntrySize); rerr == nil && !isZero(b[len(b)-timeEntrySize:]) {
-			return lastTimestampOf(b, total, size)
+		if _, rerr := f.ReadAt(b, first*timeEntrySize); rerr == nil {
+			if !isZero(b[len(b)-timeEntrySize:]) {
+				ts, n, err = lastTimestampOf(b, total, size)
+				return ts, n, indexWindow{b, first}, err
+			}
+			lastZero = true
 		}
 	}
-	n, err = validEntries(f, size, timeEntrySize, buf)
+	n, w, err = validEntriesWindow(f, size, timeEntrySize, buf, lastZero)
 	if err != nil || n == 0 {
 		if err == nil && size%timeEntrySize != 0 {
 			err = errCorrupt
 		}
-		return -1, n, err
+		return -1, n, w, err
 	}
 	first := n - 2
 	if first < 0 {
 		first = 0
 	}
-	b := buf[:(n-first)*timeEntrySize]
-	if _, err := f.ReadAt(b, first*timeEntrySize); err != nil {
-		return -1, n, err
+	b := w.entries(first, n-first, timeEntrySize)
+	if b == nil {
+		b = buf[:(n-first)*timeEntrySize]
+		if _, err := f.ReadAt(b, first*timeEntrySize); err != nil {
+			return -1, n, indexWindow{}, err
+		}
+		w = indexWindow{b, first}
 	}
-	return lastTimestampOf(b, n, size)
+	ts, n, err = lastTimestampOf(b, n, size)
+	return ts, n, w, err
 }
 
 // lastTimestampOf checks and decodes the last one or two valid entries b
@@ -176,6 +239,22 @@ const expiryPoints = 8
 // position were all appended before the j-th time entry's max timestamp
 // was recorded.
 func sampleExpiry(ti indexFile, nTime int64, oi indexFile, nOff int64, buf []byte) ([]ExpiryPoint, error) {
+	return sampleExpiryWindows(indexRead{ti, nTime, indexWindow{}}, indexRead{oi, nOff, indexWindow{}}, buf)
+}
+
+// indexRead is an open index file, its valid entries, and those of them
+// already read (see validEntriesWindow).
+type indexRead struct {
+	f indexFile
+	n int64
+	w indexWindow
+}
+
+// sampleExpiryWindows is sampleExpiry with the entries already read of
+// each index: when they hold both indexes' entries [0, n), nothing is
+// read again.
+func sampleExpiryWindows(t, o indexRead, buf []byte) ([]ExpiryPoint, error) {
+	ti, nTime, tw, oi, nOff, ow := t.f, t.n, t.w, o.f, o.n, o.w
 	n := min(nTime, nOff)
 	if n == 0 {
 		return nil, nil
@@ -185,7 +264,14 @@ func sampleExpiry(ti indexFile, nTime int64, oi indexFile, nOff int64, buf []byt
 		k = n
 	}
 	pts := make([]ExpiryPoint, 0, k)
-	if n*timeEntrySize <= int64(len(buf))/2 {
+	if tb, ob := tw.entries(0, n, timeEntrySize), ow.entries(0, n, offsetEntrySize); tb != nil && ob != nil {
+		for i := int64(0); i < k; i++ {
+			j := (i+1)*n/k - 1
+			ts, _ := timeEntry(tb[j*timeEntrySize:])
+			_, pos := offsetEntry(ob[j*offsetEntrySize:])
+			pts = append(pts, ExpiryPoint{TimestampMs: ts, Position: int64(pos)})
+		}
+	} else if n*timeEntrySize <= int64(len(buf))/2 {
 		tb := buf[:n*timeEntrySize]
 		ob := buf[n*timeEntrySize : n*timeEntrySize+n*offsetEntrySize]
 		if _, err := ti.ReadAt(tb, 0); err != nil {
@@ -226,8 +312,18 @@ func sampleExpiry(ti indexFile, nTime int64, oi indexFile, nOff int64, buf []byt
 // lastOffsetPosition returns the file position of the last offset index
 // entry (0 when the index is empty).
 func lastOffsetPosition(f indexFile, n int64, buf []byte) (int64, error) {
+	return lastOffsetPositionWindow(f, n, indexWindow{}, buf)
+}
+
+// lastOffsetPositionWindow is lastOffsetPosition that takes the entry
+// from w when w holds it.
+func lastOffsetPositionWindow(f indexFile, n int64, w indexWindow, buf []byte) (int64, error) {
 	if n == 0 {
 		return 0, nil
+	}
+	if e := w.entries(n-1, 1, offsetEntrySize); e != nil {
+		_, pos := offsetEntry(e)
+		return int64(pos), nil
 	}
 	e := buf[:offsetEntrySize]
 	if _, err := f.ReadAt(e, (n-1)*offsetEntrySize); err != nil {
@@ -266,7 +362,9 @@ func walkBatches(f indexFile, pos, size int64, buf []byte) (t tail, err error) {
 	bufStart, bufLen := int64(0), int64(0)
 	for i := 0; i < maxTailBatches && pos+batchHeaderSize <= size; i++ {
 		if pos < bufStart || pos+batchHeaderSize > bufStart+bufLen {
-			n, err := f.ReadAt(buf, pos)
+			// Nothing past size counts: reading only up to it saves the
+			// read that would find the end of the file.
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), size-pos)], pos)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return t, err
 			}

@@ -15,8 +15,10 @@ import (
 // as du, and no allocation per entry. name is only valid during the call
 // (it points into buf); copy it to keep it. An entry that cannot be
 // stat'ed is passed with err set (a vanished one with an error matching
-// fs.ErrNotExist).
-func listDir(d *os.File, buf []byte, fn func(name string, st entryStat, err error)) error {
+// fs.ErrNotExist). An entry for which lazy (when not nil) returns true is
+// passed without a stat (st.pending set): lazy is told whether getdents
+// typed it a regular file.
+func listDir(d *os.File, buf []byte, lazy func(name string, regular bool) bool, fn func(name string, st entryStat, err error)) error {
 	fd := int(d.Fd())
 	var sys syscall.Stat_t
 	for {
@@ -36,6 +38,7 @@ func listDir(d *os.File, buf []byte, fn func(name string, st entryStat, err erro
 			if reclen <= 19 || off+reclen > n {
 				return &os.PathError{Op: "getdents", Path: d.Name(), Err: syscall.EIO}
 			}
+			typ := buf[off+18]
 			rec := buf[off+19 : off+reclen]
 			off += reclen
 			l := 0
@@ -46,20 +49,65 @@ func listDir(d *os.File, buf []byte, fn func(name string, st entryStat, err erro
 				continue
 			}
 			name := unsafe.String(&rec[0], l)
+			if lazy != nil && lazy(name, typ == syscall.DT_REG) {
+				fn(name, entryStat{pending: true}, nil)
+				continue
+			}
 			_, _, errno := syscall.Syscall6(sysFstatat, uintptr(fd), uintptr(unsafe.Pointer(&rec[0])),
 				uintptr(unsafe.Pointer(&sys)), _AT_SYMLINK_NOFOLLOW, 0, 0)
 			if errno != 0 {
 				fn(name, entryStat{}, &os.PathError{Op: "fstatat", Path: strings.Clone(name), Err: errno})
 				continue
 			}
-			fn(name, entryStat{
-				disk:     int64(sys.Blocks) * 512,
-				apparent: sys.Size,
-				mtimeMs:  sys.Mtim.Sec*1000 + sys.Mtim.Nsec/1e6,
-				isDir:    sys.Mode&syscall.S_IFMT == syscall.S_IFDIR,
-			}, nil)
+			fn(name, statOf(&sys), nil)
 		}
 	}
 }
 
 const _AT_SYMLINK_NOFOLLOW = 0x100
+
+func statOf(sys *syscall.Stat_t) entryStat {
+	return entryStat{
+		disk:     int64(sys.Blocks) * 512,
+		apparent: sys.Size,
+		mtimeMs:  sys.Mtim.Sec*1000 + sys.Mtim.Nsec/1e6,
+		isDir:    sys.Mode&syscall.S_IFMT == syscall.S_IFDIR,
+	}
+}
+
+// statSegmentFile lstat's <base><suffix> in the directory d (fstatat).
+func statSegmentFile(d *os.File, base int64, suffix string) (entryStat, error) {
+	var name [64]byte
+	if putSegmentName(name[:], base, suffix) < 0 {
+		return entryStat{}, &os.PathError{Op: "fstatat", Path: FileName(base, suffix), Err: syscall.EINVAL}
+	}
+	var sys syscall.Stat_t
+	for {
+		_, _, errno := syscall.Syscall6(sysFstatat, d.Fd(), uintptr(unsafe.Pointer(&name[0])),
+			uintptr(unsafe.Pointer(&sys)), _AT_SYMLINK_NOFOLLOW, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return entryStat{}, &os.PathError{Op: "fstatat", Path: FileName(base, suffix), Err: errno}
+		}
+		return statOf(&sys), nil
+	}
+}
+
+// openStatSegmentFile opens <base><suffix> in the directory d and
+// fstat's the open file: one path lookup for both, where a listing's
+// fstatat and a later open take two. It is how a file the scanner reads
+// anyway (a time index it has no earlier value for) is measured.
+func openStatSegmentFile(d *os.File, base int64, suffix string) (segReader, entryStat, error) {
+	r, err := openSegmentFile(d, base, suffix)
+	if err != nil {
+		return nil, entryStat{}, err
+	}
+	var sys syscall.Stat_t
+	if err := syscall.Fstat(int(r.(fdFile)), &sys); err != nil {
+		r.Close()
+		return nil, entryStat{}, &os.PathError{Op: "fstat", Path: FileName(base, suffix), Err: err}
+	}
+	return r, statOf(&sys), nil
+}

@@ -2,12 +2,15 @@
 
 package agent
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+)
 
 // listDir calls fn for every entry of the directory d with its lstat data
 // (portable version: os.File.ReadDir, which lstat's the entries of a
-// directory opened in an os.Root).
-func listDir(d *os.File, _ []byte, fn func(name string, st entryStat, err error)) error {
+// directory opened in an os.Root). It stats every entry: lazy is ignored.
+func listDir(d *os.File, _ []byte, _ func(name string, regular bool) bool, fn func(name string, st entryStat, err error)) error {
 	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return err
@@ -21,4 +24,27 @@ func listDir(d *os.File, _ []byte, fn func(name string, st entryStat, err error)
 		fn(e.Name(), entryStat{disk: diskBytes(fi), apparent: fi.Size(), mtimeMs: fi.ModTime().UnixMilli(), isDir: fi.IsDir()}, nil)
 	}
 	return nil
+}
+
+// statSegmentFile lstat's <base><suffix> in the directory d.
+func statSegmentFile(d *os.File, base int64, suffix string) (entryStat, error) {
+	fi, err := os.Lstat(filepath.Join(d.Name(), FileName(base, suffix)))
+	if err != nil {
+		return entryStat{}, err
+	}
+	return entryStat{disk: diskBytes(fi), apparent: fi.Size(), mtimeMs: fi.ModTime().UnixMilli(), isDir: fi.IsDir()}, nil
+}
+
+// openStatSegmentFile opens <base><suffix> in the directory d and stats it.
+func openStatSegmentFile(d *os.File, base int64, suffix string) (segReader, entryStat, error) {
+	r, err := openSegmentFile(d, base, suffix)
+	if err != nil {
+		return nil, entryStat{}, err
+	}
+	st, err := statSegmentFile(d, base, suffix)
+	if err != nil {
+		r.Close()
+		return nil, entryStat{}, err
+	}
+	return r, st, nil
 }

@@ -16,3 +16,8 @@ func openAt(dir *os.File, name string) (segReader, error) {
 func openSegmentFile(dir *os.File, base int64, suffix string) (segReader, error) {
 	return openAt(dir, FileName(base, suffix))
 }
+
+// openPartitionDir opens a partition directory for listing.
+func openPartitionDir(pd partitionDir) (*os.File, error) {
+	return pd.parent.Open(pd.name)
+}

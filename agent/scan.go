@@ -184,6 +184,14 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 		ld.OtherBytes += diskBytes(fi)
 	}
 	cp := s.readCheckpoints(root, path)
+	// The log dir's descriptor, to open partition directories relative
+	// to (nil: through root).
+	rootDir, err := root.Open(".")
+	if err != nil {
+		rootDir = nil
+	} else {
+		defer rootDir.Close()
+	}
 	jobs := make([]partitionJob, 0, len(names))
 	for _, name := range names {
 		if topic, part, kind, ok := ParsePartitionDirName(name); ok {
@@ -215,7 +223,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
 	}
-	ld.Partitions = s.readPartitions(root, path, jobs, &cp, prev)
+	ld.Partitions = s.readPartitions(root, rootDir, jobs, &cp, prev)
 	for i := range ld.Partitions {
 		ld.DiskBytes += ld.Partitions[i].DiskBytes
 		ld.PendingDeleteBytes += ld.Partitions[i].PendingDeleteBytes
@@ -250,7 +258,8 @@ type partitionJob struct {
 // goroutines. A directory that could not be opened or listed is reported
 // and left out rather than reported as an empty partition; the others
 // come back in jobs' order.
-func (s *Scanner) readPartitions(root *os.Root, path string, jobs []partitionJob, cp *Checkpoints, prev *LogDir) []Partition {
+func (s *Scanner) readPartitions(root *os.Root, rootDir *os.File, jobs []partitionJob, cp *Checkpoints, prev *LogDir) []Partition {
+	path := root.Name()
 	parts := make([]Partition, len(jobs))
 	ok := make([]bool, len(jobs))
 	next := make(chan int)
@@ -264,7 +273,7 @@ func (s *Scanner) readPartitions(root *os.Root, path string, jobs []partitionJob
 			for i := range next {
 				j := jobs[i]
 				full := filepath.Join(path, j.name)
-				pd := partitionDir{parent: root, name: j.name, full: full, topic: j.topic, part: j.part, kind: j.kind}
+				pd := partitionDir{parent: root, parentDir: rootDir, name: j.name, full: full, topic: j.topic, part: j.part, kind: j.kind}
 				p, err := s.readPartition(pd, cp, prevPartition(prev, j.topic, j.part, j.kind, j.name), sc)
 				if err != nil {
 					// Nothing was read (open or list failed): leave it out
@@ -409,6 +418,9 @@ type segFile struct {
 	disk     int64
 	apparent int64
 	mtime    int64 // unix ms
+	// pending: a time index listed but not stat'ed: readSegment opens
+	// and measures it (see listPartition).
+	pending bool
 }
 
 // FileName renders a segment file name: the base offset in 20 digits and
@@ -420,11 +432,13 @@ func FileName(baseOffset int64, suffix string) string {
 // partitionDir is a partition directory to read.
 type partitionDir struct {
 	parent *os.Root // the log dir
-	name   string   // the directory's name under parent
-	full   string   // its path, for errors
-	topic  string
-	part   int32
-	kind   PartitionKind
+	// parentDir, when not nil, is the log dir open as a directory.
+	parentDir *os.File
+	name      string // the directory's name under parent
+	full      string // its path, for errors
+	topic     string
+	part      int32
+	kind      PartitionKind
 }
 
 // maxRelists bounds how often a partition directory is listed again when
@@ -448,7 +462,7 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 	// One descriptor for the directory: ReadDir lstat's each entry
 	// relative to it (a Root's files do), and segment files are opened
 	// relative to it.
-	dir, err := parent.Open(name)
+	dir, err := openPartitionDir(pd)
 	if err != nil {
 		return p, fmt.Errorf("open partition dir: %w", err)
 	}
@@ -468,7 +482,7 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 	}
 	files := sc.files[:0]
 	defer func() { sc.files = files[:0] }()
-	files, subdirs, err := s.listPartition(dir, full, sc, files)
+	files, subdirs, nseg, err := s.listPartition(dir, full, sc, files, prev)
 	if err != nil {
 		return p, fmt.Errorf("read partition dir: %w", err)
 	}
@@ -481,7 +495,6 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 		p.OtherBytes += d
 		s.report(ErrBadName, filepath.Join(full, sub), errors.New("unexpected directory in a partition directory"))
 	}
-	nseg := sortSegmentFiles(files)
 	// Read into scratch space: the result is copied out only when it
 	// differs from prev's (a periodic rescan then allocates no segments).
 	p.Segments = sc.segs[:0]
@@ -523,18 +536,44 @@ func keepSegments(prev *Partition, read []Segment) []Segment {
 }
 
 // listPartition lists a partition directory: its files, appended to
-// files, and its subdirectories. Bad entries are reported once the
-// listing is final.
-func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []segFile) ([]segFile, []string, error) {
+// files and sorted (sortSegmentFiles), how many segments they make, and
+// its subdirectories. Bad entries are reported once the listing is final.
+//
+// A time index the scan has no earlier value for (prev has no segment at
+// its base offset) is read whatever its size, so the listing does not
+// stat it: readSegment opens it and fstat's the open file, one path
+// lookup instead of two (spec R1.3 needs its last entry; the listing's
+// fstatat would only repeat the open's lookup). Such entries come back
+// pending, except time indexes of no segment, stat'ed here.
+func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []segFile, prev *Partition) ([]segFile, []string, int, error) {
 	var subdirs []string
 	var err error
+	var nseg int
+	// lazy is asked first about every entry; when it says true, fn is
+	// called next for the same entry with st.pending set.
+	var lazyBase int64
+	lazy := func(fname string, regular bool) bool {
+		if !regular || len(fname) != baseOffsetDigits+len(".timeindex") {
+			return false
+		}
+		base, fk, ok := parseSegmentFileName(fname)
+		if !ok || fk != fileTimeIndex || prevHas(prev, base) {
+			return false
+		}
+		lazyBase = base
+		return true
+	}
 	// An entry that vanished between getdents and stat (the broker renamed
 	// it .deleted or removed it: retention, the log cleaner) makes the
 	// listing inconsistent: its bytes are missing and its new name may be
 	// too, so usage would dip. List again, a few times, before reporting.
 	for attempt := 0; ; attempt++ {
 		files, subdirs, sc.bad, sc.vanished = files[:0], subdirs[:0], sc.bad[:0], false
-		err = listDir(dir, sc.buf, func(fname string, st entryStat, err error) {
+		err = listDir(dir, sc.buf, lazy, func(fname string, st entryStat, err error) {
+			if st.pending {
+				files = append(files, segFile{base: lazyBase, kind: fileTimeIndex, pending: true})
+				return
+			}
 			if err == nil && s.vanishAt != nil && s.vanishAt(full, fname) {
 				err = &os.PathError{Op: "fstatat", Path: fname, Err: fs.ErrNotExist}
 			}
@@ -559,6 +598,12 @@ func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []
 			}
 			files = append(files, f)
 		})
+		if err == nil {
+			nseg = sortSegmentFiles(files)
+			if !sc.vanished {
+				files, subdirs = s.statLooseTimeIndexes(dir, full, sc, files, subdirs)
+			}
+		}
 		if err != nil || !sc.vanished || attempt == maxRelists {
 			break
 		}
@@ -570,7 +615,57 @@ func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []
 		s.report(b.kind, b.path, b.err)
 	}
 	clear(sc.bad)
-	return files, subdirs, err
+	return files, subdirs, nseg, err
+}
+
+// statLooseTimeIndexes stats the pending time indexes of sorted files
+// that belong to no segment (no .log at their base offset): nothing
+// reads them, so the listing measures them as it does every other entry.
+func (s *Scanner) statLooseTimeIndexes(dir *os.File, full string, sc *scratch, files []segFile, subdirs []string) ([]segFile, []string) {
+	n := 0
+	for group := range byBaseOffset(files) {
+		log := hasLog(group)
+		for _, f := range group {
+			if f.pending && !log {
+				name := FileName(f.base, ".timeindex")
+				st, err := statSegmentFile(dir, f.base, ".timeindex")
+				if err == nil && s.vanishAt != nil && s.vanishAt(full, name) {
+					err = &os.PathError{Op: "fstatat", Path: name, Err: fs.ErrNotExist}
+				}
+				if err != nil {
+					sc.vanished = sc.vanished || errors.Is(err, fs.ErrNotExist)
+					sc.bad = append(sc.bad, badEntry{errKind(err), filepath.Join(full, name), err})
+					continue
+				}
+				if st.isDir {
+					subdirs = append(subdirs, name)
+					continue
+				}
+				f.pending, f.disk, f.apparent, f.mtime = false, st.disk, st.apparent, st.mtimeMs
+			}
+			files[n] = f
+			n++
+		}
+	}
+	return files[:n], subdirs
+}
+
+// prevHas reports whether an earlier read of the partition has a segment
+// at base.
+func prevHas(prev *Partition, base int64) bool {
+	if prev == nil {
+		return false
+	}
+	_, found := slices.BinarySearchFunc(prev.Segments, base, func(s Segment, b int64) int {
+		switch {
+		case s.BaseOffset < b:
+			return -1
+		case s.BaseOffset > b:
+			return 1
+		}
+		return 0
+	})
+	return found
 }
 
 // sortSegmentFiles sorts files by base offset, then kind, and counts the
@@ -672,9 +767,17 @@ type segmentFiles struct {
 func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Segment, ok bool) {
 	d, dir, group, active, prev, prevPart := sf.dir, sf.path, sf.files, sf.active, sf.prev, sf.prevPart
 	seg = Segment{BaseOffset: group[0].base}
+	var t timeIndexState
+	if !s.openPendingTimeIndex(sf, &t) {
+		return seg, false
+	}
+	defer t.close()
 	var logName, indexName, timeName string
 	var logMtime, timeSize, indexSize, indexBytes int64
 	for _, f := range group {
+		if f.pending {
+			continue // could not be measured (reported)
+		}
 		switch f.kind {
 		case fileLog:
 			seg.LogBytes, logMtime, logName = f.apparent, f.mtime, ".log"
@@ -697,9 +800,7 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 		}
 	}
 	seg.IndexApparentBytes = uint32(min(max(indexBytes, 0), math.MaxUint32))
-	ts := int64(-1)
-	var nTime int64
-	var ti segReader
+	t.ts = -1
 	if prev != nil && prev.LogBytes == seg.LogBytes && prev.IndexApparentBytes == seg.IndexApparentBytes && prev.DiskBytes == seg.DiskBytes && prev.TimestampSource != 0 {
 		// Unchanged segment: a closed segment's time index is as it was;
 		// an active segment that did not grow got no record and no index
@@ -711,27 +812,25 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 		return seg, true
 	}
 	if timeName != "" {
-		var err error
-		ti, err = openSegmentFile(d, seg.BaseOffset, timeName)
-		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), err)
-			if errors.Is(err, fs.ErrNotExist) {
-				return seg, false
-			}
-		} else {
-			defer ti.Close()
-			ts, nTime, err = lastTimestamp(ti, timeSize, buf)
-			if shrunk(err) {
-				ts, nTime, err = -1, 0, nil // still moving: the next read sees it settled
-			}
-			if err != nil {
-				s.report(errKind(err), filepath.Join(dir, FileName(seg.BaseOffset, timeName)), fmt.Errorf("read time index: %w", err))
-			}
+		// The active segment's time index entries read here stay in the
+		// first half of buf for readActive (its offset index goes to the
+		// second half): its expiry curve samples both.
+		tbuf := buf
+		if active {
+			tbuf = buf[:len(buf)/2]
+		}
+		if !s.readTimeIndex(sf, timeSize, &t, tbuf) {
+			return seg, false
 		}
 	}
+	ts := t.ts
 	if active && logName != "" {
+		var ti indexFile
+		if t.f != nil {
+			ti = t.f
+		}
 		ts = s.readActive(activeSegment{dir: d, path: dir, base: seg.BaseOffset, logName: logName, indexName: indexName,
-			indexSize: indexSize, logBytes: seg.LogBytes, timeIndex: ti, timeEntries: nTime, timestamp: ts}, p, buf)
+			indexSize: indexSize, logBytes: seg.LogBytes, timeIndex: ti, timeEntries: t.n, timeWindow: t.w, timestamp: ts}, p, buf)
 	}
 	if ts >= 0 {
 		seg.LargestTimestampMs, seg.TimestampSource = ts, TimestampFromTimeIndex
@@ -739,6 +838,87 @@ func (s *Scanner) readSegment(sf segmentFiles, p *Partition, buf []byte) (seg Se
 		seg.LargestTimestampMs, seg.TimestampSource = logMtime, TimestampFromMtime
 	}
 	return seg, true
+}
+
+// timeIndexState is a segment's time index as readSegment reads it.
+type timeIndexState struct {
+	f       segReader // the open file (nil: none)
+	openErr error     // why a time index that was measured could not be opened
+	ts, n   int64     // its last timestamp (-1: none) and valid entries
+	w       indexWindow
+}
+
+func (t *timeIndexState) close() {
+	if t.f != nil {
+		t.f.Close()
+	}
+}
+
+// openPendingTimeIndex opens and measures the segment's pending time
+// index, if it has one (see listPartition), and fills in its sizes: t.f
+// is the open file, t.openErr why a time index that could be measured
+// could not be opened (reported by readTimeIndex like any unreadable
+// time index). It returns false when the file vanished since the
+// listing, like a segment file readSegment cannot open: Kafka renames all
+// of a segment's files when it deletes it.
+func (s *Scanner) openPendingTimeIndex(sf segmentFiles, t *timeIndexState) bool {
+	for i := range sf.files {
+		f := &sf.files[i]
+		if !f.pending {
+			continue
+		}
+		name := func() string { return filepath.Join(sf.path, FileName(f.base, ".timeindex")) }
+		r, st, err := openStatSegmentFile(sf.dir, f.base, ".timeindex")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// Listed but not readable (permission, ...): measure it as
+			// the listing would have.
+			openErr := err
+			if st, err = statSegmentFile(sf.dir, f.base, ".timeindex"); err == nil {
+				t.openErr = openErr
+			}
+		}
+		if err != nil {
+			s.report(errKind(err), name(), err)
+			if errors.Is(err, fs.ErrNotExist) {
+				return false
+			}
+			continue // left pending: not counted
+		}
+		if st.isDir { // replaced by a directory since getdents typed it
+			if r != nil {
+				r.Close()
+			}
+			s.report(ErrBadName, name(), errors.New("unexpected directory in a partition directory"))
+			continue
+		}
+		f.pending, f.disk, f.apparent, f.mtime = false, st.disk, st.apparent, st.mtimeMs
+		t.f = r
+	}
+	return true
+}
+
+// readTimeIndex opens the segment's time index of the given size unless
+// it is open already, and reads its last timestamp and valid entries into
+// t. It returns false when the file vanished since the listing.
+func (s *Scanner) readTimeIndex(sf segmentFiles, size int64, t *timeIndexState, buf []byte) bool {
+	base := sf.files[0].base
+	err := t.openErr
+	if t.f == nil && err == nil {
+		t.f, err = openSegmentFile(sf.dir, base, ".timeindex")
+	}
+	if err != nil {
+		t.f = nil
+		s.report(errKind(err), filepath.Join(sf.path, FileName(base, ".timeindex")), err)
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	t.ts, t.n, t.w, err = lastTimestampWindow(t.f, size, buf)
+	if shrunk(err) {
+		t.ts, t.n, t.w, err = -1, 0, indexWindow{}, nil // still moving: the next read sees it settled
+	}
+	if err != nil {
+		s.report(errKind(err), filepath.Join(sf.path, FileName(base, ".timeindex")), fmt.Errorf("read time index: %w", err))
+	}
+	return true
 }
 
 // prevPartition finds a partition in an earlier scan (partitions are sorted).
@@ -805,9 +985,11 @@ type activeSegment struct {
 	logName, indexName  string // file suffixes; "" when the file is missing
 	indexSize, logBytes int64
 	// timeIndex is the open time index (nil: none) and timeEntries its
-	// valid entries; timestamp is its last one (-1: none).
+	// valid entries, timeWindow those of them still in the first half of
+	// readActive's buf; timestamp is its last one (-1: none).
 	timeIndex   indexFile
 	timeEntries int64
+	timeWindow  indexWindow
 	timestamp   int64
 }
 
@@ -823,6 +1005,8 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 	ti, nTime, ts := a.timeIndex, a.timeEntries, a.timestamp
 	var nOff, pos int64
 	var oi indexFile
+	var ow indexWindow
+	obuf := buf[len(buf)/2:] // the first half may hold a.timeWindow
 	if indexName != "" {
 		f, err := openSegmentFile(d, base, indexName)
 		if err != nil {
@@ -833,9 +1017,9 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 				if indexSize%offsetEntrySize != 0 {
 					s.report(ErrCorruptIndex, filepath.Join(dir, FileName(base, indexName)), errors.New("offset index length is not a multiple of 8"))
 				}
-				nOff, err = validEntries(f, indexSize, offsetEntrySize, buf)
+				nOff, ow, err = validEntriesWindow(f, indexSize, offsetEntrySize, obuf, false)
 				if err == nil {
-					pos, err = lastOffsetPosition(f, nOff, buf)
+					pos, err = lastOffsetPositionWindow(f, nOff, ow, obuf)
 				}
 				if shrunk(err) {
 					nOff, pos = 0, 0 // still moving: walk the log from its start
@@ -847,6 +1031,15 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 				}
 			}
 		}
+	}
+	// Before the log walk, which reads into all of buf: the expiry curve
+	// samples the index entries still there.
+	if ti != nil && oi != nil && nTime > 0 && nOff > 0 {
+		pts, err := sampleExpiryWindows(indexRead{ti, nTime, a.timeWindow}, indexRead{oi, nOff, ow}, buf)
+		if err != nil {
+			s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("sample indexes: %w", err))
+		}
+		p.OpenExpiry = pts
 	}
 	if lf, err := openSegmentFile(d, base, logName); err != nil {
 		s.report(errKind(err), filepath.Join(dir, FileName(base, logName)), err)
@@ -876,13 +1069,6 @@ func (s *Scanner) readActive(a activeSegment, p *Partition, buf []byte) int64 {
 		if next < 0 && logBytes == 0 {
 			p.LogEndOffset = -1
 		}
-	}
-	if ti != nil && oi != nil && nTime > 0 && nOff > 0 {
-		pts, err := sampleExpiry(ti, nTime, oi, nOff, buf)
-		if err != nil {
-			s.report(errKind(err), filepath.Join(dir, FileName(base, indexName)), fmt.Errorf("sample indexes: %w", err))
-		}
-		p.OpenExpiry = pts
 	}
 	return ts
 }

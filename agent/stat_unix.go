@@ -20,4 +20,6 @@ func diskBytes(fi fs.FileInfo) int64 {
 type entryStat struct {
 	disk, apparent, mtimeMs int64
 	isDir                   bool
+	// pending: listed but not stat'ed yet (see listDir's lazy).
+	pending bool
 }
