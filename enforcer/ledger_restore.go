@@ -24,8 +24,9 @@ import (
 //
 // A copy a peer restored may be older than what the agent itself wrote
 // last (the peer read before the agent's last write): the agent's own
-// memory wins, and its record is written again. Observe mode and an agent
-// standing by write nothing. Nothing is restored while no agent that read
+// memory wins, and its record is written again. Observe mode writes
+// nothing; an agent standing by writes back only the record the other
+// instance of its broker wrote. Nothing is restored while no agent that read
 // the records lives: what they claimed is then unattributed (R8.4), shown
 // as the operator's, for an operator to decide (docs/operating.md).
 func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
@@ -46,13 +47,26 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 	}
 	get := func(id int32) (Record, bool) { r, ok := recs.Agents[id]; return r, ok }
 	e.restoreOwn(prev, get, set)
-	if prev == nil || e.dryRun || e.prot.standby {
+	if prev == nil || e.dryRun {
 		return recs
 	}
 	for _, id := range slices.Sorted(maps.Keys(prev.Agents)) {
 		r := prev.Agents[id]
-		if id == e.brokerID && !otherInstance(r, e.instance) || recs.Undecodable[id] > 0 || !worthRestoring(r) {
+		switch {
+		case id == e.brokerID && !otherInstance(r, e.instance):
 			continue // this agent's own record: restoreOwn
+		case id != e.brokerID && e.prot.standby:
+			// Standing by, an agent writes back only its broker's record
+			// as the other instance wrote it: that instance may have
+			// restarted while the ledger was lost, and then no other
+			// process of the broker remembers its claims (found by the
+			// simulation, ledger_reshape with duplicate_agent, seed 50;
+			// the standby keeps standing by while the record is missing,
+			// ledger_delete seeds 261 and 1097). Peers' records are
+			// their own agents' and the active instance's to restore.
+			continue
+		case recs.Undecodable[id] > 0 || !worthRestoring(r):
+			continue
 		}
 		if cur, ok := recs.Agents[id]; ok {
 			e.adopt(ctx, id, cur, r, set)
