@@ -50,6 +50,9 @@ func (s *sim) checkAccess(acls map[ledger.ACL]bool) *Failure {
 		}
 	}
 	settled := s.settled()
+	if settled && s.uninstalled {
+		s.unattributeUndecodable() // waived as I1 waives it (checkEnd)
+	}
 	operators := simbroker.Authorizer{ACLs: base, SuperUsers: []string{"User:admin"}, AllowEveryone: s.allowEveryone()}
 	for _, p := range gridPrincipals {
 		for _, t := range gridTopics {
@@ -83,7 +86,15 @@ func (s *sim) onlyUnattributed(acls map[ledger.ACL]bool, k access) bool {
 	}
 	claimed := map[ledger.ACL]bool{}
 	if recs, err := s.c.Records(); err == nil {
-		for _, r := range recs.Agents {
+		for id, r := range recs.Agents {
+			_, lifted := recs.Lifts[id]
+			if s.uninstalled && (lifted || recs.Undecodable[id] > 0 && !recs.UndecodableLift[id]) {
+				// The uninstall lifted these claims, or left them alone
+				// for a record that does not decode (R8.7): a binding
+				// still in place is that record's, unattributed with it
+				// (unattributeUndecodable).
+				continue
+			}
 			r.Bindings(nil, func(a ledger.ACL) { claimed[a] = true })
 		}
 	}

@@ -213,6 +213,24 @@ func (s *sim) unprotected(id int32) string {
 	return ""
 }
 
+// unattributeUndecodable: after an uninstall, a broker whose record does
+// not decode is left alone by the uninstall's lift (R8.7: its claims are
+// unknown), and its agent, stopped, never writes a readable one: what its
+// last decodable record claims (compaction may have removed it from the
+// topic) is for an operator to decide (protection lift says "Left
+// alone"). I1 and I3 both waive it.
+func (s *sim) unattributeUndecodable() {
+	recs, err := s.c.Records()
+	if err != nil {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(recs.Undecodable)) {
+		if !recs.UndecodableLift[id] {
+			s.unattribute(id, s.decodable[id])
+		}
+	}
+}
+
 // checkEnd checks I1 after the quiet phase.
 func (s *sim) checkEnd() *Failure {
 	var f *Failure
@@ -220,19 +238,7 @@ func (s *sim) checkEnd() *Failure {
 		for _, a := range s.agents {
 			s.orphan(a) // stopped by the uninstall
 		}
-		// A broker whose record does not decode is left alone by the
-		// uninstall's lift (R8.7: its claims are unknown), and its agent,
-		// stopped, never writes a readable one: what its last decodable
-		// record claims (compaction may have removed it from the topic)
-		// is for an operator to decide (protection lift says "Left
-		// alone").
-		if recs, err := s.c.Records(); err == nil {
-			for _, id := range slices.Sorted(maps.Keys(recs.Undecodable)) {
-				if !recs.UndecodableLift[id] {
-					s.unattribute(id, s.decodable[id])
-				}
-			}
-		}
+		s.unattributeUndecodable()
 	}
 	for a := range s.c.ACLs() {
 		if !s.op.acls[a] && !s.unattributed[a] {
