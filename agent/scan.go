@@ -574,12 +574,7 @@ func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []
 				files = append(files, segFile{base: lazyBase, kind: fileTimeIndex, pending: true})
 				return
 			}
-			if err == nil && s.vanishAt != nil && s.vanishAt(full, fname) {
-				err = &os.PathError{Op: "fstatat", Path: fname, Err: fs.ErrNotExist}
-			}
-			if err != nil {
-				sc.vanished = sc.vanished || errors.Is(err, fs.ErrNotExist)
-				sc.bad = append(sc.bad, badEntry{errKind(err), filepath.Join(full, fname), err})
+			if s.entryFailed(sc, full, fname, err) {
 				return
 			}
 			if st.isDir {
@@ -618,6 +613,21 @@ func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []
 	return files, subdirs, nseg, err
 }
 
+// entryFailed records a listed entry's stat error (or the test hook's
+// vanishing) as a bad entry, noting a vanished one (the directory is
+// listed again), and reports whether there was one.
+func (s *Scanner) entryFailed(sc *scratch, full, name string, err error) bool {
+	if err == nil && s.vanishAt != nil && s.vanishAt(full, name) {
+		err = &os.PathError{Op: "fstatat", Path: name, Err: fs.ErrNotExist}
+	}
+	if err == nil {
+		return false
+	}
+	sc.vanished = sc.vanished || errors.Is(err, fs.ErrNotExist)
+	sc.bad = append(sc.bad, badEntry{errKind(err), filepath.Join(full, name), err})
+	return true
+}
+
 // statLooseTimeIndexes stats the pending time indexes of sorted files
 // that belong to no segment (no .log at their base offset): nothing
 // reads them, so the listing measures them as it does every other entry.
@@ -629,12 +639,7 @@ func (s *Scanner) statLooseTimeIndexes(dir *os.File, full string, sc *scratch, f
 			if f.pending && !log {
 				name := FileName(f.base, ".timeindex")
 				st, err := statSegmentFile(dir, f.base, ".timeindex")
-				if err == nil && s.vanishAt != nil && s.vanishAt(full, name) {
-					err = &os.PathError{Op: "fstatat", Path: name, Err: fs.ErrNotExist}
-				}
-				if err != nil {
-					sc.vanished = sc.vanished || errors.Is(err, fs.ErrNotExist)
-					sc.bad = append(sc.bad, badEntry{errKind(err), filepath.Join(full, name), err})
+				if s.entryFailed(sc, full, name, err) {
 					continue
 				}
 				if st.isDir {
