@@ -3,6 +3,7 @@
 //
 //	benchscan gen  DIR PARTITIONS SEGMENTS_PER_PARTITION SEGMENT_BYTES
 //	benchscan scan DIR [REPEAT [WORKERS]]   (runs after the first reuse the previous result; BENCHSCAN_NO_PREV=1 disables)
+//	benchscan floor DIR   (Linux: only the system calls a first scan needs; see floor)
 //
 // scan prints one line per run: segments, wall time, and the live heap the
 // scan result holds (after a GC) divided by the number of segments.
@@ -35,13 +36,15 @@ func main() {
 
 func run(_ context.Context, args []string, out io.Writer) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: benchscan gen DIR PARTITIONS SEGMENTS SEGMENT_BYTES | benchscan scan DIR [REPEAT]")
+		return fmt.Errorf("usage: benchscan gen DIR PARTITIONS SEGMENTS SEGMENT_BYTES | benchscan scan DIR [REPEAT [WORKERS]] | benchscan floor DIR")
 	}
 	switch args[0] {
 	case "gen":
 		return gen(args, out)
 	case "scan":
 		return scan(args, out)
+	case "floor":
+		return floor(args, out)
 	}
 	return fmt.Errorf("unknown mode %q", args[0])
 }
