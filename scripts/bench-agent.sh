@@ -6,7 +6,9 @@
 #   SCALES=1000x10 IDLE=10 APPEND=10 scripts/bench-agent.sh   a quick try
 #
 # For each scale (PARTITIONSxSEGMENTS, segments per partition) it prints:
-#   - ready: seconds from the process start to /readyz answering 200;
+#   - ready: seconds from the process start to /readyz answering 200, the
+#     CPU the start took and the bytes it read from the disk (a cold page
+#     cache: the first full scan reads every segment's time index);
 #   - idle: after IDLE seconds with nothing written, the RSS (from /proc)
 #     and the Go heap (go_memstats_heap_inuse_bytes from the guard's own
 #     /metrics), and the CPU the process used over those seconds, in % of
@@ -62,6 +64,15 @@ window() {
   t1=$(date +%s.%N); c1=$(cpu_ticks "$pid")
   awk -v c="$((c1 - c0))" -v hz="$hz" -v a="$t0" -v b="$t1" -v l="$(load)" 'BEGIN {printf "%.2f%% of a core (load %s)", 100*c/hz/(b-a), l}'
 }
+# start_cost PID: the CPU the process used so far and what it read from
+# the disk (read_bytes of /proc/PID/io: pages that were not in the page
+# cache). The first full scan reads every time index: a start that reads
+# gigabytes found the tree out of the page cache, and its ready time is
+# the disk's, not the agent's.
+start_cost() {
+  awk -v hz="$hz" '{printf "CPU user %.1fs sys %.1fs", $14/hz, $15/hz}' "/proc/$1/stat"
+  awk '$1 == "read_bytes:" {printf ", read from disk %.0f MB", $2/1e6}' "/proc/$1/io" 2>/dev/null || true
+}
 mem() {
   awk -v r="$(rss_kb "$pid")" -v h="$(metric go_memstats_heap_inuse_bytes)" -v a="$(metric go_memstats_heap_alloc_bytes)" -v n="$segs" 'BEGIN {
     printf "RSS %.1f MB (%.0f B/segment), heap in use %.1f MB, heap alloc %.1f MB (%.0f B/segment)", r/1024, r*1024/n, h/1e6, a/1e6, a/n }'
@@ -86,7 +97,8 @@ for scale in $SCALES; do
     sleep 0.05
   done
   ready=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b-a}')
-  echo "ready after:      ${ready}s   RSS at ready $(( $(rss_kb "$pid") / 1024 )) MB"
+  echo "ready after:      ${ready}s   RSS at ready $(( $(rss_kb "$pid") / 1024 )) MB   (load $(load))"
+  echo "                  start: $(start_cost "$pid")"
   cpu=$(window "$IDLE")
   echo "idle ${IDLE}s:         CPU $cpu"
   echo "                  $(mem), peak RSS $(( $(hwm_kb "$pid") / 1024 )) MB"
