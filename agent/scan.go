@@ -676,21 +676,42 @@ func prevHas(prev *Partition, base int64) bool {
 // sortSegmentFiles sorts files by base offset, then kind, and counts the
 // segments: one per base offset that has a .log file.
 func sortSegmentFiles(files []segFile) (segments int) {
-	slices.SortFunc(files, func(a, b segFile) int {
-		if a.base != b.base {
-			if a.base < b.base {
-				return -1
+	if len(files) <= smallSort {
+		// A partition directory holds a few dozen files in getdents'
+		// hash order: an insertion sort with the comparison inlined
+		// costs a third of pdqsort's calls to a comparison function.
+		for i := 1; i < len(files); i++ {
+			f, j := files[i], i
+			for ; j > 0 && segFileLess(&f, &files[j-1]); j-- {
+				files[j] = files[j-1]
 			}
-			return 1
+			files[j] = f
 		}
-		return int(a.kind) - int(b.kind)
-	})
+	} else {
+		slices.SortFunc(files, func(a, b segFile) int {
+			switch {
+			case segFileLess(&a, &b):
+				return -1
+			case segFileLess(&b, &a):
+				return 1
+			}
+			return 0
+		})
+	}
 	for _, f := range files {
 		if f.kind == fileLog {
 			segments++
 		}
 	}
 	return segments
+}
+
+// smallSort: up to this many files, sortSegmentFiles sorts by insertion.
+const smallSort = 64
+
+// segFileLess orders segment files by base offset, then kind.
+func segFileLess(a, b *segFile) bool {
+	return a.base < b.base || (a.base == b.base && a.kind < b.kind)
 }
 
 // byBaseOffset yields the runs of sorted files that share a base offset.
