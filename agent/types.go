@@ -501,7 +501,7 @@ type LogDir struct {
 	BrokerID  int32 // from meta.properties; -1 when unknown
 	ClusterID string
 	// Partitions sorted by topic, then partition, then kind.
-	Partitions []Partition
+	Partitions []*Partition
 	Usage      Usage
 	// Filesystem holds the log dir: device, size, used (statfs). Filesystems()
 	// groups log dirs by it.
