@@ -102,7 +102,7 @@ func (s *Snapshot) ConfigStatus() []LogDirConfigs {
 		st := LogDirConfigs{LogDir: ld.Path, Without: map[string]int{}}
 		seen := map[string]bool{}
 		for k := range ld.Partitions {
-			p := &ld.Partitions[k]
+			p := ld.Partitions[k]
 			if p.Kind != KindLive || seen[p.Topic] {
 				continue
 			}

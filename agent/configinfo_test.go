@@ -59,9 +59,9 @@ func TestSnapshotConfigStatus(t *testing.T) {
 	at := testNow.Add(-time.Minute)
 	live := func(topic string, p int32) Partition { return Partition{Topic: topic, Partition: p, Kind: KindLive} }
 	snap := BuildSnapshot(testNow, []LogDir{
-		{Path: "/a", Partitions: []Partition{live("audit", 0), live("audit", 1), live("filed", 0), live("new", 0),
-			{Topic: "gone", Kind: KindDeleted}, live("stale", 0)}},
-		{Path: "/b", Partitions: []Partition{live("audit", 2)}},
+		{Path: "/a", Partitions: []*Partition{new(live("audit", 0)), new(live("audit", 1)), new(live("filed", 0)), new(live("new", 0)),
+			{Topic: "gone", Kind: KindDeleted}, new(live("stale", 0))}},
+		{Path: "/b", Partitions: []*Partition{new(live("audit", 2))}},
 		{Path: "/c"},
 	}, ConfigSet{
 		Defaults: DefaultTopicConfig(),

@@ -149,11 +149,11 @@ func TestDifferentialHeldMoving(t *testing.T) {
 	if !ok {
 		t.Fatalf("no %s partition in the scan", ctl)
 	}
-	for _, p := range []agent.Partition{live, future} {
+	for _, p := range []*agent.Partition{&live, &future} {
 		if p.Held != agent.HeldMoving {
 			t.Errorf("R1.2 %s: held %q, want moving", p.Dir, p.Held)
 		}
-		if el := eligibleBases(p); len(el) > 0 {
+		if el := eligibleBases(*p); len(el) > 0 {
 			t.Errorf("R1.2 %s: eligible %v while moving, want nothing", p.Dir, el)
 		}
 	}
@@ -257,7 +257,7 @@ func findPartition(s agent.Snapshot, logDir, topic string, kind agent.PartitionK
 		}
 		for _, p := range ld.Partitions {
 			if p.Topic == topic && p.Partition == 0 && p.Kind == kind && strings.HasPrefix(p.Dir, topic) {
-				return p, true
+				return *p, true
 			}
 		}
 	}

@@ -284,7 +284,7 @@ func configValue(c agent.TopicConfig, key string) string {
 func partition(ld agent.LogDir, topic string) (agent.Partition, bool) {
 	for _, p := range ld.Partitions {
 		if p.Topic == topic && p.Partition == 0 && p.Kind == agent.KindLive {
-			return p, true
+			return *p, true
 		}
 	}
 	return agent.Partition{}, false

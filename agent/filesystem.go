@@ -117,7 +117,7 @@ func (ld *LogDir) Bytes() FilesystemBytes {
 	var f FilesystemBytes
 	var parts int64
 	for k := range ld.Partitions {
-		p := &ld.Partitions[k]
+		p := ld.Partitions[k]
 		parts += p.DiskBytes
 		switch p.Kind {
 		case KindLive:

@@ -44,22 +44,22 @@ func TestFilesystemsAccountsForUsedBytes(t *testing.T) {
 	snap := &Snapshot{LogDirs: []LogDir{
 		{
 			Path: "/data/b", Filesystem: fsA,
-			Partitions: []Partition{
-				part(KindLive, 1_000, 100),  // 900 live, 100 .deleted
-				part(KindDeleted, 300, 296), // a -delete directory: all pending
-				part(KindFuture, 200, 0),
+			Partitions: []*Partition{
+				new(part(KindLive, 1_000, 100)),  // 900 live, 100 .deleted
+				new(part(KindDeleted, 300, 296)), // a -delete directory: all pending
+				new(part(KindFuture, 200, 0)),
 			},
 			// root: 50 of checkpoints, 20 of a .deleted file at the root
 			DiskBytes: 1_000 + 300 + 200 + 70, PendingDeleteBytes: 100 + 296 + 20,
 		},
 		{
 			Path: "/data/a", Filesystem: fsA,
-			Partitions: []Partition{part(KindLive, 2_000, 0), part(KindStray, 150, 0), part(KindMetadata, 80, 0)},
+			Partitions: []*Partition{new(part(KindLive, 2_000, 0)), new(part(KindStray, 150, 0)), new(part(KindMetadata, 80, 0))},
 			DiskBytes:  2_000 + 150 + 80 + 10,
 		},
 		{
 			Path: "/other", Filesystem: fsB,
-			Partitions: []Partition{part(KindLive, 900, 0)},
+			Partitions: []*Partition{new(part(KindLive, 900, 0))},
 			DiskBytes:  900,
 		},
 		{Path: "/unread", Filesystem: fsB, Err: errors.New("gone"), DiskBytes: 5},

@@ -6,7 +6,8 @@ import (
 )
 
 // Holds marks, in dirs (a snapshot's own LogDir values; a dir's Partitions
-// slice is replaced by a copy before any partition in it changes), the
+// slice is replaced by a copy before any partition in it changes, and a
+// changed partition by a new one: the partitions are shared), the
 // partitions whose retention Kafka holds for a reason a partition alone
 // does not show, and classifies them again with Partition.Held set, so
 // nothing in them is eligible (spec R1.2):
@@ -27,7 +28,7 @@ func (c ConfigSet) Holds(dirs []LogDir, now time.Time) {
 			continue
 		}
 		for j := range dirs[i].Partitions {
-			if p := &dirs[i].Partitions[j]; p.Kind == KindFuture {
+			if p := dirs[i].Partitions[j]; p.Kind == KindFuture {
 				if moving == nil {
 					moving = map[TopicPartition]bool{}
 				}
@@ -42,7 +43,7 @@ func (c ConfigSet) Holds(dirs []LogDir, now time.Time) {
 		_, offline := c.OfflineLogDirs[dirs[i].Path]
 		cloned := false
 		for j := range dirs[i].Partitions {
-			p := &dirs[i].Partitions[j]
+			p := dirs[i].Partitions[j]
 			var r Reason
 			switch {
 			case offline:
@@ -55,17 +56,18 @@ func (c ConfigSet) Holds(dirs []LogDir, now time.Time) {
 			}
 			if !cloned {
 				// The live agent shares a dir's Partitions slice between
-				// snapshots while nothing in it changes: a hold goes into a
-				// copy, so no published snapshot changes and the shared
-				// slice stays unheld (a hold that ends is gone at the next
-				// publish).
+				// snapshots while nothing in it changes, and every
+				// partition that did not change: a hold goes into a copy
+				// of both, so no published snapshot changes and the shared
+				// partitions stay unheld (a hold that ends is gone at the
+				// next publish).
 				dirs[i].Partitions = slices.Clone(dirs[i].Partitions)
 				cloned = true
-				p = &dirs[i].Partitions[j]
 			}
 			q := *p
 			q.Held = r
-			*p = Classify(q, c.For(p.Topic), now)
+			q = Classify(q, c.For(p.Topic), now)
+			dirs[i].Partitions[j] = &q
 		}
 	}
 }

@@ -27,40 +27,40 @@ func TestHolds(t *testing.T) {
 		defaults TopicConfig
 		topics   map[string]TopicConfig
 		offline  map[string]string
-		dirs     [][]Partition
+		dirs     [][]*Partition
 		want     map[string]Reason // "dir/partition dir" -> held reason
 		eligible map[string]bool   // ... -> any segment eligible
 	}{
 		{
 			name: "R1.2/moving: live and -future logs held while the cleaner runs", defaults: del,
-			dirs:     [][]Partition{{old("a", KindLive), old("b", KindLive)}, {old("a", KindFuture)}},
+			dirs:     [][]*Partition{{new(old("a", KindLive)), new(old("b", KindLive))}, {new(old("a", KindFuture))}},
 			want:     map[string]Reason{"0/a-0": HeldMoving, "0/b-0": ReasonNone, "1/a-0.abc-future": HeldMoving},
 			eligible: map[string]bool{"0/a-0": false, "0/b-0": true, "1/a-0.abc-future": false},
 		},
 		{
 			name: "R1.2/moving: no pause with the cleaner disabled", defaults: func() TopicConfig { c := del; c.CleanerDisabled = true; return c }(),
-			dirs:     [][]Partition{{old("a", KindLive)}, {old("a", KindFuture)}},
+			dirs:     [][]*Partition{{new(old("a", KindLive))}, {new(old("a", KindFuture))}},
 			want:     map[string]Reason{"0/a-0": ReasonNone, "1/a-0.abc-future": ReasonNone},
 			eligible: map[string]bool{"0/a-0": true, "1/a-0.abc-future": true},
 		},
 		{
 			name: "R1.2/cleaner_disabled: compact,delete without the cleaner", defaults: func() TopicConfig { c := del; c.CleanerDisabled = true; return c }(),
 			topics:   map[string]TopicConfig{"c": func() TopicConfig { c := cd; c.CleanerDisabled = true; return c }()},
-			dirs:     [][]Partition{{old("c", KindLive), old("d", KindLive)}},
+			dirs:     [][]*Partition{{new(old("c", KindLive)), new(old("d", KindLive))}},
 			want:     map[string]Reason{"0/c-0": HeldCleanerDisabled, "0/d-0": ReasonNone},
 			eligible: map[string]bool{"0/c-0": false, "0/d-0": true},
 		},
 		{
 			name: "R1.2/cleaner_disabled: compact,delete with the cleaner is not held", defaults: del,
 			topics:   map[string]TopicConfig{"c": cd},
-			dirs:     [][]Partition{{old("c", KindLive)}},
+			dirs:     [][]*Partition{{new(old("c", KindLive))}},
 			want:     map[string]Reason{"0/c-0": ReasonNone},
 			eligible: map[string]bool{"0/c-0": true},
 		},
 		{
 			name: "R1.2/log_dir_offline: every partition of the dir", defaults: del,
 			offline: map[string]string{"/d1": "KAFKA_STORAGE_ERROR"},
-			dirs:    [][]Partition{{old("a", KindLive)}, {old("b", KindLive), old("a", KindFuture)}},
+			dirs:    [][]*Partition{{new(old("a", KindLive))}, {new(old("b", KindLive)), new(old("a", KindFuture))}},
 			// The -future log is in the offline dir: the live one is not moving.
 			want:     map[string]Reason{"0/a-0": ReasonNone, "1/b-0": HeldLogDirOffline, "1/a-0.abc-future": HeldLogDirOffline},
 			eligible: map[string]bool{"0/a-0": true, "1/b-0": false, "1/a-0.abc-future": false},
@@ -88,7 +88,7 @@ func TestHolds(t *testing.T) {
 					}
 					el := slices.ContainsFunc(p.Segments, func(s Segment) bool { return s.State == StateEligible })
 					if el != tc.eligible[key] {
-						t.Errorf("%s: eligible %v, want %v (%v)", key, el, tc.eligible[key], render(p))
+						t.Errorf("%s: eligible %v, want %v (%v)", key, el, tc.eligible[key], render(*p))
 					}
 					if p.Held != ReasonNone && slices.ContainsFunc(p.Segments, func(s Segment) bool { return s.ExpiredBytes > 0 }) {
 						t.Errorf("%s: held, but expired bytes %v", key, p.Segments)
@@ -133,21 +133,21 @@ func TestHoldsLeaveSharedSlicesAlone(t *testing.T) {
 	future := live
 	future.Dir, future.Kind = "a-0.abc-future", KindFuture
 	cs := ConfigSet{Defaults: cfg(hour, -1, "delete")}
-	shared := []Partition{Classify(live, cs.Defaults, testNow)}
+	shared := []*Partition{new(Classify(live, cs.Defaults, testNow))}
 
-	during := []LogDir{{Path: "/d0", Partitions: shared}, {Path: "/d1", Partitions: []Partition{future}}}
+	during := []LogDir{{Path: "/d0", Partitions: shared}, {Path: "/d1", Partitions: []*Partition{&future}}}
 	cs.Holds(during, testNow)
 	if during[0].Partitions[0].Held != HeldMoving {
 		t.Fatalf("moving partition not held: %q", during[0].Partitions[0].Held)
 	}
-	if &during[0].Partitions[0] == &shared[0] || shared[0].Held != ReasonNone {
+	if during[0].Partitions[0] == shared[0] || shared[0].Held != ReasonNone {
 		t.Fatal("the hold was written into the shared slice")
 	}
 
 	after := []LogDir{{Path: "/d0", Partitions: shared}}
 	cs.Holds(after, testNow)
-	if &after[0].Partitions[0] != &shared[0] || after[0].Partitions[0].Held != ReasonNone {
-		t.Fatalf("after the move: held %q, shared %v", after[0].Partitions[0].Held, &after[0].Partitions[0] == &shared[0])
+	if after[0].Partitions[0] != shared[0] || after[0].Partitions[0].Held != ReasonNone {
+		t.Fatalf("after the move: held %q, shared %v", after[0].Partitions[0].Held, after[0].Partitions[0] == shared[0])
 	}
 	if !slices.ContainsFunc(after[0].Partitions[0].Segments, func(s Segment) bool { return s.State == StateEligible }) {
 		t.Error("after the move nothing is eligible")

@@ -247,7 +247,7 @@ func sameSize(d *LogDir, b *BrokerLogDir) bool {
 func dirPartitions(d *LogDir) map[TopicPartition]bool {
 	m := make(map[TopicPartition]bool, len(d.Partitions))
 	for k := range d.Partitions {
-		p := &d.Partitions[k]
+		p := d.Partitions[k]
 		if p.Kind == KindLive || p.Kind == KindFuture {
 			m[TopicPartition{Topic: p.Topic, Partition: p.Partition}] = true
 		}

@@ -14,7 +14,7 @@ func identityDir(path, cluster string, node int32, total uint64, parts ...string
 		if !ok {
 			panic(name)
 		}
-		d.Partitions = append(d.Partitions, Partition{Topic: topic, Partition: part, Kind: kind, Dir: name})
+		d.Partitions = append(d.Partitions, &Partition{Topic: topic, Partition: part, Kind: kind, Dir: name})
 	}
 	return d
 }

@@ -253,12 +253,12 @@ type dirState struct {
 	cpDigest              cpDigest // of the checkpoint files d.cp was read from
 
 	// published is the Partitions slice of the last snapshot; changed says
-	// a partition changed since (publish then builds a new slice, else the
-	// new snapshot shares it). partDisk, partPending are the partitions'
+	// a partition changed since (publish then builds a new slice of
+	// pointers, else the new snapshot shares it). partDisk, partPending are the partitions'
 	// DiskBytes and PendingDeleteBytes summed; unwatched counts partitions
 	// without a watch. All kept as partitions change, so that nothing on a
 	// timer walks every partition unless something changed.
-	published          []Partition
+	published          []*Partition
 	changed            bool
 	partDisk, partPend int64
 	unwatched          int
@@ -285,10 +285,10 @@ type dirState struct {
 // classification changes; the scanner hands back the previous slice when
 // nothing in it changed).
 type partState struct {
-	// part points into the published Partitions slice once a snapshot
-	// holds the partition (publish), so the loop and the snapshot share
-	// one copy; store points it at a new Partition on a change. What it
-	// points to is never modified.
+	// part is the Partition the published snapshots hold once publish
+	// has run (their Partitions slices point to it), so the loop and the
+	// snapshots share one copy; store points it at a new Partition on a
+	// change. What it points to is never modified.
 	part    *Partition
 	watched bool
 	wd      int32 // the watch's descriptor, when watched
@@ -765,9 +765,9 @@ func (l *loop) scanDir(d *dirState) {
 	// else a sorted copy.
 	prev := LogDir{Path: d.path, Partitions: d.published}
 	if d.changed || d.order == nil || len(d.published) != len(d.parts) {
-		prev.Partitions = make([]Partition, 0, len(d.parts))
+		prev.Partitions = make([]*Partition, 0, len(d.parts))
 		for _, ps := range d.parts {
-			prev.Partitions = append(prev.Partitions, *ps.part)
+			prev.Partitions = append(prev.Partitions, ps.part)
 		}
 		sortPartitions(prev.Partitions)
 	}
@@ -785,7 +785,7 @@ func (l *loop) scanDir(d *dirState) {
 	l.contentChanged = true
 	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
 	seen := make(map[string]bool, len(ld.Partitions))
-	for i, p := range ld.Partitions {
+	for _, p := range ld.Partitions {
 		d.rootDisk -= p.DiskBytes
 		d.rootPending -= p.PendingDeleteBytes
 		seen[p.Dir] = true
@@ -793,11 +793,11 @@ func (l *loop) scanDir(d *dirState) {
 		if ps == nil {
 			ps = l.add(d, p.Dir)
 		}
-		l.set(d, ps, p)
+		l.set(d, ps, *p)
 		// Classification copied the segments if it set anything: let the
 		// scan's copy go now, not after the whole log dir (the start
-		// scan's peak).
-		ld.Partitions[i] = Partition{}
+		// scan's peak). The scan's partitions are its own.
+		*p = Partition{}
 	}
 	for name, ps := range d.parts {
 		if !seen[name] {
@@ -1106,12 +1106,14 @@ func publishedLogDir(d *dirState) (ld LogDir, reordered, changed bool) {
 	}
 	if d.changed || d.published == nil {
 		// Published snapshots are never modified: a change gets a new
-		// slice; unchanged partitions share their segments with it.
+		// slice of pointers; every partition that did not change is the
+		// same Partition in both (store replaces a changed one, it never
+		// writes into it), so a publish copies 8 bytes a partition, not
+		// the partitions.
 		changed = true
-		d.published = make([]Partition, len(d.order))
+		d.published = make([]*Partition, len(d.order))
 		for i, ps := range d.order {
-			d.published[i] = *ps.part
-			ps.part = &d.published[i]
+			d.published[i] = ps.part
 		}
 		d.changed = false
 	}

@@ -96,7 +96,7 @@ func livePartition(s *Snapshot, dir string) (Partition, bool) {
 	for _, ld := range s.LogDirs {
 		for _, p := range ld.Partitions {
 			if p.Dir == dir {
-				return p, true
+				return *p, true
 			}
 		}
 	}
@@ -587,7 +587,7 @@ func TestLiveCheckpointRewrite(t *testing.T) {
 	})
 	writeFile(cp)
 	time.Sleep(300 * time.Millisecond)
-	if s2 := a.Snapshot(); &s2.LogDirs[0].Partitions[0] != &s.LogDirs[0].Partitions[0] {
+	if s2 := a.Snapshot(); s2.LogDirs[0].Partitions[0] != s.LogDirs[0].Partitions[0] {
 		t.Error("the same checkpoint lines gave the snapshot new partitions")
 	}
 	writeFile(strings.Replace(cp, "orders 1 9", "orders 1 11", 1))

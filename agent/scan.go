@@ -223,7 +223,7 @@ func (s *Scanner) ScanLogDir(path string, prev *LogDir) LogDir {
 			s.report(ErrBadName, full, errors.New("not a partition directory name"))
 		}
 	}
-	ld.Partitions = s.readPartitions(root, rootDir, jobs, &cp, prev)
+	ld.Partitions = PartitionsOf(s.readPartitions(root, rootDir, jobs, &cp, prev)...)
 	for i := range ld.Partitions {
 		ld.DiskBytes += ld.Partitions[i].DiskBytes
 		ld.PendingDeleteBytes += ld.Partitions[i].PendingDeleteBytes
@@ -301,7 +301,9 @@ func (s *Scanner) readPartitions(root *os.Root, rootDir *os.File, jobs []partiti
 	return parts[:n:n]
 }
 
-func sortPartitions(ps []Partition) { slices.SortFunc(ps, partitionOrder) }
+func sortPartitions(ps []*Partition) {
+	slices.SortFunc(ps, func(a, b *Partition) int { return partitionOrder(*a, *b) })
+}
 
 // partitionOrder orders partitions by topic, partition, kind, then
 // directory name (two deleted copies of one partition).
@@ -953,11 +955,12 @@ func prevPartition(prev *LogDir, topic string, part int32, kind PartitionKind, d
 		return nil
 	}
 	ps := prev.Partitions
-	i, found := slices.BinarySearchFunc(ps, Partition{Topic: topic, Partition: part, Kind: kind, Dir: dir}, partitionOrder)
+	i, found := slices.BinarySearchFunc(ps, Partition{Topic: topic, Partition: part, Kind: kind, Dir: dir},
+		func(a *Partition, b Partition) int { return partitionOrder(*a, b) })
 	if !found {
 		return nil
 	}
-	return &ps[i]
+	return ps[i]
 }
 
 // prevActive returns the earlier scan's active segment when it has the

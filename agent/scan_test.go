@@ -38,7 +38,7 @@ func findPartition(t *testing.T, ld LogDir, dir string) Partition {
 	t.Helper()
 	for _, p := range ld.Partitions {
 		if p.Dir == dir {
-			return p
+			return *p
 		}
 	}
 	t.Fatalf("partition dir %s not found", dir)

@@ -74,9 +74,19 @@ func (c ConfigSet) classify(p Partition, now time.Time, owned bool) Partition {
 	return classifyPartition(p, cfg, now, owned)
 }
 
+// PartitionsOf returns a pointer to each of ps, in order: a LogDir's
+// Partitions over ps (which it then shares).
+func PartitionsOf(ps ...Partition) []*Partition {
+	out := make([]*Partition, len(ps))
+	for i := range ps {
+		out[i] = &ps[i]
+	}
+	return out
+}
+
 // BuildSnapshot classifies every partition of dirs with configs at now and
 // returns an immutable Snapshot. dirs are not modified: the snapshot gets
-// its own LogDir and Partition slices, and shares segment slices whose
+// its own LogDir and Partition slices and partitions, and shares segment slices whose
 // classification did not change (see Classify). health is copied.
 func BuildSnapshot(now time.Time, dirs []LogDir, configs ConfigSet, health Health) Snapshot {
 	snap := Snapshot{
@@ -96,10 +106,11 @@ func BuildSnapshot(now time.Time, dirs []LogDir, configs ConfigSet, health Healt
 	snap.Health.Rescans = maps.Clone(health.Rescans)
 	for i, d := range dirs {
 		nd := d
-		nd.Partitions = make([]Partition, len(d.Partitions))
+		parts := make([]Partition, len(d.Partitions))
 		for j, p := range d.Partitions {
-			nd.Partitions[j] = configs.Classify(p, now)
+			parts[j] = configs.Classify(*p, now)
 		}
+		nd.Partitions = PartitionsOf(parts...)
 		snap.LogDirs[i] = nd
 	}
 	configs.Holds(snap.LogDirs, now)

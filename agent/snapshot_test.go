@@ -38,15 +38,15 @@ func TestBuildSnapshot(t *testing.T) {
 	a.Topic = "a"
 	b := mkPartition(-1, 300, 300, seg{0, 100, 50 * h}, seg{100, 100, 5 * h}, seg{200, 10, h})
 	b.Topic = "b"
-	dirs := []LogDir{{Path: "/d", Partitions: []Partition{a, b}}}
+	dirs := []LogDir{{Path: "/d", Partitions: []*Partition{&a, &b}}}
 	a1, b1 := cfg(24*hour, -1, "delete"), cfg(2*hour, -1, "delete")
 	health := Health{ScanErrors: map[ErrorKind]uint64{ErrBadName: 1}}
 	configs := ConfigSet{Topics: map[string]TopicConfig{"b": b1}, Defaults: a1, Time: testNow}
 	snap := BuildSnapshot(testNow, dirs, configs, health)
-	if got := render(snap.LogDirs[0].Partitions[0]); got[0] != "eligible/retention_time" || got[1] != "closed" {
+	if got := render(*snap.LogDirs[0].Partitions[0]); got[0] != "eligible/retention_time" || got[1] != "closed" {
 		t.Errorf("topic a (defaults): %v", got)
 	}
-	if got := render(snap.LogDirs[0].Partitions[1]); got[1] != "eligible/retention_time" {
+	if got := render(*snap.LogDirs[0].Partitions[1]); got[1] != "eligible/retention_time" {
 		t.Errorf("topic b (its own config): %v", got)
 	}
 	if dirs[0].Partitions[0].Segments[0].State != 0 {
@@ -59,7 +59,7 @@ func TestBuildSnapshot(t *testing.T) {
 	}
 	// A second snapshot with the same inputs shares the classified slices.
 	again := BuildSnapshot(testNow, snap.LogDirs, configs, health)
-	if &again.LogDirs[0].Partitions[0].Segments[0] != &snap.LogDirs[0].Partitions[0].Segments[0] {
+	if again.LogDirs[0].Partitions[0].Segments[0] != snap.LogDirs[0].Partitions[0].Segments[0] {
 		t.Error("unchanged partitions must share their segment slices")
 	}
 }

@@ -43,7 +43,7 @@ func (s *Snapshot) LiveTopics() []string {
 	var out []string
 	for i := range s.LogDirs {
 		for j := range s.LogDirs[i].Partitions {
-			if p := &s.LogDirs[i].Partitions[j]; p.Kind == KindLive {
+			if p := s.LogDirs[i].Partitions[j]; p.Kind == KindLive {
 				out = append(out, p.Topic)
 			}
 		}
@@ -351,7 +351,7 @@ func (d *LogDir) summaries(perPartition bool) []TopicSummary {
 	n := 0
 	var last *Partition
 	for i := range d.Partitions {
-		p := &d.Partitions[i]
+		p := d.Partitions[i]
 		if addToTopic(p, nil) {
 			if last == nil || p.Topic != last.Topic || key(p) != key(last) {
 				n++
@@ -362,7 +362,7 @@ func (d *LogDir) summaries(perPartition bool) []TopicSummary {
 	out := make([]TopicSummary, 0, n)
 	sorted := true
 	for i := range d.Partitions {
-		p := &d.Partitions[i]
+		p := d.Partitions[i]
 		if !addToTopic(p, nil) {
 			continue
 		}

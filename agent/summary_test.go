@@ -63,8 +63,8 @@ func TestTopicSummaries(t *testing.T) {
 	gone := Partition{Topic: "gone", Partition: 2, Kind: KindDeleted, PendingDeleteBytes: 4096}
 	meta := live("__cluster_metadata", 0, sumSeg(StateOpen, 10, 4096, 0, h))
 	meta.Kind = KindMetadata
-	sorted := []Partition{meta, a0, a1, a1future, b0, gone}
-	slices.SortFunc(sorted, partitionOrder)
+	sorted := []*Partition{&meta, &a0, &a1, &a1future, &b0, &gone}
+	sortPartitions(sorted)
 
 	wantTopics := []TopicSummary{
 		{Topic: "a", Partition: AllPartitions, Summary: Summary{Partitions: 2,
@@ -83,10 +83,10 @@ func TestTopicSummaries(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name  string
-		parts []Partition
+		parts []*Partition
 	}{
 		{"sorted as scans and snapshots are", sorted},
-		{"unsorted", []Partition{b0, gone, a1, meta, a0, a1future}},
+		{"unsorted", []*Partition{&b0, &gone, &a1, &meta, &a0, &a1future}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ld := LogDir{Path: "/d", Partitions: c.parts}
@@ -115,8 +115,8 @@ func TestSnapshotQueries(t *testing.T) {
 		Configs:  map[string]TopicConfig{"own": own},
 		Defaults: def,
 		LogDirs: []LogDir{
-			{Path: "/unknown", BrokerID: -1, Partitions: []Partition{{Topic: "z", Kind: KindLive}, {Topic: "moving", Kind: KindFuture}}},
-			{Path: "/b", BrokerID: 3, Partitions: []Partition{{Topic: "a", Kind: KindLive}, {Topic: "z", Kind: KindLive, Partition: 1},
+			{Path: "/unknown", BrokerID: -1, Partitions: []*Partition{{Topic: "z", Kind: KindLive}, {Topic: "moving", Kind: KindFuture}}},
+			{Path: "/b", BrokerID: 3, Partitions: []*Partition{{Topic: "a", Kind: KindLive}, {Topic: "z", Kind: KindLive, Partition: 1},
 				{Topic: "gone", Kind: KindDeleted}, {Topic: "__cluster_metadata", Kind: KindMetadata}}},
 			{Path: "/c", BrokerID: 4},
 		},
@@ -201,7 +201,7 @@ func TestTieredSummary(t *testing.T) {
 	if got := local.Summary().Tiered; got != (TieredSummary{}) {
 		t.Errorf("a local topic has no tiered figures: %+v", got)
 	}
-	ld := LogDir{Partitions: []Partition{known, unknown, fetching, local}}
+	ld := LogDir{Partitions: []*Partition{&known, &unknown, &fetching, &local}}
 	topics := ld.TopicSummaries()
 	wantTopic := TieredSummary{Partitions: 3, Segments: ByTier{LocalOnly: 2, Uploaded: 3, Unknown: 2}, Bytes: ByTier{LocalOnly: 4280, Uploaded: 322, Unknown: 120},
 		EligibleLocally: 108, OffsetsUnknown: 2}

@@ -184,7 +184,7 @@ func (c ConfigSet) TieredPartitions(dirs []LogDir) []TopicPartition {
 	seen := map[TopicPartition]bool{}
 	for i := range dirs {
 		for j := range dirs[i].Partitions {
-			p := &dirs[i].Partitions[j]
+			p := dirs[i].Partitions[j]
 			tp := TopicPartition{p.Topic, p.Partition}
 			if p.Kind == KindLive && !seen[tp] && c.For(p.Topic).Tiered(p.Topic) {
 				seen[tp] = true

@@ -70,7 +70,7 @@ func TestTieredPartitions(t *testing.T) {
 	tc := DefaultTopicConfig()
 	tc.RemoteStorage = true
 	s := &Snapshot{Defaults: DefaultTopicConfig(), Configs: map[string]TopicConfig{"tiered": tc},
-		LogDirs: []LogDir{{Partitions: []Partition{
+		LogDirs: []LogDir{{Partitions: []*Partition{
 			{Topic: "local", Partition: 0, Kind: KindLive},
 			{Topic: "tiered", Partition: 0, Kind: KindLive},
 			{Topic: "tiered", Partition: 1, Kind: KindFuture},

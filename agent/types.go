@@ -500,8 +500,11 @@ type LogDir struct {
 	Pattern   string
 	BrokerID  int32 // from meta.properties; -1 when unknown
 	ClusterID string
-	// Partitions sorted by topic, then partition, then kind.
-	Partitions []Partition
+	// Partitions sorted by topic, then partition, then kind. The live
+	// agent's snapshots share a Partition while it does not change: never
+	// write through these pointers (copy the Partition, and the slice,
+	// as Holds does).
+	Partitions []*Partition
 	Usage      Usage
 	// Filesystem holds the log dir: device, size, used (statfs). Filesystems()
 	// groups log dirs by it.

@@ -345,7 +345,7 @@ func (p Policy) freeingPartitions(o Observed) []TopicPartition {
 			continue
 		}
 		for _, pt := range ld.Partitions {
-			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, &pt) && len(v.topics[pt.Topic]) == 0 {
+			if pt.Kind == agent.KindLive && len(pt.Segments) > 1 && deletable(o.Snapshot, pt) && len(v.topics[pt.Topic]) == 0 {
 				parts = append(parts, TopicPartition{pt.Topic, pt.Partition})
 			}
 		}

@@ -318,7 +318,7 @@ func (e *Enforcer) readRights(ctx context.Context, o *Observed) {
 			continue
 		}
 		for k := range ld.Partitions {
-			if p := &ld.Partitions[k]; p.Kind == agent.KindLive && !seen[p.Topic] {
+			if p := ld.Partitions[k]; p.Kind == agent.KindLive && !seen[p.Topic] {
 				seen[p.Topic] = true
 				topics = append(topics, p.Topic)
 			}

@@ -245,7 +245,7 @@ func (e *Enforcer) ineffectiveDirs(fs map[string]agent.FilesystemBytes, mono tim
 // partition gone from the log dir is gone with its segments).
 func deletedGone(ld *agent.LogDir, offsets map[TopicPartition]int64) bool {
 	for i := range ld.Partitions {
-		p := &ld.Partitions[i]
+		p := ld.Partitions[i]
 		off, ok := offsets[TopicPartition{p.Topic, p.Partition}]
 		if !ok || p.Kind != agent.KindLive {
 			continue

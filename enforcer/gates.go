@@ -222,7 +222,7 @@ func (p Policy) futureHolds(o Observed, ld *agent.LogDir) map[string][]BlockReas
 	limit := o.Now.Add(p.Gates.FutureTolerance)
 	var held map[string][]BlockReason
 	for i := range ld.Partitions {
-		pt := &ld.Partitions[i]
+		pt := ld.Partitions[i]
 		if pt.Kind != agent.KindLive || held[pt.Topic] != nil {
 			continue
 		}
@@ -287,7 +287,7 @@ func movesOut(s *agent.Snapshot, ld *agent.LogDir) bool {
 			continue
 		}
 		for j := range s.LogDirs[i].Partitions {
-			if pt := &s.LogDirs[i].Partitions[j]; pt.Kind == agent.KindFuture {
+			if pt := s.LogDirs[i].Partitions[j]; pt.Kind == agent.KindFuture {
 				if future == nil {
 					future = map[TopicPartition]bool{}
 				}
@@ -296,7 +296,7 @@ func movesOut(s *agent.Snapshot, ld *agent.LogDir) bool {
 		}
 	}
 	for i := range ld.Partitions {
-		if pt := &ld.Partitions[i]; pt.Kind == agent.KindLive && future[TopicPartition{pt.Topic, pt.Partition}] {
+		if pt := ld.Partitions[i]; pt.Kind == agent.KindLive && future[TopicPartition{pt.Topic, pt.Partition}] {
 			return true
 		}
 	}

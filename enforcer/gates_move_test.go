@@ -32,7 +32,7 @@ func TestR3_8PurgeWaitsForAMoveOut(t *testing.T) {
 			f.Kind = agent.KindFuture
 			for i := range s.LogDirs {
 				if s.LogDirs[i].Path == future {
-					s.LogDirs[i].Partitions = append(s.LogDirs[i].Partitions, f)
+					s.LogDirs[i].Partitions = append(s.LogDirs[i].Partitions, &f)
 				}
 			}
 		}

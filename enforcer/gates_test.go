@@ -417,12 +417,12 @@ func TestOtherBytes(t *testing.T) {
 	}
 	s := &agent.Snapshot{LogDirs: []agent.LogDir{
 		{Path: "/a", Filesystem: fs, Usage: agent.Usage{CapacityBytes: 1000, UsedBytes: 900, Basis: agent.CapacityFilesystem},
-			Partitions: []agent.Partition{live("x", 300, 20), {Topic: "y", Kind: agent.KindFuture, DiskBytes: 50}}, DiskBytes: 350, PendingDeleteBytes: 20},
+			Partitions: []*agent.Partition{new(live("x", 300, 20)), {Topic: "y", Kind: agent.KindFuture, DiskBytes: 50}}, DiskBytes: 350, PendingDeleteBytes: 20},
 		{Path: "/b", Filesystem: fs, Usage: agent.Usage{CapacityBytes: 1000, UsedBytes: 900, Basis: agent.CapacityFilesystem},
-			Partitions: []agent.Partition{live("z", 200, 0)}, DiskBytes: 200},
+			Partitions: []*agent.Partition{new(live("z", 200, 0))}, DiskBytes: 200},
 		{Path: "/c", Filesystem: agent.Filesystem{Known: true, Device: 8, TotalBytes: 1000, UsedBytes: 600},
 			Usage:      agent.Usage{CapacityBytes: 500, UsedBytes: 400, Basis: agent.CapacityConfigured},
-			Partitions: []agent.Partition{live("w", 350, 10)}, DiskBytes: 400, PendingDeleteBytes: 10},
+			Partitions: []*agent.Partition{new(live("w", 350, 10))}, DiskBytes: 400, PendingDeleteBytes: 10},
 	}}
 	got := otherBytes(s)
 	// /a and /b: 900 used - 480 live (280 + 200) - 20 pending = 400 (the

@@ -82,7 +82,7 @@ func jbodSnapshot(usedA uint64) *agent.Snapshot {
 	}
 	return &agent.Snapshot{Time: time.Unix(1e9, 0), Defaults: agent.DefaultTopicConfig(), LogDirs: []agent.LogDir{
 		{Path: "/a", BrokerID: 1, ClusterID: "c1", Usage: agent.Usage{CapacityBytes: 1000 * mib, UsedBytes: usedA * mib},
-			Partitions: []agent.Partition{live("big", 120*mib), live("small", 10*mib)}},
+			Partitions: []*agent.Partition{new(live("big", 120*mib)), new(live("small", 10*mib))}},
 		{Path: "/b", BrokerID: 1, ClusterID: "c1", Usage: agent.Usage{CapacityBytes: 1000 * mib, UsedBytes: 100 * mib}},
 	}}
 }

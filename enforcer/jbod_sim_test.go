@@ -77,7 +77,7 @@ func (a simAgent) Snapshot() *agent.Snapshot {
 	p := fmt.Sprintf("/b%d", a.id)
 	return &agent.Snapshot{Time: a.w.now, Defaults: agent.DefaultTopicConfig(), LogDirs: []agent.LogDir{
 		{Path: p + "/a", BrokerID: a.id, ClusterID: "c", Usage: agent.Usage{CapacityBytes: 1000 * mib, UsedBytes: used * mib},
-			Partitions: []agent.Partition{{Topic: "t", Kind: agent.KindLive, DiskBytes: 150 * mib}}},
+			Partitions: []*agent.Partition{{Topic: "t", Kind: agent.KindLive, DiskBytes: 150 * mib}}},
 		{Path: p + "/b", BrokerID: a.id, ClusterID: "c", Usage: agent.Usage{CapacityBytes: 1000 * mib, UsedBytes: 100 * mib}},
 	}}
 }

@@ -151,11 +151,11 @@ func TestR3_8MoveDirsFromSnapshot(t *testing.T) {
 		Configs:  map[string]agent.TopicConfig{"compacted": {CleanupPolicy: agent.CleanupPolicy{Compact: true}}},
 		LogDirs: []agent.LogDir{{
 			Path: "/a", Usage: agent.Usage{CapacityBytes: 100, UsedBytes: 90}, PendingDeleteBytes: 10,
-			Partitions: []agent.Partition{live("t", 0, 10), live("m", 0, 5), live("compacted", 0, 7), live("__consumer_offsets", 0, 3),
-				func() agent.Partition { p := live("tiered", 0, 4); p.Tiered = true; return p }()},
+			Partitions: []*agent.Partition{new(live("t", 0, 10)), new(live("m", 0, 5)), new(live("compacted", 0, 7)), new(live("__consumer_offsets", 0, 3)),
+				new(func() agent.Partition { p := live("tiered", 0, 4); p.Tiered = true; return p }())},
 		}, {
 			Path: "/b", Usage: agent.Usage{CapacityBytes: 100, UsedBytes: 10},
-			Partitions: []agent.Partition{{Topic: "m", Partition: 0, Kind: agent.KindFuture, DiskBytes: 2}},
+			Partitions: []*agent.Partition{{Topic: "m", Partition: 0, Kind: agent.KindFuture, DiskBytes: 2}},
 		}, {
 			Path: "/c", Usage: agent.Usage{CapacityBytes: 100, UsedBytes: 10},
 		}},

@@ -136,7 +136,7 @@ func (p Policy) planLower(o Observed, ld *agent.LogDir, g DirGoal) lowerPlan {
 	}
 	byTopic := map[string][]*agent.Partition{}
 	for i := range ld.Partitions {
-		pt := &ld.Partitions[i]
+		pt := ld.Partitions[i]
 		if pt.Kind == agent.KindLive && pt.Tiered && len(pt.Segments) > 1 && p.tieredLowerable(o, pt.Topic) {
 			byTopic[pt.Topic] = append(byTopic[pt.Topic], pt)
 		}
@@ -481,7 +481,7 @@ func (p Policy) lowerCandidates(o Observed) []string {
 			continue
 		}
 		for j := range ld.Partitions {
-			if pt := &ld.Partitions[j]; pt.Kind == agent.KindLive && pt.Tiered && !set[pt.Topic] && p.tieredLowerable(o, pt.Topic) {
+			if pt := ld.Partitions[j]; pt.Kind == agent.KindLive && pt.Tiered && !set[pt.Topic] && p.tieredLowerable(o, pt.Topic) {
 				set[pt.Topic] = true
 			}
 		}

@@ -83,7 +83,7 @@ func TestReconcileReadsOffsetsOnlyWhereFreeing(t *testing.T) {
 	E, O := agent.StateEligible, agent.StateOpen
 	s := snap(800, 1000, part("a", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)), part("compacted", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)),
 		part("single", 0, 0, 20, seg(0, 1, O)), part("tiered", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)))
-	calm := agent.LogDir{Path: "/calm", BrokerID: 1, Partitions: []agent.Partition{part("b", 0, 0, 20, seg(0, 1, E), seg(10, 2, O))},
+	calm := agent.LogDir{Path: "/calm", BrokerID: 1, Partitions: []*agent.Partition{new(part("b", 0, 0, 20, seg(0, 1, E), seg(10, 2, O)))},
 		Usage: agent.Usage{CapacityBytes: 1000, UsedBytes: 100, AvailableBytes: 900, Basis: agent.CapacityConfigured}}
 	s.LogDirs = append(s.LogDirs, calm)
 	clock := &clockAt{t0}

@@ -38,7 +38,7 @@ func trackEligible(since map[SegmentKey]time.Time, snap *agent.Snapshot, now tim
 	for i := range snap.LogDirs {
 		ld := &snap.LogDirs[i]
 		for j := range ld.Partitions {
-			p := &ld.Partitions[j]
+			p := ld.Partitions[j]
 			if p.Kind != agent.KindLive || !p.Tiered {
 				continue
 			}
@@ -65,7 +65,7 @@ func trackEligible(since map[SegmentKey]time.Time, snap *agent.Snapshot, now tim
 func tieredPending(o Observed, ld *agent.LogDir) int64 {
 	var n int64
 	for j := range ld.Partitions {
-		p := &ld.Partitions[j]
+		p := ld.Partitions[j]
 		if p.Kind != agent.KindLive || !p.Tiered || p.Held != agent.ReasonNone {
 			continue
 		}

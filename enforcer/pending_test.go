@@ -19,7 +19,7 @@ func TestTieredPendingCountsForThePurgeBands(t *testing.T) {
 		c.LocalRetentionBytes = 400
 		s.Configs["tiered"] = c
 		for i := range s.LogDirs[0].Partitions {
-			p := &s.LogDirs[0].Partitions[i]
+			p := s.LogDirs[0].Partitions[i]
 			if p.Topic == "tiered" {
 				p.Segments[0].State, p.Segments[0].Reason = agent.StateEligible, agent.ReasonLocalRetentionSize
 				p.Segments[0].ExpiredBytes = 100

@@ -135,7 +135,7 @@ func planDir(o Observed, ld agent.LogDir, g DirGoal) []Deletion {
 	already := ld.PendingDeleteBytes + g.Lower.freed + tieredPending(o, &ld)
 	var parts []*partState
 	for i := range ld.Partitions {
-		p := &ld.Partitions[i]
+		p := ld.Partitions[i]
 		if p.Kind != agent.KindLive || len(p.Segments) < 2 {
 			continue
 		}

@@ -59,7 +59,7 @@ const clusterID = "test-cluster"
 func snap(used, capacity uint64, parts ...agent.Partition) *agent.Snapshot {
 	s := &agent.Snapshot{
 		Time: t0,
-		LogDirs: []agent.LogDir{{Path: dir, BrokerID: 1, ClusterID: clusterID, Partitions: parts,
+		LogDirs: []agent.LogDir{{Path: dir, BrokerID: 1, ClusterID: clusterID, Partitions: agent.PartitionsOf(parts...),
 			Usage: agent.Usage{CapacityBytes: capacity, UsedBytes: used, AvailableBytes: capacity - used, Basis: agent.CapacityConfigured}}},
 		Configs: map[string]agent.TopicConfig{
 			"compacted": {CleanupPolicy: agent.CleanupPolicy{Compact: true}},

@@ -38,7 +38,7 @@ func TestFastestFirst(t *testing.T) {
 		growing("f-idle", 0, 0, 0),
 	)
 	// A fast topic in a log dir not under protection does not count there.
-	other := agent.LogDir{Path: "/other", Partitions: []agent.Partition{growing("a-idle", 1, 1e9, 1e9)}}
+	other := agent.LogDir{Path: "/other", Partitions: []*agent.Partition{new(growing("a-idle", 1, 1e9, 1e9))}}
 	s.LogDirs = append(s.LogDirs, other)
 	var tps []TopicProtection
 	for _, tp := range []string{"a-idle", "b-slow", "c-fast", "d-faster", "e-appended", "f-idle"} {

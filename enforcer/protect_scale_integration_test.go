@@ -181,7 +181,7 @@ func benchCrossing(b *testing.B, shape, allowEveryone string, topics, hot []stri
 func logSizes(s *agent.Snapshot) map[agent.TopicPartition]int64 {
 	size := map[agent.TopicPartition]int64{}
 	for _, p := range s.LogDirs[0].Partitions {
-		size[agent.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = logBytes(p)
+		size[agent.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = logBytes(*p)
 	}
 	return size
 }
@@ -194,11 +194,12 @@ func withRates(size map[agent.TopicPartition]int64, after *agent.Snapshot, dt ti
 	ld := after.LogDirs[0]
 	ld.Partitions = slices.Clone(ld.Partitions)
 	for i := range ld.Partitions {
-		p := &ld.Partitions[i]
-		if d := logBytes(*p) - size[agent.TopicPartition{Topic: p.Topic, Partition: p.Partition}]; d > 0 {
+		p := *ld.Partitions[i] // shared with the agent's snapshot
+		if d := logBytes(p) - size[agent.TopicPartition{Topic: p.Topic, Partition: p.Partition}]; d > 0 {
 			p.AppendedBytes = uint64(d)
 			p.WriteRateBytesPerSecond = float64(d) / dt.Seconds()
 		}
+		ld.Partitions[i] = &p
 	}
 	out.LogDirs = []agent.LogDir{ld}
 	return &out

@@ -43,7 +43,7 @@ func syntheticSnapshot(topics, partitions, segments int) *agent.Snapshot {
 					LargestTimestampMs: now.Add(-time.Duration(segments-s) * time.Hour).UnixMilli(), State: state,
 				}
 			}
-			ld.Partitions = append(ld.Partitions, agent.Partition{
+			ld.Partitions = append(ld.Partitions, &agent.Partition{
 				Topic: name, Partition: int32(p), Dir: fmt.Sprintf("%s-%d", name, p), Kind: agent.KindLive,
 				Segments: segs, AppendedBytes: 1 << 20, WriteRateBytesPerSecond: 100,
 			})

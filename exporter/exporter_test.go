@@ -303,7 +303,7 @@ func TestScrapeKeepsNoOldPartitions(t *testing.T) {
 	value(t, reg, "kafka_disk_guard_segments", map[string]string{"topic": "orders", "state": "eligible"})
 	// A weak pointer to the old snapshot's partitions array: nil once
 	// nothing holds it.
-	old := weak.Make(&src.snap.LogDirs[0].Partitions[0])
+	old := weak.Make(src.snap.LogDirs[0].Partitions[0])
 	src.snap = fixtureSnapshot() // published, not scraped yet
 	runtime.GC()
 	if old.Value() != nil {

@@ -142,7 +142,7 @@ func fixtureSnapshot() *agent.Snapshot {
 		LogDirs: []agent.LogDir{
 			{
 				Path: "/var/lib/kafka/data-0", BrokerID: 1, ClusterID: "c1",
-				Partitions: []agent.Partition{audit, clicks, offsets, metadata, deleted, orders0, orders1, future, stale, tiered0, tiered1, events},
+				Partitions: []*agent.Partition{&audit, &clicks, &offsets, &metadata, &deleted, &orders0, &orders1, &future, &stale, &tiered0, &tiered1, &events},
 				Usage: agent.Usage{CapacityBytes: 100 * uint64(gib), UsedBytes: 62 * uint64(gib),
 					AvailableBytes: 38 * uint64(gib), Basis: agent.CapacityFilesystem},
 				PendingDeleteBytes: 364 * mib, OtherBytes: 8192, DiskBytes: 5 * gib,

@@ -15,7 +15,7 @@ func (c *collector) collectHeld(ch chan<- prometheus.Metric, snap *agent.Snapsho
 		ld := &snap.LogDirs[i]
 		bytes := make(map[agent.Reason]int64, len(reasons))
 		for j := range ld.Partitions {
-			if p := &ld.Partitions[j]; p.Held != agent.ReasonNone {
+			if p := ld.Partitions[j]; p.Held != agent.ReasonNone {
 				bytes[p.Held] += p.DiskBytes
 			}
 		}

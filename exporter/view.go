@@ -81,7 +81,7 @@ func buildView(snap *agent.Snapshot, cfg Config) *view {
 		b := v.broker(ld.BrokerID)
 		b.storage += float64(ld.Usage.CapacityBytes)
 		for j := range ld.Partitions {
-			p := &ld.Partitions[j]
+			p := ld.Partitions[j]
 			if p.Kind != agent.KindLive {
 				continue
 			}

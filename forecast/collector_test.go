@@ -37,7 +37,7 @@ func filling(at time.Time, appended uint64) *agent.Snapshot {
 	cfg := agent.DefaultTopicConfig()
 	cfg.RetentionMs, cfg.SegmentBytes, cfg.IndexIntervalBytes = time.Hour.Milliseconds(), 100*mib, 0
 	return &agent.Snapshot{Time: at, Defaults: cfg, LogDirs: []agent.LogDir{
-		{Path: "/d", Usage: agent.Usage{CapacityBytes: 10000 * mib, UsedBytes: 4000 * mib}, Partitions: []agent.Partition{part("a", 0, 500*mib, appended)}},
+		{Path: "/d", Usage: agent.Usage{CapacityBytes: 10000 * mib, UsedBytes: 4000 * mib}, Partitions: []*agent.Partition{new(part("a", 0, 500*mib, appended))}},
 		{Path: "/unknown", Err: os.ErrNotExist},
 	}}
 }

@@ -19,15 +19,15 @@ func TestHistoryRatesR38(t *testing.T) {
 	live := func(topic string, segs ...agent.Segment) agent.Partition {
 		return agent.Partition{Topic: topic, Kind: agent.KindLive, Segments: segs}
 	}
-	snap := &agent.Snapshot{LogDirs: []agent.LogDir{{Path: "/d", Partitions: []agent.Partition{
+	snap := &agent.Snapshot{LogDirs: []agent.LogDir{{Path: "/d", Partitions: []*agent.Partition{
 		// 2000 bytes after the first segment, over 1000 s: 2 B/s.
-		live("a", seg(500, 0), seg(1000, 500*time.Second), seg(1000, 1000*time.Second)),
+		new(live("a", seg(500, 0), seg(1000, 500*time.Second), seg(1000, 1000*time.Second))),
 		// Another partition of a: the open segment has no timestamp yet.
-		live("a", seg(100, 0), seg(300, 100*time.Second), seg(50, -1)),
+		new(live("a", seg(100, 0), seg(300, 100*time.Second), seg(50, -1))),
 		// One segment: no rate.
-		live("b", seg(100, 0)),
+		new(live("b", seg(100, 0))),
 		// Under a minute of timestamps: no rate.
-		live("c", seg(100, 0), seg(100, 30*time.Second)),
+		new(live("c", seg(100, 0), seg(100, 30*time.Second))),
 		{Topic: "d", Kind: agent.KindFuture, Segments: []agent.Segment{seg(1, 0), seg(1000, time.Hour)}},
 	}}}}
 	got := HistoryRates(snap)

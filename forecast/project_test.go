@@ -71,7 +71,7 @@ func snapWith(cfg agent.TopicConfig, used, capacity uint64, parts ...agent.Parti
 	cfg.IndexIntervalBytes = 0 // no index overhead: round figures
 	return &agent.Snapshot{
 		Defaults: cfg,
-		LogDirs:  []agent.LogDir{{Path: "/d", Usage: agent.Usage{CapacityBytes: capacity, UsedBytes: used}, Partitions: parts}},
+		LogDirs:  []agent.LogDir{{Path: "/d", Usage: agent.Usage{CapacityBytes: capacity, UsedBytes: used}, Partitions: agent.PartitionsOf(parts...)}},
 	}
 }
 

@@ -84,7 +84,7 @@ func NewRates(cfg RateConfig) *Rates {
 func livePartitions(ld *agent.LogDir) iter.Seq[*agent.Partition] {
 	return func(yield func(*agent.Partition) bool) {
 		for j := range ld.Partitions {
-			if p := &ld.Partitions[j]; p.Kind == agent.KindLive && !yield(p) {
+			if p := ld.Partitions[j]; p.Kind == agent.KindLive && !yield(p) {
 				return
 			}
 		}

@@ -137,7 +137,7 @@ func replay(topics []*replayTopic, d time.Duration) []sample {
 				AppendedBytes: tp.appended, ActiveWrittenBytes: -1,
 				Segments: []agent.Segment{{LogBytes: active}}})
 		}
-		snap.LogDirs = []agent.LogDir{{Path: "/d", Partitions: parts,
+		snap.LogDirs = []agent.LogDir{{Path: "/d", Partitions: agent.PartitionsOf(parts...),
 			Usage: agent.Usage{CapacityBytes: replayCapacity, UsedBytes: uint64(used), AvailableBytes: uint64(replayCapacity - used)}}}
 		rates.Observe(snap)
 		p := Project(snap, rates.Snapshot())[0]

@@ -316,7 +316,7 @@ func printScanTable(w io.Writer, snap *agent.Snapshot, compactFlat int64) {
 		bases := map[string][]string{}
 		var other []string
 		for i := range ld.Partitions {
-			p := &ld.Partitions[i]
+			p := ld.Partitions[i]
 			if p.Kind != agent.KindLive {
 				other = append(other, fmt.Sprintf("%s (%s, %s)", p.Dir, p.Kind, human.Bytes(p.DiskBytes)))
 				continue

@@ -327,12 +327,12 @@ func (c *Cluster) Snapshot(broker int32) *agent.Snapshot {
 		}
 	}
 	if led > 0 {
-		ld.Partitions = make([]agent.Partition, 0, led)
+		ld.Partitions = make([]*agent.Partition, 0, led)
 	}
 	for _, p := range c.parts {
 		if p.leader == broker {
 			m := p.model()
-			ld.Partitions = append(ld.Partitions, m)
+			ld.Partitions = append(ld.Partitions, &m)
 			ld.DiskBytes += m.DiskBytes
 		}
 	}

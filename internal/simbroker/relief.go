@@ -180,7 +180,7 @@ func (c *Cluster) ReliefSnapshot(id int32, base *agent.Snapshot) *agent.Snapshot
 			continue
 		}
 		topic, part := splitTP(k)
-		spare.Partitions = append(spare.Partitions, agent.Partition{Topic: topic, Partition: part, Kind: agent.KindFuture, DiskBytes: 1 << 20})
+		spare.Partitions = append(spare.Partitions, &agent.Partition{Topic: topic, Partition: part, Kind: agent.KindFuture, DiskBytes: 1 << 20})
 		spare.DiskBytes += 1 << 20
 	}
 	spare.Usage = agent.Usage{CapacityBytes: uint64(c.cfg.Capacity), UsedBytes: uint64(spare.DiskBytes),

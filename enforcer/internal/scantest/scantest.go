@@ -198,6 +198,7 @@ func (s *Source) scan() *agent.Snapshot {
 		remote = s.Remote()
 	}
 	for _, p := range ld.Partitions {
+		p := *p // the scan result is shared with the next scan
 		if s.Topics != nil && !s.Topics[p.Topic] {
 			continue
 		}
@@ -213,7 +214,7 @@ func (s *Source) scan() *agent.Snapshot {
 			p.Segments = slices.Clone(p.Segments) // the scan result is shared with the next scan
 			s.Classify(p.Topic, p.Segments[:n-1])
 		}
-		out.Partitions = append(out.Partitions, p)
+		out.Partitions = append(out.Partitions, &p)
 	}
 	out.Usage = s.usage()
 	fetched := map[string]agent.TopicConfig{}
