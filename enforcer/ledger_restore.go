@@ -131,10 +131,17 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			set(e.brokerID, *own)
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
-		case e.prot.written != nil && cur.Instance == e.instance && cur.Restored && !cur.Updated.After(e.prot.written.Updated):
+		case e.prot.written != nil && cur.Instance == e.instance && cur.Restored &&
+			(!cur.Updated.After(e.prot.written.Updated) || cur.Started.Equal(e.prot.started)):
 			// A peer's copy of what this agent wrote last: written again,
 			// so that its next process does not take it for a copy
-			// (Record.Restored: its purge history unknown).
+			// (Record.Restored: its purge history unknown). A copy of
+			// this process's own writes is never newer than its memory,
+			// whatever the times it names: its wall clock may have gone
+			// back since (found by the simulation, ledger_delete, seed
+			// 150: 10 minutes back, the copy, from before the agent's
+			// cordon, looked newer and replaced its record; the cordon
+			// claim was lost and the log dir left cordoned).
 			set(e.brokerID, *e.prot.written)
 			e.prot.dirty = true
 		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated):
