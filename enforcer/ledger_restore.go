@@ -132,16 +132,20 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
 		case e.prot.written != nil && cur.Instance == e.instance && cur.Restored &&
-			(!cur.Updated.After(e.prot.written.Updated) || cur.Started.Equal(e.prot.started)):
+			(!cur.Updated.After(e.prot.written.Updated) || !cur.Started.IsZero()):
 			// A peer's copy of what this agent wrote last: written again,
 			// so that its next process does not take it for a copy
-			// (Record.Restored: its purge history unknown). A copy of
-			// this process's own writes is never newer than its memory,
-			// whatever the times it names: its wall clock may have gone
-			// back since (found by the simulation, ledger_delete, seed
-			// 150: 10 minutes back, the copy, from before the agent's
-			// cordon, looked newer and replaced its record; the cordon
-			// claim was lost and the log dir left cordoned).
+			// (Record.Restored: its purge history unknown). A copy that
+			// names its writer's process start is never newer than this
+			// process's memory, whatever the times it names: written by
+			// this process, or by an earlier one of this instance (this
+			// one runs); wall clocks go back, and differ between two
+			// processes (found by the simulation, ledger_delete: seed
+			// 150, the agent's clock 10 minutes back; seed 1447, the
+			// earlier process's clock 5 minutes ahead. The copy, from
+			// before the agent's cordon, looked newer and replaced its
+			// record: the cordon claim was lost and the log dir left
+			// cordoned).
 			set(e.brokerID, *e.prot.written)
 			e.prot.dirty = true
 		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated):
