@@ -131,21 +131,10 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			set(e.brokerID, *own)
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
-		case e.prot.written != nil && cur.Instance == e.instance && cur.Restored &&
-			(!cur.Updated.After(e.prot.written.Updated) || !cur.Started.IsZero()):
+		case e.prot.written != nil && cur.Instance == e.instance && cur.Restored && e.ownCopyOlder(cur):
 			// A peer's copy of what this agent wrote last: written again,
 			// so that its next process does not take it for a copy
-			// (Record.Restored: its purge history unknown). A copy that
-			// names its writer's process start is never newer than this
-			// process's memory, whatever the times it names: written by
-			// this process, or by an earlier one of this instance (this
-			// one runs); wall clocks go back, and differ between two
-			// processes (found by the simulation, ledger_delete: seed
-			// 150, the agent's clock 10 minutes back; seed 1447, the
-			// earlier process's clock 5 minutes ahead. The copy, from
-			// before the agent's cordon, looked newer and replaced its
-			// record: the cordon claim was lost and the log dir left
-			// cordoned).
+			// (Record.Restored: its purge history unknown).
 			set(e.brokerID, *e.prot.written)
 			e.prot.dirty = true
 		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated):
@@ -153,6 +142,29 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record in the ownership topic is older than the one it wrote last (a peer restored it from memory): written again", "topic", e.cfg.OwnershipTopic)
 		}
+	}
+}
+
+// ownCopyOlder reports whether cur, a peer's copy of this agent's record,
+// is no newer than what this process wrote last (its own memory wins). A
+// copy naming another process start is an earlier process's (this one
+// runs); one of this process is newer only when it is a write whose reply
+// was lost (unconfirmed): never by the times the two name, since a wall
+// clock goes back and differs between two processes (found by the
+// simulation, ledger_delete: seed 150, the agent's clock 10 minutes back;
+// seed 1447, the earlier process's clock 5 minutes ahead; the copy, from
+// before the agent's cordon, looked newer and replaced its record, and
+// the cordon claim was lost and the log dir left cordoned; seed 354, a
+// write whose reply was lost held the cordon claim). A copy of an older
+// guard's record (no process start) goes by its times.
+func (e *Enforcer) ownCopyOlder(cur Record) bool {
+	switch {
+	case cur.Started.IsZero():
+		return !cur.Updated.After(e.prot.written.Updated)
+	case !cur.Started.Equal(e.prot.started):
+		return true
+	default:
+		return !slices.ContainsFunc(e.prot.unconfirmed, cur.Updated.Equal)
 	}
 }
 
