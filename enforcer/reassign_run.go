@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"slices"
@@ -94,10 +93,6 @@ type Reassigner struct {
 	// own: this process's claim as it last wrote or read it (nil: none,
 	// or removed by this process).
 	own *ledger.ReassignClaim
-	// releasing: the expired peers' claims this process began to
-	// release and has not finished, as it recorded them (releasing):
-	// written back when the ownership topic loses them (restorePeers).
-	releasing map[string]ledger.ReassignClaim
 }
 
 // NewReassigner builds the reassigner. It performs no I/O.
@@ -125,7 +120,7 @@ func NewReassigner(cfg Config, logger *slog.Logger, reg prometheus.Registerer, d
 		rate = DefaultReassignBytesPerSecond
 	}
 	return &Reassigner{cfg: cfg, pol: cfg.Relief.Move.policy(profile), rate: rate, logger: logger.With("component", "reassigner"),
-		d: d, dryRun: !cfg.Enabled, m: m, peers: map[string]peerSeen{}, releasing: map[string]ledger.ReassignClaim{}}, nil
+		d: d, dryRun: !cfg.Enabled, m: m, peers: map[string]peerSeen{}}, nil
 }
 
 // Run runs a pass every Interval until ctx ends.
@@ -453,41 +448,11 @@ func (r *Reassigner) restorePeers(ctx context.Context, recs Records, self string
 			continue // the need goes on: restored once the moves are done
 		}
 		if err := ReleaseReassign(ctx, r.d.Admin, r.d.Store, c, r.d.Instance); err != nil {
-			c.Releasing, c.Instance = true, r.d.Instance
-			r.releasing[o] = c
 			errs = append(errs, fmt.Errorf("restore %s's replication throttle after its lease: %w", o, err))
 			continue
 		}
 		delete(r.peers, o)
-		delete(r.releasing, o)
 		r.logger.Info("replication throttle restored after the lease", "owner", o, "instance", c.Instance, "partitions", c.Partitions)
-	}
-	// A claim this process was releasing that the ownership topic lost
-	// (deleted, created again) is written back, releasing, as it
-	// recorded it: its owner forgot it once a peer took it over, and its
-	// values, still in place, would otherwise be no claim's, for good
-	// (spec R8.7; found by the simulation, ledger_delete with relief,
-	// seed 1863: a replication throttle of broker 1's reassignment left
-	// after the release's read failed and the topic was deleted). Another
-	// peer that finished the release meanwhile leaves nothing to restore:
-	// the claim is removed again.
-	for _, o := range slices.Sorted(maps.Keys(r.releasing)) {
-		if cur, ok := recs.Reassigns[o]; ok || r.dryRun {
-			switch {
-			case cur.Releasing:
-				r.releasing[o] = cur // as last read (another peer may drive it too)
-			case !cur.Renewed.Equal(r.releasing[o].Renewed):
-				delete(r.releasing, o) // a new claim of its owner's
-			}
-			continue
-		}
-		c := r.releasing[o]
-		if err := r.d.Store.StoreReassign(ctx, c); err != nil {
-			errs = append(errs, fmt.Errorf("write back %s's replication throttle claim the ledger lost: %w", o, err))
-			continue
-		}
-		r.logger.Warn("a replication throttle claim this agent was releasing is missing from the ownership topic: written back",
-			"owner", o, "partitions", c.Partitions, "entries", len(c.Entries))
 	}
 	for o := range r.peers {
 		if _, ok := recs.Reassigns[o]; !ok {
