@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
@@ -25,10 +26,16 @@ import (
 // A copy a peer restored may be older than what the agent itself wrote
 // last (the peer read before the agent's last write): the agent's own
 // memory wins, and its record is written again. Observe mode writes
-// nothing; an agent standing by writes back only the record the other
-// instance of its broker wrote. Nothing is restored while no agent that read
-// the records lives: what they claimed is then unattributed (R8.4), shown
-// as the operator's, for an operator to decide (docs/operating.md).
+// nothing. An agent standing by writes back its broker's record as the
+// other instance wrote it (that instance may have restarted while the
+// ledger was lost: then no other process of the broker remembers its
+// claims; ledger_reshape with duplicate_agent, seed 50), and the peers'
+// records as any agent does (the active instance may be dead: then the
+// standby may be the only live process that remembers them;
+// ledger_delete with duplicate_agent, seed 1427). Nothing is restored
+// while no agent that read the records lives: what they claimed is then
+// unattributed (R8.4), shown as the operator's, for an operator to decide
+// (docs/operating.md).
 func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 	prev := e.prot.remembered
 	if prev == nil {
@@ -55,16 +62,6 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		switch {
 		case id == e.brokerID && !otherInstance(r, e.instance):
 			continue // this agent's own record: restoreOwn
-		case id != e.brokerID && e.prot.standby:
-			// Standing by, an agent writes back only its broker's record
-			// as the other instance wrote it: that instance may have
-			// restarted while the ledger was lost, and then no other
-			// process of the broker remembers its claims (found by the
-			// simulation, ledger_reshape with duplicate_agent, seed 50;
-			// the standby keeps standing by while the record is missing,
-			// ledger_delete seeds 261 and 1097). Peers' records are
-			// their own agents' and the active instance's to restore.
-			continue
 		case recs.Undecodable[id] > 0 || !worthRestoring(r):
 			continue
 		}
@@ -134,7 +131,7 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			set(e.brokerID, *own)
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record is missing from the ownership topic: written again from memory", "topic", e.cfg.OwnershipTopic)
-		case e.prot.written != nil && cur.Instance == e.instance && cur.Restored && !cur.Updated.After(e.prot.written.Updated):
+		case e.prot.written != nil && cur.Instance == e.instance && cur.Restored && e.ownCopyOlder(cur):
 			// A peer's copy of what this agent wrote last: written again,
 			// so that its next process does not take it for a copy
 			// (Record.Restored: its purge history unknown).
@@ -145,6 +142,29 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record in the ownership topic is older than the one it wrote last (a peer restored it from memory): written again", "topic", e.cfg.OwnershipTopic)
 		}
+	}
+}
+
+// ownCopyOlder reports whether cur, a peer's copy of this agent's record,
+// is no newer than what this process wrote last (its own memory wins). A
+// copy naming another process start is an earlier process's (this one
+// runs); one of this process is newer only when it is a write whose reply
+// was lost (unconfirmed): never by the times the two name, since a wall
+// clock goes back and differs between two processes (found by the
+// simulation, ledger_delete: seed 150, the agent's clock 10 minutes back;
+// seed 1447, the earlier process's clock 5 minutes ahead; the copy, from
+// before the agent's cordon, looked newer and replaced its record, and
+// the cordon claim was lost and the log dir left cordoned; seed 354, a
+// write whose reply was lost held the cordon claim). A copy of an older
+// guard's record (no process start) goes by its times.
+func (e *Enforcer) ownCopyOlder(cur Record) bool {
+	switch {
+	case cur.Started.IsZero():
+		return !cur.Updated.After(e.prot.written.Updated)
+	case !cur.Started.Equal(e.prot.started):
+		return true
+	default:
+		return !slices.ContainsFunc(e.prot.unconfirmed, cur.Updated.Equal)
 	}
 }
 
@@ -166,6 +186,15 @@ func (e *Enforcer) adopt(ctx context.Context, id int32, cur, r Record, set func(
 		return
 	}
 	merged, added := ledger.Adopt(cur, r)
+	// The purge history too (spec R7.3): the caps are the log dir's, and
+	// the earlier process's purges of the last day count for the new one
+	// (found by the simulation, ledger_delete, seeds 232, 1427, 1533 and
+	// 1825: the restarted agent's Fresh record was written before any
+	// peer could write the lost one back, it purged as a fresh install
+	// after its wait, and a second hour's cap went).
+	if p, more := ledger.MergePurges(merged.Purged, r.Purged, e.clock.Now().Add(-24*time.Hour)); more {
+		merged.Purged, added = p, true
+	}
 	if !added {
 		return
 	}

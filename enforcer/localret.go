@@ -364,6 +364,7 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 				c.Orig = other.Orig
 			}
 		}
+		c.Orig = po.Records.GuardOriginal(c)
 		switch {
 		case !read:
 			// The topic is gone (deleted): so is its config; the claim

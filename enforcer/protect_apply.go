@@ -285,9 +285,12 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	start := e.monotonic(e.clock.Now())
 	if err := e.admin.StoreRecord(ctx, r); err != nil {
 		e.prot.dirty = true
+		// It may have taken effect (a reply lost): a peer's copy of it
+		// is newer than this agent's memory (restoreOwn).
+		e.prot.unconfirmed = append(e.prot.unconfirmed, r.Updated)
 		return fmt.Errorf("write the protection record: %w", err)
 	}
-	e.prot.dirty = false
+	e.prot.dirty, e.prot.unconfirmed = false, nil
 	if !r.Renewed.IsZero() && r.Instance == e.instance {
 		e.prot.renewed, e.prot.renewedMono = true, start
 	}

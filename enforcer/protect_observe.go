@@ -94,6 +94,9 @@ type protectionState struct {
 	// topic lost it).
 	ledgerLost bool
 	written    *Record
+	// unconfirmed: the Updated of this agent's record writes that failed
+	// since its last successful one (each may have taken effect).
+	unconfirmed []time.Time
 	// readOnce: a read of the records succeeded in this process; fresh:
 	// the first found no record of this agent's own; then, for a lease
 	// from that read (freshUntil, monotonic), its records are written

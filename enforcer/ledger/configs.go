@@ -100,6 +100,29 @@ func (rs Records) GuardSet(c ConfigClaim, cur *string) bool {
 	return ok
 }
 
+// GuardOriginal is the operator's value claim c lowered: c.Orig, or,
+// where c.Orig is a value another record's claim on the key sets (a value
+// the guard set, taken for the operator's when c was made because the
+// record holding it was lost with the ownership topic and written back
+// since), that claim's original, followed through such claims. Restored,
+// c.Orig would put the other claim's value back for good once that claim
+// is given up over c's value (found by the simulation, ledger_delete,
+// seed 232).
+func (rs Records) GuardOriginal(c ConfigClaim) *string {
+	orig := c.Orig
+	for range len(rs.Agents) {
+		if orig == nil {
+			break
+		}
+		other, ok := rs.ValueClaim(c.Topic, c.Key, *orig)
+		if !ok || SameValue(other.Orig, orig) {
+			break
+		}
+		orig = other.Orig
+	}
+	return orig
+}
+
 // OtherOriginalSets reports whether a claim on (topic, key) of any
 // record made on another operator's value than orig sets v (its value or
 // its earlier one). Two claims with different originals must not share a

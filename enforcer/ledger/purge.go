@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -28,4 +29,36 @@ func SamePurges(a, b []PurgeBucket) bool {
 	return slices.EqualFunc(a, b, func(x, y PurgeBucket) bool {
 		return x.LogDir == y.LogDir && x.End.Equal(y.End) && x.Bytes == y.Bytes
 	})
+}
+
+// MergePurges returns history a with the buckets of b that end after
+// since added where a holds fewer bytes for that log dir and end (the
+// larger count wins: a and b are two copies of one log dir's history, or
+// one lacks buckets of the other), sorted by end and log dir, and whether
+// any bucket was added or raised.
+func MergePurges(a, b []PurgeBucket, since time.Time) ([]PurgeBucket, bool) {
+	out := slices.Clone(a)
+	more := false
+	for _, x := range b {
+		if !x.End.After(since) || x.Bytes <= 0 {
+			continue
+		}
+		i := slices.IndexFunc(out, func(y PurgeBucket) bool { return y.LogDir == x.LogDir && y.End.Equal(x.End) })
+		switch {
+		case i < 0:
+			out, more = append(out, x), true
+		case out[i].Bytes < x.Bytes:
+			out[i].Bytes, more = x.Bytes, true
+		}
+	}
+	if !more {
+		return a, false
+	}
+	slices.SortFunc(out, func(x, y PurgeBucket) int {
+		if c := x.End.Compare(y.End); c != 0 {
+			return c
+		}
+		return strings.Compare(x.LogDir, y.LogDir)
+	})
+	return out, true
 }

@@ -36,6 +36,14 @@ func (s *sim) loseLedger() {
 		s.lost = lostLedger{recs: map[int32]ledger.Record{}, holders: map[int32]map[string]bool{}}
 	}
 	s.loseThrottles()
+	if s.uninstalled {
+		// After the uninstall, what an undecodable record claims is
+		// unattributed (checkEnd): noted now, before the topic that
+		// says which brokers' records do not decode goes (ledger_delete,
+		// seed 1813: deleted after the uninstall, and I1 took broker 2's
+		// lowered local.retention.bytes for a guard's left).
+		s.unattributeUndecodable()
+	}
 	recs, err := s.c.Records()
 	ownOnly := err != nil
 	if err != nil {

@@ -74,3 +74,36 @@ func TestUnattributedQuotasAreASet(t *testing.T) {
 		t.Fatalf("an unattributed quota in place: %v", f)
 	}
 }
+
+// After the uninstall, what a record that does not decode claims is
+// unattributed (the operator's lift --all leaves it, R8.7); the ownership
+// topic deleted afterwards (compaction had left no decodable value under
+// the key) takes with it what said which records do not decode, and
+// nothing changes in the cluster: the waiver stays (found by
+// the simulation: ledger_delete, seed 1813, where I1 took broker 2's
+// lowered local.retention.bytes, kept by the uninstall's lift, for a
+// guard's left once the topic was deleted after the uninstall).
+func TestUndecodableClaimsStayUnattributedWhenTheLedgerGoesAfterTheUninstall(t *testing.T) {
+	s := newTestSim(t)
+	s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+	v := "4792320"
+	if err := s.c.Admin(2, "agent-2").AlterTopicConfig(t.Context(), "events", enforcer.LocalRetentionBytesKey, &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Admin(2, "agent-2").StoreRecord(t.Context(), ledger.Record{BrokerID: 2, Configs: []ledger.ConfigClaim{{Topic: "events",
+		Key: enforcer.LocalRetentionBytesKey, Value: v}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.decodable = map[int32]ledger.Record{}
+	s.settleLost() // the last decodable record
+	for range 2 {  // compaction leaves no decodable value under the key
+		s.c.AppendOwnershipRecord(ledger.RecordKey(2), []byte("garbage"))
+	}
+	s.uninstalled = true
+	s.loseLedger()
+	s.c.DeleteOwnershipTopic()
+	s.settleLost()
+	if f := s.checkEnd(); f != nil {
+		t.Fatalf("the claims of a record that did not decode at the uninstall, the topic deleted since: %v", f)
+	}
+}

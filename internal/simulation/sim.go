@@ -122,35 +122,39 @@ func defaultAlso() []Class {
 
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
-	LedgerDelete: {Also: defaultAlso(), Seed: 204, Invariant: "I4",
-		What: "what is left, with the whole DefaultMix (ledger_garbage in it), over seeds 1-2000 on the merged code " +
-			"of the session that fixed (a)-(c) below: 12 seeds, I4 at 204, 232, 1427, 1533, 1825 (each branch alone had " +
-			"no I4 in 2,000 seeds; the merge with the ledger_reshape and ledger_garbage fixes brought them back, not yet " +
-			"explained), I1 at 150, 517, 1447, 1455, 1517, 1813, 1863 (local.retention.bytes, cordons, bindings left). " +
-			"Fixed: (a) seeds 161, 260, 281, 530, 589, 1572: the topic deleted in (or shortly before) the step an " +
-			"agent restarts, its first read found no record of its own (it created the topic, or a peer recreated it empty) " +
-			"and it purged a second hour's cap as a fresh install would (530: 80 MiB against 51 MiB): a process finding no " +
-			"record of its own in a cluster listing other brokers purges no unexpired data for a lease and a pass " +
-			"(enforcer_blocked reason purge_history), in which peers write its record back " +
-			"(TestR7_3R8_7NoRecordAtStartWaitsForAPeerToWriteItBack); (b) seeds 1271, 255, 561: a peer wrote back the " +
-			"restarted agent's record as read before its last purge: written-back records are marked Restored, and a " +
-			"process finding its own so counts the caps spent (TestR7_3R8_7RecordAPeerWroteBackCountsTheCapsSpent); " +
-			"(c) seeds 261, 1097 (duplicate_agent): the instance standing by took over the moment the active instance's " +
-			"record vanished with the topic, with no purge history, beside the running instance " +
-			"(TestR7_3R8_7StandbyKeepsStandingByWhenTheRecordVanishes). Seed 18 passes now, but its I4 was not the delete: " +
-			"the duplicate pair's wall clocks were 2h apart (clock_jump) and purge buckets carry the writer's clock, so " +
-			"agent-1 (2h ahead) counted agent-1b's 56 MiB as 2h old and wrote it back 2h in the past; not fixed, it may " +
-			"come back with clock_jump and duplicate_agent. Also, on " +
-			"the code before the caps fix too: seeds 25, 77, 136 (I1: local.retention.bytes of events left or removed; 587, 628, 915 likewise there; 1278, 1356, 1706 not checked), 1373 (I2), 1710 (I3, as ledger_reshape's), 196 " +
-			"(I2: an operator's replica.alter.log.dirs.io.max.bytes.per.second replaced by the guard's). Fixed before: the restart " +
-			"finding the topic lost (reshaped, or deleted after its first read: spendCapsUnknownHistory, " +
-			"TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent); seed 3 with relief (the mover's and the reassigner's throttle claims lost " +
-			"with the ledger: an operator's broker 3 replica.alter.log.dirs.io.max.bytes.per.second=555 replaced by the " +
-			"guard's 20971520, a replication throttle left after the moves: each rung writes its own claim back from " +
-			"memory, TestR8_7MoverWritesBackTheThrottleClaimTheLedgerLost, TestR8_7ReassignerWritesBackTheClaimTheLedgerLost), " +
-			"seed 304 (an agent restarted while the ledger was lost " +
-			"wrote its new record before a peer wrote its old one back: TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers), " +
-			"seed 7 (TestR8_7PeerWritesBackARecordTheLedgerLost), seed 77 (TestR8_7ReleaseReadKeepsWhatTheLedgerLost)"},
+	LedgerDelete: {Also: defaultAlso(), Seed: 1863, Invariant: "I1",
+		What: "what is left, with the whole DefaultMix (ledger_garbage in it), over seeds 1-2000: 1 seed, I1 at 1863. " +
+			"Seed 1863 (relief): broker 1's reassignment throttle claim, taken over by a peer after its lease and " +
+			"released by it (the claim written releasing under the peer's instance, so its owner forgets it), whose " +
+			"restore kept failing, was lost with the ownership topic: no process remembers it, and the replication " +
+			"throttle stays. A peer writing back the releasing claim it remembers was tried and reverted: a claim missing " +
+			"from the ledger may be one another process finished releasing, and written back it waited a lease again " +
+			"(a sweep of the default mix with it failed 7 seeds, I1, releasing throttle claims left; some may be the " +
+			"500 ms real-time record timeout under load: 1116 and 1693 failed in a later sweep without it too, under " +
+			"load average 17, and pass alone). " +
+			"Fixed in the session that left this: I4 at 232, 1427, 1533, 1825 (and 204): a restarted agent's Fresh record, " +
+			"written before any peer could write its lost one back, lacked its earlier process's purge history; a peer " +
+			"now writes the history it remembers into it, marked Restored (TestR7_3R8_7PeerWritesThePurgeHistoryIntoAFreshRecord), " +
+			"and an instance standing by writes back the peers' records too (1427: the active instance was dead; " +
+			"TestR7_3R8_7StandbyWritesThePeersRecordsTheLedgerLost); I1 at 232, 517, 1455, 1533, 1825: an agent " +
+			"started on the recreated topic lowered a peer's local.retention.bytes further, recording it as the " +
+			"operator's; the claim now takes the original of the claim whose value it recorded " +
+			"(TestR7_4R8_7ClaimOnALostRecordsValueInheritsItsOriginal); I1 at 150, 354, 1447 (cordons left): a peer's " +
+			"copy of an agent's own record replaced the agent's memory when its times looked newer (a clock gone back, " +
+			"a restarted process's clock behind the earlier one's); now a copy of an earlier process's record never does, " +
+			"and one of this process's only when it is a write whose reply was lost " +
+			"(TestR8_7OwnMemoryWinsOverACopyAfterTheClockWentBack); I1 at 1813, the simulator's model: what an undecodable " +
+			"record claimed after the uninstall stays unattributed when the topic is deleted afterwards " +
+			"(TestUndecodableClaimsStayUnattributedWhenTheLedgerGoesAfterTheUninstall). " +
+			"Fixed before: seeds 161, 260, 281, 530, 589, 1572 (TestR7_3R8_7NoRecordAtStartWaitsForAPeerToWriteItBack), " +
+			"1271, 255, 561 (TestR7_3R8_7RecordAPeerWroteBackCountsTheCapsSpent), 261, 1097 " +
+			"(TestR7_3R8_7StandbyKeepsStandingByWhenTheRecordVanishes), the restart on a lost topic " +
+			"(TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent), seed 3 with relief " +
+			"(TestR8_7MoverWritesBackTheThrottleClaimTheLedgerLost, TestR8_7ReassignerWritesBackTheClaimTheLedgerLost), " +
+			"304 (TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers), 7 (TestR8_7PeerWritesBackARecordTheLedgerLost), " +
+			"77 (TestR8_7ReleaseReadKeepsWhatTheLedgerLost). Not fixed, may come back with clock_jump and duplicate_agent: " +
+			"purge buckets carry the writer's wall clock, so a duplicate pair whose clocks are 2h apart counts each " +
+			"other's purges 2h old (seed 18 before)."},
 	LedgerReshape: {Also: defaultAlso(), Seed: 140, Invariant: "I2",
 		What: "what is left, with the whole DefaultMix (ledger_garbage in it), over seeds 1-2000 on the merged code: " +
 			"7 seeds, I2 at 140, 671, 1303, 1536, 1588 (likely as 1296 and 1977 were before the merge: the operator " +
