@@ -74,3 +74,50 @@ func TestUnattributedQuotasAreASet(t *testing.T) {
 		t.Fatalf("an unattributed quota in place: %v", f)
 	}
 }
+
+// While the ledger is lost, protection status cannot show the guard's
+// claims, and the agents still remember theirs (written back when it
+// returns): the operator adds a binding identical to the guard's only once
+// status can show no claim on it, as docs/operating.md says. Before, the
+// simulated operator added it while status failed, and the guard's release
+// of its remembered claim took it away (found by the simulation:
+// ledger_reshape seeds 140, 671, 1303, 1536 and 1588, I2).
+func TestOperatorWaitsForTheLedgerBeforeAddingAGuardsBinding(t *testing.T) {
+	s := newTestSim(t)
+	deny := ledger.LiteralACL("compacted", ledger.AnyPrincipal, ledger.OpWrite, ledger.PermDeny)
+	if s.op.guards(deny) {
+		t.Fatal("a binding no record claims, not in place, with the ledger readable: want the operator to add it")
+	}
+	s.c.RecreateOwnershipTopic(3)
+	if !s.op.guards(deny) {
+		t.Fatal("the ledger reshaped: want the operator to wait")
+	}
+	s.c.DeleteOwnershipTopic()
+	if !s.op.guards(deny) {
+		t.Fatal("the ledger deleted: want the operator to wait")
+	}
+}
+
+// After an uninstall, the claims of a record that does not decode are
+// left in place (R8.7) and waived; the topic lost after that takes the
+// record with it, and they stay waived (found by the simulation:
+// ledger_reshape seed 1813: the reshaped topic deleted in the quiet phase,
+// a lowered local.retention.bytes of broker 2's undecodable record then
+// failed I1).
+func TestUndecodableClaimsLeftByTheUninstallStayWaivedWhenTheLedgerIsLost(t *testing.T) {
+	s := newTestSim(t)
+	s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+	v := "4792320"
+	if err := s.c.Admin(2, "agent-2").AlterTopicConfig(t.Context(), "events", enforcer.LocalRetentionBytesKey, &v); err != nil {
+		t.Fatal(err)
+	}
+	s.decodable = map[int32]ledger.Record{2: {BrokerID: 2, Configs: []ledger.ConfigClaim{{Topic: "events",
+		Key: enforcer.LocalRetentionBytesKey, Value: v}}}}
+	s.c.AppendOwnershipRecord(ledger.RecordKey(2), []byte("garbage"))
+	s.uninstalled = true
+	s.loseLedger()
+	s.c.DeleteOwnershipTopic()
+	if f := s.checkEnd(); f != nil {
+		t.Fatalf("an undecodable record's claim left by the uninstall, the ledger lost since: %v", f)
+	}
+}
