@@ -311,9 +311,28 @@ func (e *Enforcer) loadRecords(ctx context.Context) (ledger.Records, error) {
 	if e.prot.ledgerLost {
 		e.logger.Warn("protection ledger back", "topic", e.cfg.OwnershipTopic)
 		e.prot.ledgerLost = false
+		e.leasesFromNow()
 	}
 	e.m.prot.ledgerLost.Set(0)
 	return recs, nil
+}
+
+// leasesFromNow: the ledger is back after this agent found it lost. No
+// lease could be renewed meanwhile, so none counts as lapsed for it: each
+// peer's lease this agent follows counts again from this read. Their
+// agents, alive, renew them within the lease; a dead agent's protection is
+// lifted a lease after the ledger came back (found by the simulation,
+// ledger_reshape: a peer lifted live agents' bindings and cordons the
+// moment the repaired topic came back). An instance standing by for its
+// broker (R8.8) still takes over as before: standing by, it writes back
+// no peer's record, and it may be the last process that remembers one
+// (ledger_reshape seed 81: a restarted peer's cordon left).
+func (e *Enforcer) leasesFromNow() {
+	mono := e.monotonic(e.clock.Now())
+	for id, s := range e.prot.leases {
+		s.since = mono
+		e.prot.leases[id] = s
+	}
 }
 
 // reportUndecodable counts and logs the ownership records that did not

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -93,6 +94,10 @@ type Reassigner struct {
 	// own: this process's claim as it last wrote or read it (nil: none,
 	// or removed by this process).
 	own *ledger.ReassignClaim
+	// releasing: peers' claims this process took over to restore after
+	// their lease (marked releasing under its instance), until it removed
+	// them: no other process remembers them (restorePeers).
+	releasing map[string]ledger.ReassignClaim
 }
 
 // NewReassigner builds the reassigner. It performs no I/O.
@@ -120,7 +125,7 @@ func NewReassigner(cfg Config, logger *slog.Logger, reg prometheus.Registerer, d
 		rate = DefaultReassignBytesPerSecond
 	}
 	return &Reassigner{cfg: cfg, pol: cfg.Relief.Move.policy(profile), rate: rate, logger: logger.With("component", "reassigner"),
-		d: d, dryRun: !cfg.Enabled, m: m, peers: map[string]peerSeen{}}, nil
+		d: d, dryRun: !cfg.Enabled, m: m, peers: map[string]peerSeen{}, releasing: map[string]ledger.ReassignClaim{}}, nil
 }
 
 // Run runs a pass every Interval until ctx ends.
@@ -432,9 +437,17 @@ func (r *Reassigner) store(ctx context.Context, c ledger.ReassignClaim) error {
 
 // restorePeers restores another owner's claim unrenewed for its lease on
 // this agent's clock, once none of its partitions is being reassigned
-// (lifting the throttle earlier would unthrottle the copy).
+// (lifting the throttle earlier would unthrottle the copy). A claim it
+// marked releasing is its own to finish: once so marked, the owner's
+// process no longer takes it for its own (restoreOwn), so when the ledger
+// loses it (spec R8.7) this agent writes it back from memory and restores
+// its values (found by the simulation, ledger_reshape seed 1863 with
+// relief: a topic's throttled replicas left for good).
 func (r *Reassigner) restorePeers(ctx context.Context, recs Records, self string) error {
 	var errs []error
+	if err := r.restoreReleasing(ctx, &recs, self); err != nil {
+		errs = append(errs, err)
+	}
 	for o, c := range recs.Reassigns {
 		if o == self || c.Undecodable || !r.expired(o, c) {
 			continue
@@ -447,17 +460,49 @@ func (r *Reassigner) restorePeers(ctx context.Context, recs Records, self string
 		if len(busy) > 0 {
 			continue // the need goes on: restored once the moves are done
 		}
+		if !r.dryRun {
+			m := c
+			m.Releasing, m.Instance = true, r.d.Instance
+			r.releasing[o] = m // remembered before the claim is marked
+		}
 		if err := ReleaseReassign(ctx, r.d.Admin, r.d.Store, c, r.d.Instance); err != nil {
 			errs = append(errs, fmt.Errorf("restore %s's replication throttle after its lease: %w", o, err))
 			continue
 		}
 		delete(r.peers, o)
+		delete(r.releasing, o)
 		r.logger.Info("replication throttle restored after the lease", "owner", o, "instance", c.Instance, "partitions", c.Partitions)
 	}
 	for o := range r.peers {
 		if _, ok := recs.Reassigns[o]; !ok {
 			delete(r.peers, o)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// restoreReleasing writes back the peers' claims this process was
+// releasing that the ledger lost, into recs too; a claim read back as
+// another process's (renewed by its owner, or taken over by another
+// peer) is forgotten.
+func (r *Reassigner) restoreReleasing(ctx context.Context, recs *Records, self string) error {
+	var errs []error
+	for _, o := range slices.Sorted(maps.Keys(r.releasing)) {
+		c := r.releasing[o]
+		if cur, ok := recs.Reassigns[o]; ok {
+			if o == self || !cur.Releasing || cur.Instance != c.Instance {
+				delete(r.releasing, o)
+			}
+			continue
+		}
+		if err := r.d.Store.StoreReassign(ctx, c); err != nil {
+			errs = append(errs, fmt.Errorf("write back %s's replication throttle claim the ledger lost: %w", o, err))
+			continue
+		}
+		*recs = recs.Clone()
+		recs.Reassigns[o] = c
+		r.logger.Warn("a replication throttle claim this agent was restoring is missing from the ownership topic: written again from memory",
+			"owner", o, "partitions", c.Partitions, "entries", len(c.Entries))
 	}
 	return errors.Join(errs...)
 }

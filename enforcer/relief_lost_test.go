@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -83,5 +84,65 @@ func TestR8_7ReassignerWritesBackTheClaimTheLedgerLost(t *testing.T) {
 	}
 	if len(admin.v) != 0 || len(st.recs.Reassigns) != 0 {
 		t.Fatalf("after the reassignment: values %v, claims %v: want none\n%s", admin.v, st.recs.Reassigns, logs)
+	}
+}
+
+// readFailingReassign is fakeReassign whose config reads fail while fail
+// is set (a timeout, a controller move).
+type readFailingReassign struct {
+	*fakeReassign
+	fail bool
+}
+
+func (f *readFailingReassign) ThrottleConfig(ctx context.Context, resource, name, key string) (string, bool, error) {
+	if f.fail {
+		return "", false, errors.New("injected: REQUEST_TIMED_OUT")
+	}
+	return f.fakeReassign.ThrottleConfig(ctx, resource, name, key)
+}
+
+// R8.7, R8.5: a peer restoring an expired reassigner's replication
+// throttle has marked the claim releasing under its own instance (the
+// owner's process no longer takes it for its own) when the ledger is lost
+// before the values are restored: the peer writes the claim back from
+// memory once the ledger is back and finishes the release. Before, no
+// process remembered it: the owner had given it up to the peer, and the
+// peer kept only its own claim, so the throttle stayed on the topic for
+// good (found by the simulation, ledger_reshape seed 1863 with relief:
+// events follower.replication.throttled.replicas=2:2 left).
+func TestR8_7ReassignerWritesBackThePeerClaimItWasReleasing(t *testing.T) {
+	r, fake, st, clock, _, logs := reassignFixture(t, 0)
+	r.cfg.Relief.Reassign = false // only tends its peers' claims
+	admin := &readFailingReassign{fakeReassign: fake}
+	r.d.Admin = admin
+	ctx := context.Background()
+	key := ledger.ResourceTopic + "/t/" + LeaderThrottledReplicas
+	fake.v[key] = "0:1,0:2"
+	peer := ledger.ReassignClaim{Owner: ledger.ReassignOwner(2), Instance: "a2", Partitions: []string{"t/0"},
+		Entries: []ledger.ThrottleEntry{{Resource: ledger.ResourceTopic, Name: "t", Key: LeaderThrottledReplicas, Value: "0:1,0:2"}},
+		Renewed: clock.t, LeaseMs: time.Minute.Milliseconds()}
+	if err := st.StoreReassign(ctx, peer); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Pass(ctx); err != nil { // the peer's claim first seen
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	clock.t = clock.t.Add(70 * time.Second)
+	admin.fail = true
+	if err := r.Pass(ctx); err == nil {
+		t.Fatalf("restore with the config reads failing: want an error\n%s", logs)
+	}
+	if c := st.recs.Reassigns[peer.Owner]; !c.Releasing || c.Instance != "a1" {
+		t.Fatalf("peer's claim %+v: want it marked releasing by this agent (a1)", c)
+	}
+	st.recs = ledger.NewRecords() // the ledger lost and created again
+	admin.fail = false
+	clock.t = clock.t.Add(10 * time.Second)
+	if err := r.Pass(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	if v, ok := fake.v[key]; ok || len(st.recs.Reassigns) != 0 {
+		t.Fatalf("after the ledger came back: %s=%q (set %v), claims %v: want the value restored and no claim\n%s",
+			key, v, ok, st.recs.Reassigns, logs)
 	}
 }

@@ -75,6 +75,29 @@ func TestUnattributedQuotasAreASet(t *testing.T) {
 	}
 }
 
+// While the ledger is lost, protection status cannot show the guard's
+// claims, and the agents still remember theirs (written back when it
+// returns): the operator adds a binding identical to the guard's only once
+// status can show no claim on it, as docs/operating.md says. Before, the
+// simulated operator added it while status failed, and the guard's release
+// of its remembered claim took it away (found by the simulation:
+// ledger_reshape seeds 140, 671, 1303, 1536 and 1588, I2).
+func TestOperatorWaitsForTheLedgerBeforeAddingAGuardsBinding(t *testing.T) {
+	s := newTestSim(t)
+	deny := ledger.LiteralACL("compacted", ledger.AnyPrincipal, ledger.OpWrite, ledger.PermDeny)
+	if s.op.guards(deny) {
+		t.Fatal("a binding no record claims, not in place, with the ledger readable: want the operator to add it")
+	}
+	s.c.RecreateOwnershipTopic(3)
+	if !s.op.guards(deny) {
+		t.Fatal("the ledger reshaped: want the operator to wait")
+	}
+	s.c.DeleteOwnershipTopic()
+	if !s.op.guards(deny) {
+		t.Fatal("the ledger deleted: want the operator to wait")
+	}
+}
+
 // After the uninstall, what a record that does not decode claims is
 // unattributed (the operator's lift --all leaves it, R8.7); the ownership
 // topic deleted afterwards (compaction had left no decodable value under

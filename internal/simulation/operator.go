@@ -84,7 +84,8 @@ func (o *operator) deleteACL(ctx context.Context, a ledger.ACL) error {
 
 // guards reports whether binding a may be the guard's: in place (not the
 // operator's: act checks that first), named by a guard's record (voided,
-// releasing or not), or set unrecorded by a live agent.
+// releasing or not), set unrecorded by a live agent, or unknown (the
+// ledger is lost: the agents' memories may claim it).
 func (o *operator) guards(a ledger.ACL) bool {
 	if o.s.c.ACLs()[a] {
 		return true
@@ -98,7 +99,15 @@ func (o *operator) guards(a ledger.ACL) bool {
 		}
 	}
 	recs, err := o.s.c.Records()
-	return err == nil && recs.GuardBindings()[ledger.NormACL(a)]
+	if err != nil {
+		// The ledger is lost: protection status says LEDGER LOST and
+		// shows no claims, while the agents remember theirs and write
+		// them back when it returns (spec R8.7). The operator does as
+		// docs/operating.md says: it waits until status can show no
+		// claim on the binding.
+		return true
+	}
+	return recs.GuardBindings()[ledger.NormACL(a)]
 }
 
 // act draws the operator's action of this step.
@@ -117,7 +126,7 @@ func (o *operator) act() {
 			// claims (in place or being released) would be lifted with
 			// that claim. The operator does as docs/operating.md says:
 			// it adds it once protection status shows no claim on it.
-			o.s.tracef("operator: create acl %v: a guard's record claims it, waits", a)
+			o.s.tracef("operator: create acl %v: a guard's record claims it (or the ledger is lost), waits", a)
 		} else if !o.busy["acl"] {
 			o.s.tracef("operator: create acl %v", a)
 			o.holdAccess()
