@@ -180,7 +180,7 @@ func (s *sim) reliefPass(a *agentSim) {
 	if since, ok := r.started[a.name]; !ok || since != a.since {
 		id := a.broker
 		cfg := enforcer.Config{Enabled: a.enabled, BrokerID: &id, Interval: interval,
-			Protection: enforcer.ProtectionConfig{Strategy: s.strategy, LeaseDuration: lease, ProducerByteRate: a.rate},
+			Protection: enforcer.ProtectionConfig{Strategy: s.strategy, LeaseDuration: lease, RecordTimeout: lease, ProducerByteRate: a.rate},
 			Relief:     enforcer.ReliefConfig{Reassign: true, ReassignBytesPerSecond: 64 << 20}}
 		admin := s.c.ReliefAdmin(a.name)
 		moves := newTrackedRelief(admin, a.name, ledger.ThrottleKey(a.broker))

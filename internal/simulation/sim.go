@@ -120,25 +120,15 @@ func defaultAlso() []Class {
 	return slices.DeleteFunc(slices.Clone(DefaultMix), func(c Class) bool { return c == Disk })
 }
 
-// defaultAlsoWithout: defaultAlso without c (a class that joined
-// DefaultMix after a KnownBroken entry's seeds were measured: it shifts
-// every seed's draws).
-func defaultAlsoWithout(c Class) []Class {
-	return slices.DeleteFunc(defaultAlso(), func(x Class) bool { return x == c })
-}
-
 // KnownBroken lists the classes left out of DefaultMix.
 var KnownBroken = map[Class]Known{
-	LedgerDelete: {Also: defaultAlsoWithout(LedgerReshape), Seed: 1863, Invariant: "I1",
-		What: "what is left, with the whole DefaultMix (ledger_garbage in it), over seeds 1-2000: 1 seed, I1 at 1863. " +
-			"Seed 1863 (relief): broker 1's reassignment throttle claim, taken over by a peer after its lease and " +
-			"released by it (the claim written releasing under the peer's instance, so its owner forgets it), whose " +
-			"restore kept failing, was lost with the ownership topic: no process remembers it, and the replication " +
-			"throttle stays. A peer writing back the releasing claim it remembers was tried and reverted: a claim missing " +
-			"from the ledger may be one another process finished releasing, and written back it waited a lease again " +
-			"(a sweep of the default mix with it failed 7 seeds, I1, releasing throttle claims left; some may be the " +
-			"500 ms real-time record timeout under load: 1116 and 1693 failed in a later sweep without it too, under " +
-			"load average 17, and pass alone). " +
+	LedgerDelete: {Also: defaultAlso(), Seed: 321, Invariant: "I1",
+		What: "what is left, with the whole DefaultMix (ledger_reshape and ledger_garbage in it), over seeds 1-2000 " +
+			"on the code merged in the session that moved ledger_reshape into DefaultMix: 12 seeds, all I1, no I4: " +
+			"local.retention.bytes left or removed at 321, 595, 658, 1589, 1881; cordons left at 339, 384, 1704, 1729; " +
+			"a WRITE DENY binding at 930; a follower replication throttle at 1279; a producer quota at 1989 (not yet " +
+			"explained; with the mix before ledger_reshape joined only 1863 failed, and the reassigner fix of that " +
+			"session, TestR8_7ReassignerWritesBackThePeerClaimItWasReleasing, is in). " +
 			"Fixed in the session that left this: I4 at 232, 1427, 1533, 1825 (and 204): a restarted agent's Fresh record, " +
 			"written before any peer could write its lost one back, lacked its earlier process's purge history; a peer " +
 			"now writes the history it remembers into it, marked Restored (TestR7_3R8_7PeerWritesThePurgeHistoryIntoAFreshRecord), " +
@@ -397,8 +387,13 @@ func (s *sim) build() {
 func (s *sim) startAgent(a *agentSim) {
 	id := a.broker
 	a.rate = s.rate
+	// RecordTimeout bounds real time (a context deadline), not the
+	// virtual clock: at its default of 500 ms a pass descheduled on a
+	// loaded machine made simbroker calls fail on the deadline, and a seed
+	// could fail in a sweep and pass alone. The lease is the largest it
+	// may be; call timeouts are the fault injector's.
 	cfg := enforcer.Config{Enabled: a.enabled, BrokerID: &id, Interval: interval,
-		Protection: enforcer.ProtectionConfig{Strategy: s.strategy, LeaseDuration: lease, ProducerByteRate: a.rate}}
+		Protection: enforcer.ProtectionConfig{Strategy: s.strategy, LeaseDuration: lease, RecordTimeout: lease, ProducerByteRate: a.rate}}
 	a.clock = &simClock{now: s.now, start: s.now}
 	a.src = &snapSource{}
 	a.admin = s.c.Admin(id, a.name)
