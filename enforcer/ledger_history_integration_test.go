@@ -246,7 +246,7 @@ func TestR8_7PeerWritesBackAnEarlierFreshProcessesClaimsOnACluster(t *testing.T)
 		}
 	})
 	full, calm := capacities(t, c.Node(2).LogDir, topic)
-	cfg := enforcer.Config{Protection: enforcer.ProtectionConfig{LeaseDuration: 20 * time.Second}, Interval: time.Second}
+	cfg := enforcer.Config{Protection: enforcer.ProtectionConfig{LeaseDuration: time.Minute}, Interval: time.Second}
 	old := nodeAgent(t, c, 2, cfg, own, &fixedCapacity{v: full}, topic)
 	peer := nodeAgent(t, c, 1, cfg, own, &fixedCapacity{v: 1 << 40}, topic)
 	ctx := t.Context()
@@ -350,7 +350,7 @@ func TestR7_3R8_7StandbyKeepsStandingByWhenTheRecordVanishesOnARealBroker(t *tes
 	// The lease outlasts the topic's deletion on a loaded machine; the
 	// test waits for no lease to run out.
 	cfg := enforcer.Config{Enabled: true, Interval: time.Second, Purge: purgeMechanics,
-		Protection: enforcer.ProtectionConfig{LeaseDuration: 30 * time.Second}}
+		Protection: enforcer.ProtectionConfig{LeaseDuration: time.Minute}}
 	a := newGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: own, instance: "pod-a"})
 	b := newGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: own, instance: "pod-b"})
 	dropTopicACLs(t, a, topic)
@@ -358,14 +358,14 @@ func TestR7_3R8_7StandbyKeepsStandingByWhenTheRecordVanishesOnARealBroker(t *tes
 	if v := metric(a.reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); v == 0 || len(topicACLs(t, a.admin, topic)) == 0 {
 		t.Fatalf("the test needs pod-a protecting and purging: purged %v, bindings %v", v, topicACLs(t, a.admin, topic))
 	}
+	waitPurgedGone(t, src, a, topic, 2)
+	at(0.95) // more unexpired data to purge
 	pass(t, b)
 	if v := metric(b.reg, "kafka_disk_guard_protection_standby", nil); v != 1 {
 		t.Fatalf("the test needs pod-b standing by beside pod-a's lease: protection_standby %v", v)
 	}
 
 	deleteTopicAndWait(t, shared.Admin(t), own)
-	waitPurgedGone(t, src, a, topic, 2)
-	at(0.95) // more unexpired data to purge
 	acls := topicACLs(t, a.admin, topic)
 	mid := offsets(t, a.admin, topic, 2)
 	// pod-b's passes (each reads the ledger once an interval passed since
