@@ -315,13 +315,11 @@ func TestR8_7PeerWritesBackAnEarlierFreshProcessesClaimsOnACluster(t *testing.T)
 		return nil
 	})
 
-	// Calm: the new process adopts the claims at its next read and lifts
-	// them. That read comes an interval after its last one. A pass before
-	// it writes the agent's record from the records as last read, over
-	// the peer's write, and the claims are lost for good (the peer
-	// remembers them written once): a race of the ledger this test found
-	// and that is not fixed yet.
-	time.Sleep(cfg.Interval)
+	// Calm at once, within an interval of the new process's last read:
+	// its record is Fresh, so it reads the ledger before it writes and
+	// keeps the claims the peer wrote into it (the peer writes them
+	// once), adopts them and lifts them
+	// (TestR8_7FreshRecordKeepsThePeersWriteBackWithinAnInterval).
 	backCap.set(calm)
 	scan(back)
 	kafkatest.Eventually(t, 30*time.Second, func() error {
