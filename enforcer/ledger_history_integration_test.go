@@ -275,7 +275,13 @@ func TestR8_7PeerWritesBackAnEarlierFreshProcessesClaimsOnACluster(t *testing.T)
 	// record (it created the topic again) before the peer's next pass.
 	deleteTopicAndWait(t, c.Admin(t), own)
 	backCap := &fixedCapacity{v: full}
-	back := nodeAgent(t, c, 2, cfg, own, backCap, topic)
+	// Its interval is half the lease (the longest allowed): its calm pass
+	// below comes within an interval of its last ledger read even on a
+	// loaded machine, so no read is due then (the race of
+	// TestR8_7FreshRecordKeepsThePeersWriteBackWithinAnInterval).
+	backCfg := cfg
+	backCfg.Interval = cfg.Protection.LeaseDuration / 2
+	back := nodeAgent(t, c, 2, backCfg, own, backCap, topic)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the new process's log:\n%s\nthe peer's log:\n%s", back.logs.buf.String(), peer.logs.buf.String())
