@@ -275,7 +275,13 @@ func TestR8_7PeerWritesBackAnEarlierFreshProcessesClaimsOnACluster(t *testing.T)
 	// record (it created the topic again) before the peer's next pass.
 	deleteTopicAndWait(t, c.Admin(t), own)
 	backCap := &fixedCapacity{v: full}
-	back := nodeAgent(t, c, 2, cfg, own, backCap, topic)
+	// Its interval is half the lease (the longest allowed): its calm pass
+	// below comes within an interval of its last ledger read even on a
+	// loaded machine, so no read is due then (the race of
+	// TestR8_7FreshRecordKeepsThePeersWriteBackWithinAnInterval).
+	backCfg := cfg
+	backCfg.Interval = cfg.Protection.LeaseDuration / 2
+	back := nodeAgent(t, c, 2, backCfg, own, backCap, topic)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the new process's log:\n%s\nthe peer's log:\n%s", back.logs.buf.String(), peer.logs.buf.String())
@@ -315,13 +321,11 @@ func TestR8_7PeerWritesBackAnEarlierFreshProcessesClaimsOnACluster(t *testing.T)
 		return nil
 	})
 
-	// Calm: the new process adopts the claims at its next read and lifts
-	// them. That read comes an interval after its last one. A pass before
-	// it writes the agent's record from the records as last read, over
-	// the peer's write, and the claims are lost for good (the peer
-	// remembers them written once): a race of the ledger this test found
-	// and that is not fixed yet.
-	time.Sleep(cfg.Interval)
+	// Calm at once, within an interval of the new process's last read:
+	// its record is Fresh, so it reads the ledger before it writes and
+	// keeps the claims the peer wrote into it (the peer writes them
+	// once), adopts them and lifts them
+	// (TestR8_7FreshRecordKeepsThePeersWriteBackWithinAnInterval).
 	backCap.set(calm)
 	scan(back)
 	kafkatest.Eventually(t, 30*time.Second, func() error {

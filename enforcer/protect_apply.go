@@ -276,6 +276,16 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	if e.prot.purgesHeld.Equal(e.prot.pass) {
 		r.Purged = e.purgeHistory(e.prot.pass) // with the purges of the instance taken over from
 	}
+	if a := e.prot.fenceAdopt; a != nil && e.prot.fenceRead.Equal(e.prot.pass) {
+		// A peer wrote claims of this agent's earlier process into its
+		// record since its last read (readLeaseHolder): kept, never
+		// written over.
+		if merged, added := ledger.Adopt(r, *a); added {
+			r = merged
+			e.logger.Warn("this agent's record holds claims of its earlier process that a peer wrote back: kept in the record written now",
+				"topic", e.cfg.OwnershipTopic, "claims", r.Claims())
+		}
+	}
 	r.BrokerID = e.brokerID // the key it is written under
 	// Written before any read, or after a first read without a record
 	// of its own: nothing its earlier process claimed is known to it.

@@ -130,6 +130,11 @@ type protectionState struct {
 	// planned without them, wait).
 	pass, fenceRead, purgesHeld time.Time
 	fenceOK, fenceChanged       bool
+	// fenceAdopt: this broker's record as that read found it written
+	// back by a peer while this process's record is Fresh (claims of its
+	// earlier process): every write of that pass keeps its claims
+	// (storeRecord).
+	fenceAdopt *Record
 	// calmSeen: a pass saw this agent's log dirs calm (calm) since its
 	// record was last written after planning protection: an operator's
 	// lift acknowledged earlier is over (its episode ended), even if every

@@ -194,11 +194,18 @@ func (e *Enforcer) leaseLive(now time.Time) bool {
 // just dropped (found by the simulation, seed 2581 of the default mix).
 // Without a ledger (never read, lost) no read can tell: recordPurgesAhead
 // lets purges go on while the lease is live.
+// A process whose record is Fresh (isFresh: within a lease of finding
+// no record of its own) reads it whatever its lease: a peer may have
+// written its earlier process's claims into the record since this
+// process's last read, and written once (ledger_restore.go, adopt);
+// written over from the records read before, they would be lost for
+// good (found on a 3-broker cluster,
+// TestR8_7PeerWritesBackAnEarlierFreshProcessesClaimsOnACluster).
 func (e *Enforcer) fenced(now time.Time) bool {
 	if e.prot.records == nil || e.prot.ledgerLost || e.prot.loaded.Equal(now) {
 		return false
 	}
-	return !e.leaseLive(now)
+	return !e.leaseLive(now) || e.isFresh()
 }
 
 // leaseFence reports whether this agent may write its record and purge
@@ -226,7 +233,7 @@ func (e *Enforcer) leaseFence(ctx context.Context, now time.Time) bool {
 // other instance holds this broker's lease (followInstance: then it
 // stands by).
 func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
-	e.prot.fenceChanged = false
+	e.prot.fenceChanged, e.prot.fenceAdopt = false, nil
 	recs, err := e.admin.LoadRecords(ctx)
 	if err != nil {
 		e.logger.Debug("lease fencing: ledger read failed", "err", err)
@@ -236,6 +243,14 @@ func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 		cur, ok := recs.Agents[e.brokerID]
 		old, had := e.prot.records.Agents[e.brokerID]
 		e.prot.fenceChanged = ok != had || cur.Instance != old.Instance || !cur.Updated.Equal(old.Updated)
+		if ok && e.isFresh() && !e.dryRun && cur.Claims() && !cur.Fresh && (!had || old.Fresh) && (cur.Instance == "" || cur.Instance == e.instance) {
+			// A peer wrote claims into this process's record, or wrote
+			// its earlier record back, since its last read (every record
+			// this process writes is Fresh): the pass's writes keep
+			// those claims, and the next pass reads the ledger and
+			// adopts them (restoreOwn).
+			e.prot.fenceChanged, e.prot.fenceAdopt, e.prot.loaded = true, &cur, time.Time{}
+		}
 	}
 	e.followInstance(recs, now)
 	if e.prot.standby {
