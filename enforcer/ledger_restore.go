@@ -43,6 +43,20 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 	}
 	defer func() {
 		m := recs.Clone()
+		if prev != nil {
+			// A record the topic lost, replaced by a value that does not
+			// decode, is not written back (its claims are unknown now) but
+			// stays remembered: when its agent's next record decodes, its
+			// earlier process's claims are written into it (adopt; found
+			// by the simulation, ledger_delete seed 1704: forgotten at the
+			// first read of the undecodable value, broker 2's cordon claim
+			// was in no record once its agent restarted).
+			for id, r := range prev.Agents {
+				if _, ok := m.Agents[id]; !ok && recs.Undecodable[id] > 0 {
+					m.Agents[id] = r
+				}
+			}
+		}
 		e.prot.remembered = &m
 	}()
 	cloned := false
@@ -62,7 +76,12 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		switch {
 		case id == e.brokerID && !otherInstance(r, e.instance):
 			continue // this agent's own record: restoreOwn
-		case recs.Undecodable[id] > 0 || !worthRestoring(r):
+		case recs.Undecodable[id] > 0 && !recs.UndecodableLift[id] || !worthRestoring(r):
+			// Its record does not decode: what it claims now is unknown.
+			// Only its lift undecodable, the record is as lost as any
+			// other (ledger_delete seed 339: a garbage lift under
+			// broker 2's key kept its cordon claim from being written
+			// back, and the cordon was left for good).
 			continue
 		}
 		if cur, ok := recs.Agents[id]; ok {

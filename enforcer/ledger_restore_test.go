@@ -291,3 +291,88 @@ func TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers(t *testing.T) {
 		t.Fatalf("R8.7/the restarted agent's earlier bindings were forgotten: %v", f.acls)
 	}
 }
+
+// R8.7 (simulation class ledger_delete, seed 339): the ownership topic is
+// deleted while broker 2's agent is dead, and created again holding only
+// an undecodable lift under broker 2's key. The lift says nothing of what
+// broker 2 claims (its record decodes wherever it is found), so the peer
+// writes broker 2's record back as for any other lost record, and the
+// dead agent's bindings are lifted after the lease. Before the fix the
+// undecodable lift held the write-back: the record stayed lost, the
+// restarted agent found nothing, and its cordon was left for good.
+func TestR8_7PeerWritesBackARecordBesideAnUndecodableLift(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	dead, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	passAt(t, dead, clock, full())
+	if !f.acls[denyAll("a")] {
+		t.Fatal("not protected")
+	}
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, peer, clock, calm()) // it reads broker 2's record
+	// Broker 2's agent dies; the topic is deleted and created again, and
+	// an undecodable lift lands under broker 2's key.
+	f.records = ledger.NewRecords()
+	ledger.ApplyRecord(f.records, []byte(ledger.LiftKey(2)), []byte("\x00garbage\xff"))
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, peer, clock, calm())
+	if got := f.records.Agents[2].ACLTopics(); len(got) != 2 {
+		t.Fatalf("R8.7/an undecodable lift kept the peer from writing back broker 2's lost record: %+v", f.records.Agents)
+	}
+	for range 20 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, peer, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the dead agent's bindings outlived the lost ledger: %v", f.acls)
+	}
+}
+
+// R8.7 (simulation class ledger_delete, seed 1704): broker 2's agent dies,
+// the ownership topic is deleted and created again, and an undecodable
+// value lands under broker 2's record key. The peer does not write the
+// lost record back (what broker 2 claims is unknown while its latest
+// value does not decode), but remembers it: when broker 2's restarted
+// agent writes a decodable record, the peer writes the earlier process's
+// claims into it, and the agent releases them on calm. Before the fix
+// the peer forgot the record at its first read of the undecodable value,
+// and the bindings (in the simulation a cordon) stayed for good.
+func TestR8_7PeerRemembersALostRecordBehindAnUndecodableOne(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	old, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	for range 20 { // past a lease: its records are no longer Fresh
+		passAt(t, old, clock, full())
+		clock.t = clock.t.Add(time.Second)
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatal("not protected")
+	}
+	passAt(t, peer, clock, calm()) // it reads broker 2's record
+	// Broker 2's agent dies; the topic is deleted and created again with
+	// an undecodable value under broker 2's record key.
+	f.records = ledger.NewRecords()
+	ledger.ApplyRecord(f.records, []byte(ledger.RecordKey(2)), []byte(`{"v":99,"broker_id":2}`))
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, peer, clock, calm())
+	}
+	if _, ok := f.records.Agents[2]; ok {
+		t.Fatalf("a record was written over broker 2's undecodable one: %+v", f.records.Agents[2])
+	}
+	back, _ := enforcerAs(t, 2, cfg, calm(), f, clock)
+	for range 20 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, back, clock, calm())
+		passAt(t, peer, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the restarted agent's earlier bindings were forgotten behind an undecodable record: %v", f.acls)
+	}
+}

@@ -213,6 +213,10 @@ func (f *fakeAdmin) StoreRecord(_ context.Context, r Record) error {
 	if f.records.Agents[r.BrokerID], err = ledger.DecodeRecord(data); err != nil {
 		return err
 	}
+	// A decodable value replaces the broker's undecodable ones, as
+	// ledger.ApplyRecord reads the topic.
+	delete(f.records.Undecodable, r.BrokerID)
+	delete(f.records.UndecodableLift, r.BrokerID)
 	return nil
 }
 

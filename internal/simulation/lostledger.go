@@ -101,8 +101,15 @@ func (s *sim) settleLost() {
 	}
 	s.settleThrottles()
 	if err == nil {
-		for id := range s.lost.recs {
-			if _, ok := recs.Agents[id]; ok {
+		for id, lost := range s.lost.recs {
+			// Back in the topic: done with, unless what is back is an
+			// older copy without the lost claims (a peer's, read before
+			// the owner's last write) while no live agent remembers them:
+			// those are lost for good (ledger_delete, seed 321: broker
+			// 3's agent lowered local.retention.bytes and died, the
+			// topic went before any peer read that record, and a peer
+			// wrote back its older copy).
+			if r, ok := recs.Agents[id]; ok && (sameClaims(r, lost) || len(s.lost.holders[id]) > 0) {
 				delete(s.lost.recs, id)
 			}
 		}

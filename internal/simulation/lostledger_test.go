@@ -130,3 +130,44 @@ func TestUndecodableClaimsStayUnattributedWhenTheLedgerGoesAfterTheUninstall(t *
 		t.Fatalf("the claims of a record that did not decode at the uninstall, the topic deleted since: %v", f)
 	}
 }
+
+// A lost record whose claims no live agent remembers is lost for good
+// even when a record of its broker is back in the topic: a peer's older
+// copy, read before the owner's last write, lacks them. They are
+// unattributed (R8.4), and I1 waives them (found by the simulation:
+// ledger_delete, seed 321: broker 3's agent lowered local.retention.bytes
+// further and died, the topic was deleted before any peer read that
+// record, a peer wrote back its older copy, and I1 took the lowered value
+// for a guard's left). While an agent remembers them, nothing is waived.
+func TestLostClaimsBackOnlyInAnOlderCopyAreUnattributed(t *testing.T) {
+	for _, remembered := range []bool{false, true} {
+		s := newTestSim(t)
+		s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+		s.decodable = map[int32]ledger.Record{}
+		v := "4915200"
+		if err := s.c.Admin(3, "agent-3").AlterTopicConfig(t.Context(), "events", enforcer.LocalRetentionBytesKey, &v); err != nil {
+			t.Fatal(err)
+		}
+		lost := ledger.Record{BrokerID: 3, Configs: []ledger.ConfigClaim{{Topic: "events", Key: enforcer.LocalRetentionBytesKey, Value: v}}}
+		if err := s.c.Admin(3, "agent-3").StoreRecord(t.Context(), lost); err != nil {
+			t.Fatal(err)
+		}
+		s.loseLedger()
+		if remembered {
+			s.lost.holders[3] = map[string]bool{"agent-1": true}
+		}
+		s.c.DeleteOwnershipTopic()
+		// A peer writes back its older copy of broker 3's record.
+		if err := s.c.Admin(1, "agent-1").StoreRecord(t.Context(), ledger.Record{BrokerID: 3}); err != nil {
+			t.Fatal(err)
+		}
+		s.settleLost()
+		f := s.checkEnd()
+		switch {
+		case !remembered && f != nil:
+			t.Fatalf("claims lost with the ledger, remembered by no live agent, an older copy back: %v", f)
+		case remembered && (f == nil || f.Invariant != "I1"):
+			t.Fatalf("claims a live agent remembers were waived: %v, want I1", f)
+		}
+	}
+}
