@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -420,7 +422,10 @@ func RestoreThrottle(ctx context.Context, a MoveAdmin, c ledger.ThrottleClaim) e
 // not renewed for its lease on this mover's clock.
 func (mv *Mover) restorePeers(ctx context.Context, recs Records, self int32) error {
 	var errs []error
-	for id, c := range recs.Throttles {
+	// In the brokers' order, not the map's: the simulation replays a seed
+	// only when the calls come in the same order every run.
+	for _, id := range slices.Sorted(maps.Keys(recs.Throttles)) {
+		c := recs.Throttles[id]
 		if id == self {
 			continue
 		}

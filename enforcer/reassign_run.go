@@ -448,7 +448,10 @@ func (r *Reassigner) restorePeers(ctx context.Context, recs Records, self string
 	if err := r.restoreReleasing(ctx, &recs, self); err != nil {
 		errs = append(errs, err)
 	}
-	for o, c := range recs.Reassigns {
+	// In the owners' order, not the map's: the simulation replays a seed
+	// only when the calls come in the same order every run.
+	for _, o := range slices.Sorted(maps.Keys(recs.Reassigns)) {
+		c := recs.Reassigns[o]
 		if o == self || c.Undecodable || !r.expired(o, c) {
 			continue
 		}
