@@ -164,8 +164,21 @@ func (t *trackedRelief) LoadRecords(ctx context.Context) (ledger.Records, error)
 		}
 	}
 	for o, c := range recs.Reassigns {
-		if ledger.ReassignKey(o) == t.own {
+		k := ledger.ReassignKey(o)
+		switch {
+		case k == t.own:
 			t.knows[t.own] = c.Instance == "" || c.Instance == t.name
+		case t.knows[k] && (!c.Releasing || c.Instance != t.name):
+			// A peer's claim this rung was releasing, read back as
+			// another process's (renewed by its owner, or taken over by
+			// another peer): the reassigner forgets it
+			// (Reassigner.restoreReleasing), and writes it back no more
+			// (ledger_delete seed 1279: agent 3 had marked broker 2's
+			// claim releasing, agent 1 finished the release, agent 2
+			// wrote its claim back and started another reassignment
+			// under it; the topic went while agent 2 was dead, and
+			// agent 3, taken for its holder, remembered nothing).
+			delete(t.knows, k)
 		}
 	}
 	return recs, nil
