@@ -67,6 +67,7 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		recs.Agents[id] = r
 	}
 	get := func(id int32) (Record, bool) { r, ok := recs.Agents[id]; return r, ok }
+	prev = e.withoutShadowed(prev, recs) // localret_lost.go
 	e.restoreOwn(prev, get, set)
 	if prev == nil || e.dryRun {
 		return recs

@@ -1,6 +1,8 @@
 package enforcer
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,5 +69,93 @@ func TestR7_4R8_7ClaimOnALostRecordsValueInheritsItsOriginal(t *testing.T) {
 	}
 	if v, ok := localRetention(f, "tiered"); ok {
 		t.Fatalf("R7.4/local.retention.bytes of tiered is %q after calm, want the operator's (not set)", v)
+	}
+}
+
+// R7.4, R8.7: an operator changes a lowered local.retention.bytes while
+// the ownership topic is lost, and an agent restarted meanwhile lowers
+// the operator's value, once the topic is back (empty), to the number
+// the stale claim held (the same plan, and it knew no record). A claim
+// remembered from the lost record (the agent's own, or a peer's copy of
+// it) that shares its value with that claim, made on another original,
+// is dropped, never written back: written back, it restored its original
+// over the operator's value once the other claim was lifted (found by the
+// simulation, ledger_delete, seed 1589: broker 2's own claim, written
+// again from memory; seed 658: broker 2's claim, written back by a peer
+// and adopted by its restarted agent; seed 1881).
+func TestR7_4R8_7ClaimAnOperatorChangedWhileTheLedgerWasLostIsDropped(t *testing.T) {
+	for _, peer := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own", true: "peer"}[peer], func(t *testing.T) {
+			staleClaim(t, peer)
+		})
+	}
+}
+
+// staleClaim: broker 3's agent (peer: broker 2's, whose record broker 3
+// reads) lowers tiered's local.retention.bytes (no override); the
+// ownership topic is lost, an operator sets the value to 100000 (peer:
+// broker 2's agent dies), and the topic comes back empty. Broker 1's
+// agent starts and lowers the operator's value to the stale claim's
+// number, then broker 3 reads the topic back. No record written back may
+// hold the stale claim; once broker 1's claim is lifted (its agent dies)
+// and the log dirs calm down, the operator's value is in place.
+func staleClaim(t *testing.T, peer bool) {
+	t.Helper()
+	f := newFakeAdmin(tieredSnap(870))
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	owner, b3use := int32(3), tieredSnap(870)
+	if peer {
+		owner, b3use = 2, tieredSnap(100)
+	}
+	bo, _ := enforcerAs(t, owner, cfg, tieredSnap(870), f, clock)
+	passAt(t, bo, clock, tieredSnap(870))
+	lowered, ok := localRetention(f, "tiered")
+	if !ok {
+		t.Fatalf("broker %d did not lower", owner)
+	}
+	b3 := bo
+	if peer {
+		b3, _ = enforcerAs(t, 3, cfg, tieredSnap(100), f, clock)
+		passAt(t, b3, clock, tieredSnap(100)) // it reads broker 2's record
+	}
+	f.mu.Lock()
+	f.records, f.ledgerErr = ledger.NewRecords(), fmt.Errorf("%w: topic has 3 partitions, want 1", ErrLedgerLost)
+	f.configs["tiered"][LocalRetentionBytesKey] = "100000"
+	f.mu.Unlock()
+	for range 2 {
+		if err := tryPassAfter(t, b3, clock, time.Second, b3use); !errors.Is(err, ErrLedgerLost) {
+			t.Fatalf("the test needs the ledger lost: %v", err)
+		}
+	}
+	f.mu.Lock()
+	f.ledgerErr = nil
+	f.mu.Unlock()
+	b1, _ := enforcerAs(t, 1, cfg, tieredSnap(870), f, clock)
+	passAfter(t, b1, clock, time.Second, tieredSnap(870))
+	if v, _ := localRetention(f, "tiered"); v != lowered {
+		t.Fatalf("the test needs broker 1's value %q equal to broker %d's stale one %q", v, owner, lowered)
+	}
+	passAfter(t, b3, clock, time.Second, b3use)
+	if cs := f.records.Agents[owner].Configs; len(cs) > 0 {
+		t.Errorf("R8.7/broker %d's claim on a value an operator changed while the ledger was lost written back: %+v", owner, cs)
+	}
+	// Broker 1's agent (and a peer's broker 3's) dies: its lease runs
+	// out and the owner's agent (restarted, for a peer's) lifts it; then
+	// the owner's log dirs calm down.
+	if peer {
+		bo, _ = enforcerAs(t, owner, cfg, tieredSnap(870), f, clock)
+	}
+	for range 15 {
+		passAfter(t, bo, clock, time.Second, tieredSnap(870))
+	}
+	if f.records.Live(1, "tiered") {
+		t.Fatalf("the test needs broker 1's claim lifted: %+v", f.records.Agents[1])
+	}
+	for range 5 {
+		passAfter(t, bo, clock, time.Second, tieredSnap(100))
+	}
+	if v, ok := localRetention(f, "tiered"); !ok || v != "100000" {
+		t.Fatalf("R7.4/local.retention.bytes of tiered is %q (set %v) after calm, want the operator's 100000", v, ok)
 	}
 }

@@ -162,6 +162,31 @@ func (rs Records) RestoresOver(c ConfigClaim, cur *string) bool {
 	return false
 }
 
+// Shadowed reports whether claim c of broker id's record, remembered
+// from a record the ownership topic lost, shares a value (its value or
+// its earlier one) with another record's claim on the key in rs made on
+// another original, and not on c's value. Both cannot be right: the value
+// in place names one original. The claim in rs was made since the topic
+// came back, on the value then in place, so c's original is stale: an
+// operator changed the value while the topic was lost, and an agent that
+// knew no record lowered it since to c's number (found by the
+// simulation, ledger_delete, seeds 1589, 658 and 1881: c, written back,
+// restored its original over the operator's value).
+func (rs Records) Shadowed(id int32, c ConfigClaim) bool {
+	for oid, r := range rs.Agents {
+		if oid == id {
+			continue
+		}
+		for _, o := range r.Configs {
+			if o.Topic == c.Topic && o.Key == c.Key && (o.Sets(&c.Value) || c.Sets(&o.Value)) &&
+				!SameValue(o.Orig, c.Orig) && !c.Sets(o.Orig) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ErrConfigRefused marks an AlterTopicConfig error that is Kafka refusing
 // the value (INVALID_CONFIG, POLICY_VIOLATION, INVALID_REQUEST), not a
 // failure to reach it: the admin adapter wraps those with it. A refused

@@ -137,3 +137,34 @@ func TestR8_5LiftRestoresTheOriginalOfTheClaimInPlace(t *testing.T) {
 		t.Fatalf("R8.5/events' local.retention.bytes is %s after the lift (%+v), want the operator's %s", ShowValue(v), rel, operators)
 	}
 }
+
+// R7.4, R8.7: a remembered claim is shadowed (stale: not written back)
+// when another record's claim on the key holds its value, or its earlier
+// one, made on another original; not when that claim was made on its own
+// value (it took the guard's value for the operator's: GuardOriginal), nor
+// by a claim of its own broker's record, nor by one on the same original.
+func TestR7_4R8_7ShadowedClaim(t *testing.T) {
+	s := func(v string) *string { return &v }
+	c := ConfigClaim{Topic: "t", Key: "k", Value: "400"}
+	cases := []struct {
+		name  string
+		other ConfigClaim
+		id    int32
+		want  bool
+	}{
+		{"same value, another original", ConfigClaim{Topic: "t", Key: "k", Value: "400", Orig: s("1000")}, 1, true},
+		{"its value the other's earlier one", ConfigClaim{Topic: "t", Key: "k", Value: "300", Prev: s("400"), Orig: s("1000")}, 1, true},
+		{"same value, same original", ConfigClaim{Topic: "t", Key: "k", Value: "400"}, 1, false},
+		{"made on its value", ConfigClaim{Topic: "t", Key: "k", Value: "400", Orig: s("400")}, 1, false},
+		{"another value", ConfigClaim{Topic: "t", Key: "k", Value: "399", Orig: s("1000")}, 1, false},
+		{"another topic", ConfigClaim{Topic: "u", Key: "k", Value: "400", Orig: s("1000")}, 1, false},
+		{"its own broker's record", ConfigClaim{Topic: "t", Key: "k", Value: "400", Orig: s("1000")}, 2, false},
+	}
+	for _, tc := range cases {
+		rs := NewRecords()
+		rs.Agents[tc.id] = Record{BrokerID: tc.id, Configs: []ConfigClaim{tc.other}}
+		if got := rs.Shadowed(2, c); got != tc.want {
+			t.Errorf("%s: Shadowed %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
