@@ -206,12 +206,23 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 	if e.prot.standby {
 		return due // following the active instance's lease
 	}
+	if len(e.prot.unconfirmed) > 0 {
+		// A record write of this process failed and may have taken
+		// effect (its reply lost): the cached records may not show the
+		// protection it switched on. Were a pass that still finds a log
+		// dir unprotected in them taken for one switching on, no pass
+		// would read the ledger again, and lease fencing, finding the
+		// record written since, would hold every plan: no renewal, no
+		// purge (found on a 3-broker cluster: a first record write slower
+		// than the record timeout).
+		return due
+	}
 	for d := range o.wantProtected {
 		if !o.Protected[d] {
 			return false // switching on: use the cached records
 		}
 	}
-	return o.Now.Sub(e.prot.loaded) >= e.cfg.Interval || o.Now.Before(e.prot.loaded)
+	return due
 }
 
 // protectionRelevant: protection must be observed this pass: this agent
