@@ -86,7 +86,11 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 			continue
 		}
 		if cur, ok := recs.Agents[id]; ok {
-			e.adopt(ctx, id, cur, r, set)
+			if r.Started.IsZero() || cur.Started.IsZero() {
+				e.adopt(ctx, id, cur, r, set) // a record of an older guard
+			} else if !cur.Inherited(r.Started) && (id != e.brokerID || otherInstance(cur, e.instance)) {
+				e.rememberEarlier(id, r)
+			}
 			continue
 		}
 		r.BrokerID, r.Restored = id, true
@@ -103,7 +107,164 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		e.logger.Warn("another agent's record is missing from the ownership topic: written back as this agent last read it",
 			"broker_id", id, "topic", e.cfg.OwnershipTopic, "claims", r.Claims())
 	}
+	for _, id := range slices.Sorted(maps.Keys(e.prot.earlier)) {
+		if recs.Undecodable[id] > 0 && !recs.UndecodableLift[id] {
+			continue
+		}
+		e.writeEarlier(ctx, id, get, set)
+	}
 	return recs
+}
+
+// inheritOwn is restoreOwn's part for claims of earlier processes: a
+// record under this agent's key that names processes whose claims this
+// one has not taken over (another process's record, a peer's copy of an
+// earlier one, or this process's record into which a peer wrote an
+// earlier process's claims: WrittenBack) has its claims adopted as this
+// agent's own (with what it claimed since), and those processes are
+// named in every record it writes from then on (Record.Inherits): the
+// peers keep writing those claims back until a record names them, and
+// never write back what this process released since. Another instance's
+// record it takes over (not standing by) is inherited whole: its plan
+// builds on it. So is an earlier process's record found at the first
+// read. A record an older peer wrote into this process's Fresh record
+// (not Fresh, no WrittenBack) is adopted too, within the Fresh window.
+// Observe mode adopts nothing but names what it inherits: the record it
+// writes over its broker's other instance's takes that instance's place
+// (found by the simulation, ledger_delete seed 1452: the claims a peer
+// had lifted after the other instance's lease were written into the
+// observe-mode record, which lifted them again, with the operator's own
+// binding on the topic since).
+func (e *Enforcer) inheritOwn(get func(int32) (Record, bool), set func(int32, Record)) {
+	cur, ok := get(e.brokerID)
+	if !ok || e.prot.standby {
+		return
+	}
+	var from []time.Time
+	switch {
+	case cur.Started.IsZero():
+	case !cur.Started.Equal(e.prot.started):
+		from = append(cur.Processes(), cur.WrittenBack...)
+	default:
+		from = cur.WrittenBack
+	}
+	from = slices.DeleteFunc(slices.Clone(from), func(t time.Time) bool {
+		return t.Equal(e.prot.started) || slices.ContainsFunc(e.prot.inherits, t.Equal)
+	})
+	same := cur.Instance == "" || cur.Instance == e.instance
+	legacy := e.isFresh() && !cur.Fresh && same
+	if len(from) > 0 {
+		e.prot.inherits = ledger.AddTimes(e.prot.inherits, from...)
+		e.prot.dirty = true
+		if cur.Restored && e.prot.freshInstall {
+			e.prot.freshInstall, e.prot.historyLate = false, true
+		}
+	}
+	if e.prot.written == nil || e.dryRun || !same || len(from) == 0 && !legacy {
+		return
+	}
+	// Every record this process writes is Fresh within its window and
+	// names no WrittenBack: a peer wrote this one (the lost record, or
+	// claims of an earlier process written into this one: adopt,
+	// writeEarlier); its claims are taken as this agent's own, with
+	// what it claimed since.
+	if merged, added := ledger.Adopt(*e.prot.written, cur); added || len(from) > 0 {
+		merged.Fresh, merged.Inherits = e.isFresh(), e.prot.inherits
+		set(e.brokerID, merged)
+		e.prot.written = &merged
+		e.prot.dirty = true
+		if added {
+			e.logger.Warn("this agent's record holds claims of its earlier process that a peer wrote back: adopted as its own",
+				"topic", e.cfg.OwnershipTopic, "claims", merged.Claims())
+		}
+	}
+}
+
+// rememberEarlier keeps r, broker id's record as this agent last read it,
+// as a record of an earlier process of that broker's agent: the record
+// read now was written by another process that did not take its claims
+// over (it restarted while the ledger was lost, or its first read found
+// no record of its own). Kept until a record of the broker names it
+// (Record.Inherits; writeEarlier).
+func (e *Enforcer) rememberEarlier(id int32, r Record) {
+	if !worthRestoring(r) {
+		return
+	}
+	if e.prot.earlier == nil {
+		e.prot.earlier = map[int32][]Record{}
+	}
+	list := slices.DeleteFunc(slices.Clone(e.prot.earlier[id]), func(x Record) bool { return x.Started.Equal(r.Started) })
+	e.prot.earlier[id] = append(list, r)
+}
+
+// writeEarlier writes the claims (and purge history, spec R7.3) of broker
+// id's earlier processes this agent remembers into that broker's record
+// as read now, Fresh or not, naming them in WrittenBack, for its agent to
+// adopt (inheritOwn). A process the record names (Started, Inherits) took
+// them over: it is forgotten, and what its successor released since is
+// never written back. One whose claims are all in the record and not
+// written there by a peer is forgotten too (its successor holds them as
+// its own). The others are kept, and written again at every read until
+// the record names them: a write that fails, or that the agent writes
+// over from a plan made before it, is tried again (found by the
+// simulation, ledger_delete seeds 384 and 930: the restarted
+// agent's calls kept failing while the ledger was lost, its first record
+// was written after its Fresh window, and the claims of its earlier
+// process, in no record, were forgotten; seed 1989: the broker's other
+// instance wrote a record that was not Fresh first). A missing record is
+// written back as the earliest process's copy.
+func (e *Enforcer) writeEarlier(ctx context.Context, id int32, get func(int32) (Record, bool), set func(int32, Record)) {
+	cur, ok := get(id)
+	if ok && id == e.brokerID && !otherInstance(cur, e.instance) {
+		return // this agent's own record: inheritOwn
+	}
+	var keep []Record
+	var from []time.Time
+	merged, added := cur, false
+	for _, r := range e.prot.earlier[id] {
+		if ok && cur.Inherited(r.Started) {
+			continue
+		}
+		if !ok {
+			merged, ok, added = r, true, true
+			keep = append(keep, r)
+			continue
+		}
+		m, more := ledger.Adopt(merged, r)
+		if p, morePurges := ledger.MergePurges(m.Purged, r.Purged, e.clock.Now().Add(-24*time.Hour)); morePurges {
+			m.Purged, more = p, true
+		}
+		if !more && !slices.ContainsFunc(cur.WrittenBack, r.Started.Equal) {
+			continue
+		}
+		keep = append(keep, r)
+		if more {
+			merged, added = m, true
+			from = append(append(append(from, r.Started), r.Inherits...), r.WrittenBack...)
+		}
+	}
+	if len(keep) == 0 {
+		delete(e.prot.earlier, id)
+	} else {
+		e.prot.earlier[id] = keep
+	}
+	if !added {
+		return
+	}
+	// Written not Fresh: an agent of an older release adopts the claims
+	// of a record that is not (its own records all are, in its window).
+	merged.WrittenBack = ledger.AddTimes(merged.WrittenBack, from...)
+	merged.BrokerID, merged.Fresh, merged.Restored = id, false, true
+	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
+	err := e.admin.StoreRecord(sctx, merged)
+	cancel()
+	set(id, merged)
+	if err != nil {
+		e.logger.Warn("another agent's record lacks claims of its earlier process: writing them back failed", "broker_id", id, "err", err)
+		return
+	}
+	e.logger.Warn("another agent's record lacks claims of its earlier process (it restarted while the ledger was lost): written back into it",
+		"broker_id", id, "topic", e.cfg.OwnershipTopic)
 }
 
 // restoreOwn is restoreLost for this agent's own record: at its first
@@ -118,21 +279,7 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 		e.prot.fresh = !ok || cur.Fresh && cur.Instance == e.instance && e.prot.written != nil && cur.Updated.Equal(e.prot.written.Updated)
 		e.prot.freshUntil = e.monotonic(e.clock.Now()) + e.cfg.Protection.LeaseDuration
 	}
-	if cur, ok := get(e.brokerID); ok && e.isFresh() && e.prot.written != nil && !e.dryRun && !e.prot.standby &&
-		!cur.Fresh && (cur.Instance == "" || cur.Instance == e.instance) {
-		// A record of its earlier process (every record this process
-		// writes is Fresh), written back by a peer (the lost record, or
-		// its claims written into this one: adopt): its claims are
-		// taken as this agent's own, with what it claimed since.
-		if merged, added := ledger.Adopt(*e.prot.written, cur); added {
-			merged.Fresh = true
-			set(e.brokerID, merged)
-			e.prot.written = &merged
-			e.prot.dirty = true
-			e.logger.Warn("this agent's record holds claims of its earlier process that a peer wrote back: adopted as its own",
-				"topic", e.cfg.OwnershipTopic, "claims", merged.Claims())
-		}
-	}
+	e.inheritOwn(get, set)
 	own := e.prot.written
 	r, ok := agentOf(prev, e.brokerID)
 	switch {

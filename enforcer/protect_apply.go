@@ -290,8 +290,8 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	// Written before any read, or after a first read without a record
 	// of its own: nothing its earlier process claimed is known to it.
 	r.Fresh = e.isFresh()
-	r.Started = e.prot.started
-	r.Restored = false // this agent's own write, not a peer's copy
+	r.Started, r.Inherits = e.prot.started, e.prot.inherits
+	r.Restored, r.WrittenBack = false, nil // this agent's own write, not a peer's copy
 	start := e.monotonic(e.clock.Now())
 	if err := e.admin.StoreRecord(ctx, r); err != nil {
 		e.prot.dirty = true

@@ -89,6 +89,11 @@ type protectionState struct {
 	// (restoreHistory).
 	historyWait  bool
 	historyUntil time.Duration
+	// freshInstall: the wait ended with no record of its own (purging
+	// as a fresh install); historyLate: a peer then wrote back claims
+	// of an earlier process of this agent (inheritOwn): the caps count
+	// as spent at the next read (readRecords).
+	freshInstall, historyLate bool
 	// ledgerLost: the last read found the ownership topic lost; written:
 	// this agent's record as last written (restored from memory when the
 	// topic lost it).
@@ -107,6 +112,13 @@ type protectionState struct {
 	// started: when this process started (the clock at New): every
 	// record it writes says so (Record.Started).
 	started time.Time
+	// inherits: the earlier processes whose claims this one took over
+	// (Record.Inherits; restoreOwn): every record it writes names them.
+	inherits []time.Time
+	// earlier: by broker, the records of its agent's earlier processes
+	// whose claims no record of the broker read since names as
+	// inherited: written into its record until one does (adopt).
+	earlier map[int32][]Record
 	// remembered: every record as the last successful read of the topic
 	// returned it, with what restoreLost put back: the memory lost
 	// records are written back from (a read whose pass then failed, its
@@ -269,6 +281,16 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	// Records the topic lost (deleted, created again) are written back
 	// from memory, never read as "no claims" (ledger_restore.go).
 	recs = e.restoreLost(ctx, recs)
+	if e.prot.historyLate {
+		// Not a fresh install after all: an earlier process of this
+		// agent claimed, and may have purged, while the ledger was lost
+		// (found by the simulation, ledger_delete seed 930: its purges
+		// were in no record, and this process purged a second hour's
+		// cap as a fresh install).
+		e.prot.historyLate, e.prot.purgesRestored = false, false
+		e.spendCapsUnknownHistory(o, "a peer wrote back claims of this agent's earlier process after it began purging as a fresh install: that process's purges are unknown")
+		e.prot.purgesRestored = true
+	}
 	live, err := e.admin.LiveBrokers(ctx)
 	if err != nil {
 		return fmt.Errorf("list brokers: %w", err)

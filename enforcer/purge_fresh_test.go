@@ -103,3 +103,69 @@ func TestR7_3R8_7StandbyWritesThePeersRecordsTheLedgerLost(t *testing.T) {
 		t.Fatalf("R7.3/the standby did not write broker 2's purge history it remembers into broker 2's Fresh record: %+v", r)
 	}
 }
+
+// R7.3, R8.7 (simulation class ledger_delete, seed 930): the agent
+// restarted while the ownership topic was lost found no record of its
+// own, no peer wrote one back within its wait (their calls failed), and
+// it purged as a fresh install. A peer then writes its earlier process's
+// claims into its record (Record.WrittenBack: the record is past its
+// Fresh window): it was no fresh install, and what that process purged
+// while the ledger was lost is in no record. The caps count as spent, as
+// for a record a peer wrote back at the first read. Before the fix the
+// agent took the claims and went on purging: 64 MiB in an hour against
+// 51 MiB.
+func TestR7_3R8_7EarlierProcessWrittenBackAfterTheWaitCountsTheCapsSpent(t *testing.T) {
+	clock, s, f, cfg := purgeCapSetup()
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	_, calm := protectSnaps()
+	peer, _ := enforcerAs(t, 2, cfg, calm(), f, clock)
+	clock.tick(time.Second)
+	clock.at(s)
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// It protected topic z too (its partitions since moved away).
+	f.mu.Lock()
+	r := f.records.Agents[1]
+	r.Owned = append(r.Owned, owns(shapeDenyAll, "z"))
+	f.records.Agents[1], f.acls[denyAll("z")] = r, true
+	f.mu.Unlock()
+	if err := peer.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Killed; the topic deleted and created again, empty; the agent
+	// restarts, and the peer reads nothing until the agent's wait ended.
+	f.mu.Lock()
+	f.records = ledger.NewRecords()
+	delete(f.acls, denyAll("a"))
+	f.mu.Unlock()
+	clock.tick(time.Second)
+	e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	var before float64
+	for range 20 { // past the wait (a lease and a pass), to its first purge
+		clock.tick(DefaultInterval)
+		clock.at(s)
+		_ = e.Reconcile(t.Context())
+		if before = gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); before > 0 {
+			break
+		}
+	}
+	if r := f.records.Agents[1]; r.Fresh || before == 0 || before >= 500 {
+		t.Fatalf("the test needs the new process's record past its Fresh window and its hour cap not spent: %v %+v", before, r)
+	}
+	if err := peer.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.records.Agents[1]; len(r.WrittenBack) != 1 {
+		t.Fatalf("the test needs the peer writing the earlier process's claims into the record: %+v", r)
+	}
+	for range 6 {
+		clock.tick(DefaultInterval)
+		clock.at(s)
+		_ = e.Reconcile(t.Context())
+		_ = peer.Reconcile(t.Context())
+	}
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != before {
+		t.Fatalf("R7.3/the new process purged %v unexpired bytes more once its earlier process's claims were written back (that process purged 200; hour cap 500), want 0", got-before)
+	}
+}

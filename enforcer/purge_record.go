@@ -399,7 +399,7 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 		if mono < e.prot.historyUntil {
 			return
 		}
-		e.prot.historyWait, e.prot.purgesRestored = false, true
+		e.prot.historyWait, e.prot.purgesRestored, e.prot.freshInstall = false, true, true
 		e.logger.Info("no record of this agent was written back: purging as a fresh install", "topic", e.cfg.OwnershipTopic)
 	}
 	o.Purged = e.purged(e.ev.lastMono)

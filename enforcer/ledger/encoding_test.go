@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // Config claims have their own type but keep the record format: one
@@ -43,5 +44,36 @@ func TestConfigClaimsKeepTheRecordFormat(t *testing.T) {
 	}
 	if got.Claims() != true || len(got.ConfigClaims()) != 0 || len(got.ReleasingConfigs()) != 1 || got.Quota() != 1024 {
 		t.Errorf("claims %v held configs %d releasing %d quota %d", got.Claims(), len(got.ConfigClaims()), len(got.ReleasingConfigs()), got.Quota())
+	}
+}
+
+// The processes a record inherited and those a peer wrote claims of into
+// it travel in two lists a guard of the previous release skips; a record
+// without them encodes as before, and one of the previous release decodes
+// with none.
+func TestInheritsKeepTheRecordFormat(t *testing.T) {
+	t1 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := Record{BrokerID: 1, Started: t1.Add(time.Hour), Inherits: []time.Time{t1}, WrittenBack: []time.Time{t1.Add(time.Minute)}}
+	data, err := EncodeRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeRecord(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Inherited(t1) || !got.Inherited(t1.Add(time.Hour)) || got.Inherited(t1.Add(time.Minute)) || len(got.WrittenBack) != 1 {
+		t.Fatalf("R8.7/decoded %+v", got)
+	}
+	plain, err := EncodeRecord(Record{BrokerID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(plain) != `{"v":2,"broker_id":1}` {
+		t.Errorf("a record without them encodes as %s", plain)
+	}
+	old, err := DecodeRecord([]byte(`{"v":2,"broker_id":1,"started":"2026-03-01T12:00:00Z"}`))
+	if err != nil || len(old.Inherits) != 0 || !old.Inherited(t1) || old.Inherited(t1.Add(time.Hour)) {
+		t.Fatalf("the previous release's record: %+v %v", old, err)
 	}
 }

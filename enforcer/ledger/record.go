@@ -162,6 +162,19 @@ type Record struct {
 	// earlier one's are written into the later one's like those of a
 	// record that is not Fresh (enforcer/ledger_restore.go).
 	Started time.Time `json:"started,omitzero"`
+	// Inherits: the Started of the earlier processes whose claims the
+	// process that wrote it took over (their record, found under its
+	// key, or their claims a peer wrote into its record: WrittenBack).
+	// A peer that remembers claims of an earlier process of this broker
+	// that neither Started nor Inherits names writes them into the
+	// record, Fresh or not, and keeps them in memory until a record
+	// names that process: the successor inherited them, and what it
+	// released since is never written back (enforcer/ledger_restore.go).
+	Inherits []time.Time `json:"inherits,omitempty"`
+	// WrittenBack: the earlier processes whose claims a peer wrote into
+	// this record (Restored), for its agent to take as its own and name
+	// in Inherits. Its agent's own writes clear it.
+	WrittenBack []time.Time `json:"written_back,omitempty"`
 	// Restored: written back by another agent from its memory of this
 	// broker's record after the ownership topic lost it (deleted,
 	// created again: enforcer/ledger_restore.go). The copy is as that
@@ -175,6 +188,35 @@ type Record struct {
 // (both marked with their start, and the marks differ).
 func EarlierProcess(r, cur Record) bool {
 	return !r.Started.IsZero() && !cur.Started.IsZero() && !r.Started.Equal(cur.Started)
+}
+
+// Processes lists the processes whose claims the record holds as its
+// writer's own: its writer (Started) and the processes it inherited
+// (Inherits). Zero times (records of older guards) are left out.
+func (r Record) Processes() []time.Time {
+	var out []time.Time
+	if !r.Started.IsZero() {
+		out = append(out, r.Started)
+	}
+	return append(out, r.Inherits...)
+}
+
+// Inherited reports whether the record's writer is, or took over the
+// claims of, the process that started at started.
+func (r Record) Inherited(started time.Time) bool {
+	return slices.ContainsFunc(r.Processes(), started.Equal)
+}
+
+// AddTimes returns list with the times of more it lacks, sorted.
+func AddTimes(list []time.Time, more ...time.Time) []time.Time {
+	out := slices.Clone(list)
+	for _, t := range more {
+		if !t.IsZero() && !slices.ContainsFunc(out, t.Equal) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, time.Time.Compare)
+	return out
 }
 
 // Lease is the record's lease duration.

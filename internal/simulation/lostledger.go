@@ -72,6 +72,18 @@ func (s *sim) loseLedger() {
 	}
 }
 
+// holdsClaims: record r holds every claim of lost.
+func holdsClaims(r, lost ledger.Record) bool {
+	_, more := ledger.Adopt(r, lost)
+	return !more
+}
+
+// rewritten: r was written after the loss by the process that wrote
+// lost, from its memory (not a peer's copy).
+func rewritten(r, lost ledger.Record) bool {
+	return !r.Restored && !lost.Started.IsZero() && r.Started.Equal(lost.Started)
+}
+
 func sameClaims(a, b ledger.Record) bool {
 	return reflect.DeepEqual(a.Owned, b.Owned) && reflect.DeepEqual(a.Configs, b.Configs)
 }
@@ -108,8 +120,14 @@ func (s *sim) settleLost() {
 			// those are lost for good (ledger_delete, seed 321: broker
 			// 3's agent lowered local.retention.bytes and died, the
 			// topic went before any peer read that record, and a peer
-			// wrote back its older copy).
-			if r, ok := recs.Agents[id]; ok && (sameClaims(r, lost) || len(s.lost.holders[id]) > 0) {
+			// wrote back its older copy). Nor, with its writer's process
+			// alive, until that process writes its record again: it may
+			// die first, and what its memory alone held is then in no
+			// record (ledger_delete, seed 595: broker 3's agent lowered
+			// local.retention.bytes, the topic was reshaped before any
+			// peer read that record, a peer's older copy came back, and
+			// the agent's own write failed before it was killed).
+			if r, ok := recs.Agents[id]; ok && (holdsClaims(r, lost) || len(s.lost.holders[id]) > 0 && rewritten(r, lost)) {
 				delete(s.lost.recs, id)
 			}
 		}

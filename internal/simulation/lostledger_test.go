@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"testing"
+	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
@@ -168,6 +169,56 @@ func TestLostClaimsBackOnlyInAnOlderCopyAreUnattributed(t *testing.T) {
 			t.Fatalf("claims lost with the ledger, remembered by no live agent, an older copy back: %v", f)
 		case remembered && (f == nil || f.Invariant != "I1"):
 			t.Fatalf("claims a live agent remembers were waived: %v, want I1", f)
+		}
+	}
+}
+
+// A lost record whose claims its writer's process alone remembers is not
+// done with when a peer's older copy comes back: until that process
+// writes its record again, its memory is the only place the claims are.
+// Killed first, it takes them with it: unattributed (R8.4), and I1 waives
+// them (found by the simulation: ledger_delete, seed 595: broker 3's
+// agent lowered local.retention.bytes, the topic was reshaped before any
+// peer read that record, a peer's older copy came back, and the agent's
+// own write failed before it was killed). Written again by that process
+// first, the record is done with, and nothing is waived.
+func TestLostClaimsTheirDeadWriterAloneRememberedAreUnattributed(t *testing.T) {
+	for _, rewrites := range []bool{false, true} {
+		s := newTestSim(t)
+		s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+		s.decodable = map[int32]ledger.Record{}
+		v := "13672448"
+		if err := s.c.Admin(3, "agent-3").AlterTopicConfig(t.Context(), "events", enforcer.LocalRetentionBytesKey, &v); err != nil {
+			t.Fatal(err)
+		}
+		started := start.Add(-time.Minute)
+		lost := ledger.Record{BrokerID: 3, Started: started, Configs: []ledger.ConfigClaim{{Topic: "events", Key: enforcer.LocalRetentionBytesKey, Value: v}}}
+		if err := s.c.Admin(3, "agent-3").StoreRecord(t.Context(), lost); err != nil {
+			t.Fatal(err)
+		}
+		s.loseLedger()
+		s.lost.holders[3] = map[string]bool{"agent-3": true} // as it wrote it
+		s.c.DeleteOwnershipTopic()
+		// A peer writes back its older copy of broker 3's record.
+		if err := s.c.Admin(1, "agent-1").StoreRecord(t.Context(), ledger.Record{BrokerID: 3, Started: started, Restored: true}); err != nil {
+			t.Fatal(err)
+		}
+		s.settleLost()
+		if rewrites {
+			// Its own write from memory (the claim since dropped).
+			if err := s.c.Admin(3, "agent-3").StoreRecord(t.Context(), ledger.Record{BrokerID: 3, Started: started}); err != nil {
+				t.Fatal(err)
+			}
+			s.settleLost()
+		}
+		s.forget(&agentSim{name: "agent-3", broker: 3})
+		s.settleLost()
+		f := s.checkEnd()
+		switch {
+		case !rewrites && f != nil:
+			t.Fatalf("claims lost with their writer's process, an older copy back: %v", f)
+		case rewrites && (f == nil || f.Invariant != "I1"):
+			t.Fatalf("claims of a record its writer wrote again were waived: %v, want I1", f)
 		}
 	}
 }
