@@ -276,6 +276,7 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	if e.prot.purgesHeld.Equal(e.prot.pass) {
 		r.Purged = e.purgeHistory(e.prot.pass) // with the purges of the instance taken over from
 	}
+	restored := false // this agent's own write, not a peer's copy
 	if a := e.prot.fenceAdopt; a != nil && e.prot.fenceRead.Equal(e.prot.pass) {
 		// A peer wrote claims of this agent's earlier process into its
 		// record since its last read (readLeaseHolder): kept, never
@@ -285,13 +286,19 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 			e.logger.Warn("this agent's record holds claims of its earlier process that a peer wrote back: kept in the record written now",
 				"topic", e.cfg.OwnershipTopic, "claims", r.Claims())
 		}
+		// A peer's copy (Restored: it may lack the last purges of the
+		// earlier process) that this process has not read yet: the mark
+		// stays until its next read counts the caps as spent
+		// (restoreHistory); written over, the process waiting for its
+		// history took the lost record for a fresh install (spec R7.3).
+		restored = a.Restored && !e.prot.purgesRestored
 	}
 	r.BrokerID = e.brokerID // the key it is written under
 	// Written before any read, or after a first read without a record
 	// of its own: nothing its earlier process claimed is known to it.
 	r.Fresh = e.isFresh()
 	r.Started, r.Inherits = e.prot.started, e.prot.inherits
-	r.Restored, r.WrittenBack = false, nil // this agent's own write, not a peer's copy
+	r.Restored, r.WrittenBack = restored, nil // a peer's copy not read yet keeps its mark
 	start := e.monotonic(e.clock.Now())
 	if err := e.admin.StoreRecord(ctx, r); err != nil {
 		e.prot.dirty = true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // Protecting a log dir of many topics takes many bindings (five a topic in
@@ -147,6 +148,7 @@ func (e *Enforcer) createProtection(ctx context.Context, tps []TopicProtection, 
 			continue
 		}
 		acls := flatten(batch)
+		ledger.CreateOrder(acls) // consumers' ALLOW READ first (spec R4.3)
 		err := e.admin.CreateACLs(ctx, acls)
 		if sent++; sent == 1 {
 			first = time.Since(start)

@@ -104,6 +104,66 @@ func (s Shape) Bindings(topic string) []ACL {
 	return out
 }
 
+// keepsAccess reports whether a binding keeps someone's access while the
+// rest of its topic's bindings are not in place: an ALLOW of READ (User:*,
+// the consumers, in the absence shape) or of WRITE (the exempt
+// principals). A topic's first binding takes allow.everyone.if.no.acl.found
+// away from it, and the broker puts the bindings of one CreateAcls or
+// DeleteAcls request in place one at a time, its authorizer deciding
+// between any two (KRaft replays one record per binding): these go in
+// first and out last.
+func keepsAccess(a ACL) bool {
+	return a.Permission == PermAllow && (a.Operation == OpRead || a.Operation == OpWrite)
+}
+
+// createRank orders a topic's bindings for creating: the ALLOW of READ,
+// then the ALLOWs of WRITE, then the other ALLOWs, the DENYs last.
+func createRank(a ACL) int {
+	switch {
+	case a.Permission == PermAllow && a.Operation == OpRead:
+		return 0
+	case keepsAccess(a):
+		return 1
+	case a.Permission == PermAllow:
+		return 2
+	}
+	return 3
+}
+
+// CreateOrder orders each run of one topic's bindings in acls for a
+// CreateAcls request (the broker puts them in place in the request's
+// order): an ALLOW of READ first, so consumers are never refused on a
+// topic of the absence shape (spec R4.3), then the exempt principals'
+// ALLOWs of WRITE, then the other ALLOWs, the DENYs last (a DENY never
+// lands before the ALLOWs of its topic). The topics keep their order.
+func CreateOrder(acls []ACL) {
+	for start := 0; start < len(acls); {
+		end := start + 1
+		for end < len(acls) && acls[end].Topic == acls[start].Topic {
+			end++
+		}
+		slices.SortStableFunc(acls[start:end], func(a, b ACL) int { return cmp.Compare(createRank(a), createRank(b)) })
+		start = end
+	}
+}
+
+// DeleteOrder splits bindings to delete into two DeleteAcls requests:
+// first every binding but the ALLOWs of READ and WRITE, last those (the
+// broker removes a request's bindings in no order of the request's).
+// Until the last request, consumers and exempt principals keep their
+// access on a topic of the absence shape (spec R4.3), and everyone else
+// stays refused.
+func DeleteOrder(acls []ACL) (first, last []ACL) {
+	for _, a := range acls {
+		if keepsAccess(a) {
+			last = append(last, a)
+		} else {
+			first = append(first, a)
+		}
+	}
+	return first, last
+}
+
 // Empty reports whether the shape adds no binding.
 func (s Shape) Empty() bool { return len(s.Deny)+len(s.AllowOps)+len(s.AllowWrite) == 0 }
 

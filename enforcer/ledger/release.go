@@ -86,11 +86,9 @@ func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quo
 		}
 	}
 	var errs []error
-	if len(out.ACLs) > 0 {
-		if err := a.DeleteACLs(ctx, out.ACLs); err != nil {
-			errs = append(errs, fmt.Errorf("delete acls: %w", err))
-			out.ACLs = nil
-		}
+	if err := deleteInOrder(ctx, a, out.ACLs); err != nil {
+		errs = append(errs, err)
+		out.ACLs = nil
 	}
 	if quota > 0 && !recs.LiveQuota(quota) {
 		cur, err := a.DefaultProducerQuota(ctx)
@@ -109,6 +107,24 @@ func ReleaseUnclaimed(ctx context.Context, a ReleaseAdmin, candidates []ACL, quo
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
+}
+
+// deleteInOrder deletes the bindings in two requests (DeleteOrder): the
+// ALLOWs of READ and WRITE go last, and only once every other binding
+// went, so a failure in between leaves them, and with them the claims
+// still releasing, for the next attempt (deleting a binding already gone
+// changes nothing).
+func deleteInOrder(ctx context.Context, a ReleaseAdmin, acls []ACL) error {
+	first, last := DeleteOrder(acls)
+	for _, part := range [][]ACL{first, last} {
+		if len(part) == 0 {
+			continue
+		}
+		if err := a.DeleteACLs(ctx, part); err != nil {
+			return fmt.Errorf("delete acls: %w", err)
+		}
+	}
+	return nil
 }
 
 // restoreConfigs restores the claimed topic configs no live record
