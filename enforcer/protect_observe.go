@@ -102,6 +102,10 @@ type protectionState struct {
 	// unconfirmed: the Updated of this agent's record writes that failed
 	// since its last successful one (each may have taken effect).
 	unconfirmed []time.Time
+	// switchingSince: when each log dir the policy wants protected but
+	// the cached records do not show protected was first seen so
+	// (recordsDue).
+	switchingSince map[string]time.Time
 	// readOnce: a read of the records succeeded in this process; fresh:
 	// the first found no record of this agent's own; then, for a lease
 	// from that read (freshUntil, monotonic), its records are written
@@ -229,10 +233,37 @@ func (e *Enforcer) recordsDue(o Observed) bool {
 		// than the record timeout).
 		return due
 	}
+	// Switching on: the cached records, for one interval from the pass
+	// that first found the log dir so. After that the ledger is read
+	// again when due: a switch-on that wrote no record (every binding it
+	// wanted already in place, its earlier process's the cached records
+	// do not attribute) would otherwise never read a peer's write-back
+	// of that process's record, its claims and its purge history (R7.3,
+	// R8.7).
+	switching := false
 	for d := range o.wantProtected {
-		if !o.Protected[d] {
-			return false // switching on: use the cached records
+		if o.Protected[d] {
+			continue
 		}
+		since, ok := e.prot.switchingSince[d]
+		if !ok || o.Now.Before(since) {
+			if e.prot.switchingSince == nil {
+				e.prot.switchingSince = map[string]time.Time{}
+			}
+			since = o.Now
+			e.prot.switchingSince[d] = since
+		}
+		if o.Now.Sub(since) < e.cfg.Interval {
+			switching = true
+		}
+	}
+	for d := range e.prot.switchingSince {
+		if !o.wantProtected[d] || o.Protected[d] {
+			delete(e.prot.switchingSince, d)
+		}
+	}
+	if switching {
+		return false
 	}
 	return due
 }
