@@ -354,7 +354,7 @@ func TestScanActiveIndexAheadOfStaleLogSize(t *testing.T) {
 	p := Partition{}
 	buf := make([]byte, 16<<10)
 	stale := pos - 10 // the size the listing saw, before the last append
-	s.readActive(activeSegment{dir: d, path: filepath.Join(dir, "b-0"), base: base, logName: ".log", indexName: ".index",
+	s.readActive(activeSegment{dir: fileDir(d), path: filepath.Join(dir, "b-0"), base: base, logName: ".log", indexName: ".index",
 		indexSize: int64(len(entry)), logBytes: stale, timestamp: -1}, &p, buf)
 	if n := s.Errors()[ErrCorruptIndex]; n != 0 {
 		t.Fatalf("an index entry within the current log counted as corrupt (%d):\n%s", n, logs)

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -18,7 +19,7 @@ import (
 // fs.ErrNotExist). An entry for which lazy (when not nil) returns true is
 // passed without a stat (st.pending set): lazy is told whether getdents
 // typed it a regular file.
-func listDir(d *os.File, buf []byte, lazy func(name string, regular bool) bool, fn func(name string, st entryStat, err error)) error {
+func listDir(d partDir, buf []byte, lazy func(name string, regular bool) bool, fn func(name string, st entryStat, err error)) error {
 	fd := int(d.Fd())
 	var sys syscall.Stat_t
 	for {
@@ -76,7 +77,7 @@ func statOf(sys *syscall.Stat_t) entryStat {
 }
 
 // statSegmentFile lstat's <base><suffix> in the directory d (fstatat).
-func statSegmentFile(d *os.File, base int64, suffix string) (entryStat, error) {
+func statSegmentFile(d partDir, base int64, suffix string) (entryStat, error) {
 	var name [64]byte
 	if putSegmentName(name[:], base, suffix) < 0 {
 		return entryStat{}, &os.PathError{Op: "fstatat", Path: FileName(base, suffix), Err: syscall.EINVAL}
@@ -99,7 +100,7 @@ func statSegmentFile(d *os.File, base int64, suffix string) (entryStat, error) {
 // fstat's the open file: one path lookup for both, where a listing's
 // fstatat and a later open take two. It is how a file the scanner reads
 // anyway (a time index it has no earlier value for) is measured.
-func openStatSegmentFile(d *os.File, base int64, suffix string) (segReader, entryStat, error) {
+func openStatSegmentFile(d partDir, base int64, suffix string) (segReader, entryStat, error) {
 	r, err := openSegmentFile(d, base, suffix)
 	if err != nil {
 		return nil, entryStat{}, err
@@ -110,4 +111,54 @@ func openStatSegmentFile(d *os.File, base int64, suffix string) (segReader, entr
 		return nil, entryStat{}, &os.PathError{Op: "fstat", Path: FileName(base, suffix), Err: err}
 	}
 	return r, statOf(&sys), nil
+}
+
+// rawListing: listDir reads directories with getdents itself, so a
+// partition directory needs no os.File (openPartitionDir).
+const rawListing = true
+
+// stat measures the directory itself (fstat).
+func (d partDir) stat() (entryStat, error) {
+	if d.f != nil {
+		fi, err := d.f.Stat()
+		if err != nil {
+			return entryStat{}, err
+		}
+		return entryStat{disk: diskBytes(fi), apparent: fi.Size(), mtimeMs: fi.ModTime().UnixMilli(), isDir: fi.IsDir()}, nil
+	}
+	var sys syscall.Stat_t
+	if err := ignoringEINTR(func() error { return syscall.Fstat(d.fd, &sys) }); err != nil {
+		return entryStat{}, &os.PathError{Op: "fstat", Path: d.path, Err: err}
+	}
+	return statOf(&sys), nil
+}
+
+// rewind moves the listing back to the directory's first entry.
+func (d partDir) rewind() error {
+	if d.f != nil {
+		_, err := d.f.Seek(0, io.SeekStart)
+		return err
+	}
+	if _, err := syscall.Seek(d.fd, 0, io.SeekStart); err != nil {
+		return &os.PathError{Op: "seek", Path: d.path, Err: err}
+	}
+	return nil
+}
+
+// Close closes the directory.
+func (d partDir) Close() error {
+	if d.f != nil {
+		return d.f.Close()
+	}
+	// Not retried on EINTR: Linux releases the descriptor first.
+	return syscall.Close(d.fd)
+}
+
+// ignoringEINTR retries fn while it fails with EINTR.
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); err != syscall.EINTR {
+			return err
+		}
+	}
 }

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -10,8 +11,8 @@ import (
 // listDir calls fn for every entry of the directory d with its lstat data
 // (portable version: os.File.ReadDir, which lstat's the entries of a
 // directory opened in an os.Root). It stats every entry: lazy is ignored.
-func listDir(d *os.File, _ []byte, _ func(name string, regular bool) bool, fn func(name string, st entryStat, err error)) error {
-	entries, err := d.ReadDir(-1)
+func listDir(d partDir, _ []byte, _ func(name string, regular bool) bool, fn func(name string, st entryStat, err error)) error {
+	entries, err := d.f.ReadDir(-1)
 	if err != nil {
 		return err
 	}
@@ -27,7 +28,7 @@ func listDir(d *os.File, _ []byte, _ func(name string, regular bool) bool, fn fu
 }
 
 // statSegmentFile lstat's <base><suffix> in the directory d.
-func statSegmentFile(d *os.File, base int64, suffix string) (entryStat, error) {
+func statSegmentFile(d partDir, base int64, suffix string) (entryStat, error) {
 	fi, err := os.Lstat(filepath.Join(d.Name(), FileName(base, suffix)))
 	if err != nil {
 		return entryStat{}, err
@@ -36,7 +37,7 @@ func statSegmentFile(d *os.File, base int64, suffix string) (entryStat, error) {
 }
 
 // openStatSegmentFile opens <base><suffix> in the directory d and stats it.
-func openStatSegmentFile(d *os.File, base int64, suffix string) (segReader, entryStat, error) {
+func openStatSegmentFile(d partDir, base int64, suffix string) (segReader, entryStat, error) {
 	r, err := openSegmentFile(d, base, suffix)
 	if err != nil {
 		return nil, entryStat{}, err
@@ -48,3 +49,24 @@ func openStatSegmentFile(d *os.File, base int64, suffix string) (segReader, entr
 	}
 	return r, st, nil
 }
+
+// rawListing: listDir reads directories through os.File (openPartitionDir).
+const rawListing = false
+
+// stat measures the directory itself.
+func (d partDir) stat() (entryStat, error) {
+	fi, err := d.f.Stat()
+	if err != nil {
+		return entryStat{}, err
+	}
+	return entryStat{disk: diskBytes(fi), apparent: fi.Size(), mtimeMs: fi.ModTime().UnixMilli(), isDir: fi.IsDir()}, nil
+}
+
+// rewind moves the listing back to the directory's first entry.
+func (d partDir) rewind() error {
+	_, err := d.f.Seek(0, io.SeekStart)
+	return err
+}
+
+// Close closes the directory.
+func (d partDir) Close() error { return d.f.Close() }

@@ -14,7 +14,7 @@ import (
 type fdFile int
 
 // openAt opens name in the directory dir for reading.
-func openAt(dir *os.File, name string) (segReader, error) {
+func openAt(dir partDir, name string) (segReader, error) {
 	for {
 		fd, err := syscall.Openat(int(dir.Fd()), name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
 		if err == syscall.EINTR {
@@ -29,7 +29,7 @@ func openAt(dir *os.File, name string) (segReader, error) {
 
 // openSegmentFile opens <base><suffix> in the directory dir without
 // allocating: the name is built on the stack.
-func openSegmentFile(dir *os.File, base int64, suffix string) (segReader, error) {
+func openSegmentFile(dir partDir, base int64, suffix string) (segReader, error) {
 	var name [64]byte
 	n := putSegmentName(name[:], base, suffix)
 	if n < 0 {
@@ -93,21 +93,34 @@ func (f fdFile) Close() error { return syscall.Close(int(f)) }
 // refuses it: four more system calls a directory), else, and for
 // anything but a plain directory (a symbolic link, which the Root
 // resolves inside the log dir; a file, reported as one), through the
-// Root as before.
-func openPartitionDir(pd partitionDir) (*os.File, error) {
+// Root as before. Where listDir lists with getdents (rawListing), the
+// descriptor stays bare: no os.File.
+func openPartitionDir(pd partitionDir) (partDir, error) {
 	if pd.parentDir == nil {
-		return pd.parent.Open(pd.name)
+		return rootOpenDir(pd)
 	}
 	for {
 		fd, err := syscall.Openat(int(pd.parentDir.Fd()), pd.name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 		switch err {
 		case nil:
-			return os.NewFile(uintptr(fd), pd.full), nil
+			if rawListing {
+				return partDir{fd: fd, path: pd.full}, nil
+			}
+			return fileDir(os.NewFile(uintptr(fd), pd.full)), nil
 		case syscall.EINTR:
 			continue
 		case syscall.ELOOP, syscall.ENOTDIR:
-			return pd.parent.Open(pd.name)
+			return rootOpenDir(pd)
 		}
-		return nil, &os.PathError{Op: "openat", Path: pd.full, Err: err}
+		return partDir{}, &os.PathError{Op: "openat", Path: pd.full, Err: err}
 	}
+}
+
+// rootOpenDir opens a partition directory through the log dir's Root.
+func rootOpenDir(pd partitionDir) (partDir, error) {
+	f, err := pd.parent.Open(pd.name)
+	if err != nil {
+		return partDir{}, err
+	}
+	return partDir{f: f, fd: -1, path: pd.full}, nil
 }

@@ -8,16 +8,20 @@ import (
 )
 
 // openAt opens name in the directory dir for reading.
-func openAt(dir *os.File, name string) (segReader, error) {
+func openAt(dir partDir, name string) (segReader, error) {
 	return os.Open(filepath.Join(dir.Name(), name))
 }
 
 // openSegmentFile opens <base><suffix> in the directory dir.
-func openSegmentFile(dir *os.File, base int64, suffix string) (segReader, error) {
+func openSegmentFile(dir partDir, base int64, suffix string) (segReader, error) {
 	return openAt(dir, FileName(base, suffix))
 }
 
 // openPartitionDir opens a partition directory for listing.
-func openPartitionDir(pd partitionDir) (*os.File, error) {
-	return pd.parent.Open(pd.name)
+func openPartitionDir(pd partitionDir) (partDir, error) {
+	f, err := pd.parent.Open(pd.name)
+	if err != nil {
+		return partDir{}, err
+	}
+	return partDir{f: f, fd: -1, path: pd.full}, nil
 }

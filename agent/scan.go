@@ -443,6 +443,32 @@ type partitionDir struct {
 	kind      PartitionKind
 }
 
+// partDir is an open partition directory: a bare descriptor (f nil)
+// where the scanner lists it and opens its files with system calls of
+// its own (Linux amd64, arm64: see openPartitionDir), else an os.File.
+// A bare descriptor saves what an os.File costs a directory: the fcntl
+// of os.NewFile, its allocation and cleanup, the poller's bookkeeping
+// around Stat and Close.
+type partDir struct {
+	f    *os.File // nil: fd alone
+	fd   int
+	path string // for errors
+}
+
+// fileDir is an open os.File as a partDir.
+func fileDir(f *os.File) partDir { return partDir{f: f, fd: -1, path: f.Name()} }
+
+// Fd returns the directory's descriptor.
+func (d partDir) Fd() uintptr {
+	if d.f != nil {
+		return d.f.Fd()
+	}
+	return uintptr(d.fd)
+}
+
+// Name returns the directory's path, for errors.
+func (d partDir) Name() string { return d.path }
+
 // maxRelists bounds how often a partition directory is listed again when
 // entries vanish during the listing.
 const maxRelists = 3
@@ -469,12 +495,12 @@ func (s *Scanner) readPartition(pd partitionDir, cp *Checkpoints, prev *Partitio
 		return p, fmt.Errorf("open partition dir: %w", err)
 	}
 	defer dir.Close()
-	if fi, err := dir.Stat(); err == nil {
-		if !fi.IsDir() {
+	if st, err := dir.stat(); err == nil {
+		if !st.isDir {
 			return p, fmt.Errorf("partition dir: %w", errNotDir)
 		}
-		p.DiskBytes += diskBytes(fi) // the directory itself, as du counts it
-		p.OtherBytes += diskBytes(fi)
+		p.DiskBytes += st.disk // the directory itself, as du counts it
+		p.OtherBytes += st.disk
 	}
 	if kind == KindDeleted {
 		// A deleted topic's directory: everything in it waits for deletion.
@@ -547,7 +573,7 @@ func keepSegments(prev *Partition, read []Segment) []Segment {
 // lookup instead of two (spec R1.3 needs its last entry; the listing's
 // fstatat would only repeat the open's lookup). Such entries come back
 // pending, except time indexes of no segment, stat'ed here.
-func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []segFile, prev *Partition) ([]segFile, []string, int, error) {
+func (s *Scanner) listPartition(dir partDir, full string, sc *scratch, files []segFile, prev *Partition) ([]segFile, []string, int, error) {
 	var subdirs []string
 	var err error
 	var nseg int
@@ -604,7 +630,7 @@ func (s *Scanner) listPartition(dir *os.File, full string, sc *scratch, files []
 		if err != nil || !sc.vanished || attempt == maxRelists {
 			break
 		}
-		if _, err = dir.Seek(0, io.SeekStart); err != nil {
+		if err = dir.rewind(); err != nil {
 			break
 		}
 	}
@@ -633,7 +659,7 @@ func (s *Scanner) entryFailed(sc *scratch, full, name string, err error) bool {
 // statLooseTimeIndexes stats the pending time indexes of sorted files
 // that belong to no segment (no .log at their base offset): nothing
 // reads them, so the listing measures them as it does every other entry.
-func (s *Scanner) statLooseTimeIndexes(dir *os.File, full string, sc *scratch, files []segFile, subdirs []string) ([]segFile, []string) {
+func (s *Scanner) statLooseTimeIndexes(dir partDir, full string, sc *scratch, files []segFile, subdirs []string) ([]segFile, []string) {
 	n := 0
 	for group := range byBaseOffset(files) {
 		log := hasLog(group)
@@ -776,7 +802,7 @@ func sameSegmentFacts(a, b []Segment) bool {
 
 // segmentFiles is one segment to read: its files in a partition directory.
 type segmentFiles struct {
-	dir    *os.File  // the partition directory
+	dir    partDir   // the partition directory
 	path   string    // its path, for errors
 	files  []segFile // the segment's files (one base offset)
 	active bool
@@ -1008,8 +1034,8 @@ func shrunk(err error) bool {
 
 // activeSegment is what readActive needs of the active segment.
 type activeSegment struct {
-	dir                 *os.File // the partition directory
-	path                string   // its path, for errors
+	dir                 partDir // the partition directory
+	path                string  // its path, for errors
 	base                int64
 	logName, indexName  string // file suffixes; "" when the file is missing
 	indexSize, logBytes int64

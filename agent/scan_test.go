@@ -202,3 +202,42 @@ func TestRescanReusesClosedSegments(t *testing.T) {
 		t.Errorf("grown active segment timestamp %v came from prev", re.Segments[2].LargestTimestamp())
 	}
 }
+
+// R1.1: a partition directory that is a symbolic link to a directory
+// inside the log dir is read through the log dir's Root (the bare
+// descriptor's openat refuses the link): the same segments, offsets,
+// expiry curve and bytes as the directory itself; one that points out of
+// the log dir is left out and counted.
+func TestR1_1SymlinkedPartitionDirReadThroughRoot(t *testing.T) {
+	spec := logdirgen.Spec{NodeID: 1, Sparse: true, Topics: []logdirgen.Topic{{Name: "t", Partitions: 2, Segments: []logdirgen.Segment{
+		{Bytes: 64 << 10, Age: 48 * time.Hour}, {Bytes: 20 << 10, Age: time.Minute}}, HighWatermark: 1 << 20}}}
+	dir, _ := generate(t, spec)
+	logger, logs := testLogger(t)
+	s := testScanner(t, logger)
+	want := findPartition(t, s.ScanLogDir(dir, nil), "t-1")
+	if err := os.MkdirAll(filepath.Join(dir, "lost+found"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "t-1"), filepath.Join(dir, "lost+found", "t-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("lost+found", "t-1"), filepath.Join(dir, "t-1")); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Rename(filepath.Join(dir, "t-0"), filepath.Join(outside, "t-0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "t-0"), filepath.Join(dir, "t-0")); err != nil {
+		t.Fatal(err)
+	}
+	ld := s.ScanLogDir(dir, nil)
+	got := findPartition(t, ld, "t-1")
+	if !reflect.DeepEqual(got.Segments, want.Segments) || got.LogEndOffset != want.LogEndOffset || got.HighWatermark != want.HighWatermark ||
+		!reflect.DeepEqual(got.OpenExpiry, want.OpenExpiry) || got.DiskBytes != want.DiskBytes {
+		t.Errorf("through the link:\n%+v\nwant\n%+v\n%s", got, want, logs)
+	}
+	if len(ld.Partitions) != 1 || s.Errors()[ErrBadName]+s.Errors()[ErrIO]+s.Errors()[ErrPermission] == 0 {
+		t.Errorf("R6: a link out of the log dir: partitions %d, errors %v", len(ld.Partitions), s.Errors())
+	}
+}

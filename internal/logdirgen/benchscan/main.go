@@ -2,7 +2,8 @@
 // of it, for scripts/bench-scan.sh.
 //
 //	benchscan gen  DIR PARTITIONS SEGMENTS_PER_PARTITION SEGMENT_BYTES
-//	benchscan scan DIR [REPEAT [WORKERS]]   (runs after the first reuse the previous result; BENCHSCAN_NO_PREV=1 disables)
+//	benchscan scan DIR [REPEAT [WORKERS]]   (runs after the first reuse the previous result; BENCHSCAN_NO_PREV=1 disables;
+//	                                         BENCHSCAN_CPUPROFILE=FILE writes a CPU profile of the runs)
 //	benchscan floor DIR   (Linux: only the system calls a first scan needs; see floor)
 //
 // scan prints one line per run: segments, wall time, and the live heap the
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -97,6 +99,16 @@ func scan(args []string, out io.Writer) error {
 	s, err := agent.NewScanner(agent.ScannerConfig{Workers: workers}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
+	}
+	if f := os.Getenv("BENCHSCAN_CPUPROFILE"); f != "" {
+		w, err := os.Create(f)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(w); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); w.Close() }()
 	}
 	var prev *agent.LogDir
 	for i := range repeat {
