@@ -307,7 +307,7 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	e.keepOverwritten(recs)
 	recs = e.mergeKept(recs)
 	if !e.prot.standby {
-		e.restoreHistory(ctx, o, recs)
+		e.restoreHistory(ctx, o, e.historyFrom(recs))
 	}
 	// Records the topic lost (deleted, created again) are written back
 	// from memory, never read as "no claims" (ledger_restore.go).

@@ -405,6 +405,32 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 	o.Purged = e.purged(e.ev.lastMono)
 }
 
+// historyFrom: the records restoreHistory reads. The topic lost this
+// broker's record, and this process remembers one another instance of
+// it wrote (it stood by beside it, and takes over now): that record
+// counts as one a peer wrote back (Record.Restored: its purges are
+// restored, and the caps count as spent). Read as no record at all, it
+// made the instance taking over purge as a fresh install, a second
+// hour's cap (found by the simulation, ledger_delete seed 1208: the
+// topic deleted just before a standby's takeover).
+func (e *Enforcer) historyFrom(recs Records) Records {
+	if _, ok := recs.Agents[e.brokerID]; ok || recs.Undecodable[e.brokerID] > 0 || e.prot.purgesRestored {
+		return recs
+	}
+	mem := e.prot.remembered
+	if mem == nil {
+		mem = e.prot.records
+	}
+	r, ok := agentOf(mem, e.brokerID)
+	if !ok || !otherInstance(r, e.instance) {
+		return recs
+	}
+	recs = recs.Clone()
+	r.Restored = true
+	recs.Agents[e.brokerID] = r
+	return recs
+}
+
 // peersListed reports whether the cluster lists a broker other than this
 // agent's (whose agent may remember this agent's record); a failed read
 // counts as yes (the safe side: the wait).
