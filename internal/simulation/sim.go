@@ -98,7 +98,7 @@ var AllClasses = []Class{CallBefore, CallAfter, CallTimeout, AgentKill, LedgerDe
 var DefaultMix = []Class{Disk, Burst, AgentKill, BrokerRestart, QuotaRateChange,
 	OperatorQuota, OperatorLocalRetention, OperatorLift, OperatorResume, OperatorUninstall,
 	CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump, CordonFaults, Relief, OperatorACLs, Duplicate,
-	TieredShared, LedgerGarbage, LedgerReshape}
+	TieredShared, LedgerGarbage, LedgerReshape, LedgerDelete}
 
 // Known is what a class left out of DefaultMix finds: the invariant it
 // breaks with Disk (and Also) at Seed, and why.
@@ -109,70 +109,10 @@ type Known struct {
 	What      string
 }
 
-// ledgerAlso: the ledger mix the KnownBroken texts name (every class of
-// DefaultMix but the disk, burst, cordon_faults, relief and operator_acls),
-// for replaying them.
-var ledgerAlso = []Class{AgentKill, BrokerRestart, QuotaRateChange, OperatorQuota, OperatorLocalRetention,
-	OperatorLift, OperatorResume, OperatorUninstall, CallBefore, CallAfter, CallTimeout, ControllerMove, ClockJump}
-
-// defaultAlso: every class of DefaultMix but the disk, which Known adds.
-func defaultAlso() []Class {
-	return slices.DeleteFunc(slices.Clone(DefaultMix), func(c Class) bool { return c == Disk })
-}
-
-// KnownBroken lists the classes left out of DefaultMix.
-var KnownBroken = map[Class]Known{
-	LedgerDelete: {Also: defaultAlso(), Seed: 658, Invariant: "I1",
-		What: "what is left, with the whole DefaultMix (ledger_reshape and ledger_garbage in it), over seeds 1-2000: " +
-			"2 seeds, both I1, no I4: local.retention.bytes removed at 658 and 1589. 658 (traced): a peer wrote agent 2's " +
-			"earlier process's claim on events' local.retention.bytes (4710400, original unset), remembered from before " +
-			"that process dropped it (the operator changed the value), into its restarted record; the agent adopted it " +
-			"and, the other claim on 4710400 (broker 1's, original the operator's 104857600) written over by broker 1's " +
-			"second instance, restored unset: a peer's memory of claims given up since. 1589 not traced here. " +
-			"Fixed in the session that left this (7 seeds before): 384 (a cordon), 930 (a WRITE DENY binding), 1989 (a " +
-			"producer quota), 1881 (local retention): a peer wrote an earlier process's claims into its successor's record " +
-			"only while it was Fresh; records now name the processes they inherited and peers write the claims in until " +
-			"one does (TestR8_7PeerWritesClaimsIntoARecordWrittenAfterTheFreshWindow, " +
-			"TestR8_7PeerKeepsAnEarlierProcessesRecordUntilItsSuccessorInheritsIt, " +
-			"TestR8_7PeerNeverWritesBackClaimsTheSuccessorReleased); 595, the simulator's model (a lost record taken for " +
-			"back while its writer, the only holder, lived, though that writer died before writing it again; " +
-			"TestLostClaimsTheirDeadWriterAloneRememberedAreUnattributed). Fixed just before that count: 1279, the " +
-			"simulator's model (a peer's reassigner that had marked broker 2's throttle claim releasing was still taken " +
-			"for its holder after it read the claim back as another process's: " +
-			"TestPeerForgetsAReassignClaimReadBackAsAnotherProcesses). " +
-			"Fixed in the session before (12 seeds before): I1 at 339 (a garbage lift under broker 2's key " +
-			"held the write-back of its dead agent's record; TestR8_7PeerWritesBackARecordBesideAnUndecodableLift), " +
-			"1704 (a garbage record under the key made the peers forget the lost record at their first read, " +
-			"so the restarted agent's new record never got its earlier process's cordon claim; " +
-			"TestR8_7PeerRemembersALostRecordBehindAnUndecodableOne), and 321 (1729, a cordon, passes since the same change; " +
-			"not traced), the simulator's model (a peer wrote " +
-			"back an older copy without the claim a dead agent made just before the topic went, and the model took " +
-			"it for the record back instead of waiving the claim no process remembered; " +
-			"TestLostClaimsBackOnlyInAnOlderCopyAreUnattributed). " +
-			"Fixed in the session before that: I4 at 232, 1427, 1533, 1825 (and 204): a restarted agent's Fresh record, " +
-			"written before any peer could write its lost one back, lacked its earlier process's purge history; a peer " +
-			"now writes the history it remembers into it, marked Restored (TestR7_3R8_7PeerWritesThePurgeHistoryIntoAFreshRecord), " +
-			"and an instance standing by writes back the peers' records too (1427: the active instance was dead; " +
-			"TestR7_3R8_7StandbyWritesThePeersRecordsTheLedgerLost); I1 at 232, 517, 1455, 1533, 1825: an agent " +
-			"started on the recreated topic lowered a peer's local.retention.bytes further, recording it as the " +
-			"operator's; the claim now takes the original of the claim whose value it recorded " +
-			"(TestR7_4R8_7ClaimOnALostRecordsValueInheritsItsOriginal); I1 at 150, 354, 1447 (cordons left): a peer's " +
-			"copy of an agent's own record replaced the agent's memory when its times looked newer (a clock gone back, " +
-			"a restarted process's clock behind the earlier one's); now a copy of an earlier process's record never does, " +
-			"and one of this process's only when it is a write whose reply was lost " +
-			"(TestR8_7OwnMemoryWinsOverACopyAfterTheClockWentBack); I1 at 1813, the simulator's model: what an undecodable " +
-			"record claimed after the uninstall stays unattributed when the topic is deleted afterwards " +
-			"(TestUndecodableClaimsStayUnattributedWhenTheLedgerGoesAfterTheUninstall). " +
-			"Fixed before: seeds 161, 260, 281, 530, 589, 1572 (TestR7_3R8_7NoRecordAtStartWaitsForAPeerToWriteItBack), " +
-			"1271, 255, 561 (TestR7_3R8_7RecordAPeerWroteBackCountsTheCapsSpent), 261, 1097 " +
-			"(TestR7_3R8_7StandbyKeepsStandingByWhenTheRecordVanishes), the restart on a lost topic " +
-			"(TestR7_3R8_7UnknownPurgeHistoryCountsTheCapsSpent), seed 3 with relief " +
-			"(TestR8_7MoverWritesBackTheThrottleClaimTheLedgerLost, TestR8_7ReassignerWritesBackTheClaimTheLedgerLost), " +
-			"304 (TestR8_7RestartedAgentAdoptsTheClaimsAPeerRemembers), 7 (TestR8_7PeerWritesBackARecordTheLedgerLost), " +
-			"77 (TestR8_7ReleaseReadKeepsWhatTheLedgerLost). Not fixed, may come back with clock_jump and duplicate_agent: " +
-			"purge buckets carry the writer's wall clock, so a duplicate pair whose clocks are 2h apart counts each " +
-			"other's purges 2h old (seed 18 before)."},
-}
+// KnownBroken lists the classes left out of DefaultMix (none today: every
+// class runs in it; a class added to AllClasses goes into one or the
+// other, TestEveryClassRunsOrIsKnownBroken).
+var KnownBroken = map[Class]Known{}
 
 // Options configure one run.
 type Options struct {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +113,23 @@ func TestSim(t *testing.T) {
 	}
 	d := time.Since(begin)
 	t.Logf("%d seeds in %s: %.1f seeds/s", ran, d.Round(time.Millisecond), float64(ran)/d.Seconds())
+}
+
+// TestEveryClassRunsOrIsKnownBroken: a class of AllClasses is in
+// DefaultMix (go test runs it) or in KnownBroken (the bug it finds is
+// named and checked), never in neither or both.
+func TestEveryClassRunsOrIsKnownBroken(t *testing.T) {
+	for _, c := range AllClasses {
+		_, known := KnownBroken[c]
+		if run := slices.Contains(DefaultMix, c); run == known {
+			t.Errorf("class %s: in DefaultMix %v, in KnownBroken %v: want exactly one", c, run, known)
+		}
+	}
+	for c := range KnownBroken {
+		if !slices.Contains(AllClasses, c) {
+			t.Errorf("KnownBroken names %s, which is not in AllClasses", c)
+		}
+	}
 }
 
 // TestSimFindsKnownBugs: each class left out of DefaultMix still breaks
