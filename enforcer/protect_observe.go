@@ -98,7 +98,11 @@ type protectionState struct {
 	// this agent's record as last written (restored from memory when the
 	// topic lost it).
 	ledgerLost bool
-	written    *Record
+	// lostSeen: the last time (wall clock) this process found the
+	// ownership topic lost, or read a record saying so (LedgerLost);
+	// written into its record for a day (lostMark).
+	lostSeen time.Time
+	written  *Record
 	// unconfirmed: the Updated of this agent's record writes that failed
 	// since its last successful one (each may have taken effect).
 	unconfirmed []time.Time
@@ -275,6 +279,9 @@ func (e *Enforcer) protectionRelevant(o Observed) bool {
 	if !e.dryRun && !ledger.SamePurges(e.clusterRecord().Purged, e.purgeHistory(o.Now)) {
 		return true // the purge history goes into the record
 	}
+	if !e.dryRun && e.prot.records != nil && !e.prot.ledgerLost && !e.clusterRecord().LedgerLost.Equal(e.lostMark(o.Now)) {
+		return true // so does the ledger's loss (purge_record.go)
+	}
 	if !e.recordForMode().Empty() || !e.clusterRecord().Empty() || len(e.prot.unrecorded) > 0 || e.prot.unrecordedQuota > 0 || len(o.wantProtected) > 0 ||
 		len(o.lowerCandidates) > 0 || e.cordonRelevant(o) {
 		return true
@@ -365,6 +372,11 @@ func (e *Enforcer) loadRecords(ctx context.Context) (ledger.Records, error) {
 				"topic", e.cfg.OwnershipTopic, "err", err)
 		}
 		e.prot.ledgerLost = true
+		if !errors.Is(err, ErrLedgerMissing) || e.prot.records != nil || e.prot.written != nil {
+			// Not a fresh install's first read whose topic creation
+			// failed: records may have gone with the topic.
+			e.prot.lostSeen = latest(e.prot.lostSeen, e.clock.Now())
+		}
 		// A missing topic is created again (a reshaped or uncompacted
 		// one is the operator's to fix): the records this agent holds
 		// in memory are written to it by the next passes.
@@ -376,6 +388,9 @@ func (e *Enforcer) loadRecords(ctx context.Context) (ledger.Records, error) {
 	}
 	if err != nil {
 		return recs, fmt.Errorf("load protection records: %w", err)
+	}
+	for _, r := range recs.Agents {
+		e.prot.lostSeen = latest(e.prot.lostSeen, r.LedgerLost)
 	}
 	if e.prot.ledgerLost {
 		e.logger.Warn("protection ledger back", "topic", e.cfg.OwnershipTopic)

@@ -354,7 +354,9 @@ func (e *Enforcer) spendCapsUnknownHistory(o *Observed, why string) {
 //     (restoreLost), marked Restored (the case above); then, with still
 //     no record, this agent purges as a fresh install (found by the
 //     simulation, ledger_delete, seed 530: the topic was deleted in the
-//     step the agent restarted, and it purged a second hour's cap). A
+//     step the agent restarted, and it purged a second hour's cap),
+//     unless a record it read says the topic was lost within the day
+//     (lostMark): then the caps count as spent (spendCapsUnknownHistory). A
 //     record this process wrote meanwhile does not end the wait. A
 //     cluster that lists no other broker has no agent that could write
 //     the record back: no wait (peersListed).
@@ -399,7 +401,17 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 		if mono < e.prot.historyUntil {
 			return
 		}
-		e.prot.historyWait, e.prot.purgesRestored, e.prot.freshInstall = false, true, true
+		e.prot.historyWait = false
+		if lost := e.lostMark(o.Now); !lost.IsZero() {
+			// The topic was lost within the day: this agent's record
+			// may have gone with it, and every process that remembered
+			// it too (found by the simulation, seed 2555 of the default
+			// mix).
+			e.spendCapsUnknownHistory(o, "no record of this agent was written back, and the ownership topic was lost within the day: its record may have gone with the topic and every process that remembered it")
+			e.prot.purgesRestored = true
+			break
+		}
+		e.prot.purgesRestored, e.prot.freshInstall = true, true
 		e.logger.Info("no record of this agent was written back: purging as a fresh install", "topic", e.cfg.OwnershipTopic)
 	}
 	o.Purged = e.purged(e.ev.lastMono)
@@ -440,4 +452,24 @@ func (e *Enforcer) peersListed(ctx context.Context) bool {
 		return true
 	}
 	return slices.ContainsFunc(live, func(id int32) bool { return id != e.brokerID })
+}
+
+// lostMark is the last time this process found the ownership topic lost,
+// or read a record saying so (Record.LedgerLost), while it is less than
+// a day old at now (the purge caps' longer window); zero otherwise.
+// Every record this process writes carries it, so a process that finds
+// no record of its own learns the loss from its peers' (restoreHistory).
+func (e *Enforcer) lostMark(now time.Time) time.Time {
+	if e.prot.lostSeen.IsZero() || now.Sub(e.prot.lostSeen) >= 24*time.Hour {
+		return time.Time{}
+	}
+	return e.prot.lostSeen.UTC()
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

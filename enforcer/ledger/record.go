@@ -182,6 +182,15 @@ type Record struct {
 	// a process that finds its own record so restored counts its purge
 	// history as unknown (spec R7.3). Its agent's own writes clear it.
 	Restored bool `json:"restored,omitempty"`
+	// LedgerLost: the last time, within the day, that the process that
+	// wrote it found the ownership topic lost, or read a record saying
+	// so (its writer's wall clock). A process whose first read finds no
+	// record of its own, and none written back within its wait, counts
+	// its purge history as unknown while a record says the topic was lost
+	// within the day: its record may have gone with the topic, and every
+	// process that remembered it with them (spec R7.3,
+	// enforcer/purge_record.go).
+	LedgerLost time.Time `json:"ledger_lost,omitzero"`
 }
 
 // EarlierProcess reports whether r and cur were written by two processes
