@@ -223,3 +223,51 @@ func TestR8_7ObserveModeInstanceInheritsTheRecordItWritesOver(t *testing.T) {
 		t.Fatalf("R8.7/the operator's binding was deleted as the guard's: %v", f.acls)
 	}
 }
+
+// R8.7 (issue 20; simulation, seed 2938): a peer wrote back its copy of
+// broker 2's record, read before that agent's last claim; another peer
+// read the record after it. That peer writes its later copy back (the
+// same process's, a higher write count: Record.Seq), so the claim is in
+// the record and lifted after the lease. Before the fix it took the
+// older copy for the record: the claim was in no record, and what it
+// names stayed in place for good.
+func TestR8_7PeerWritesBackALaterCopyOverAnOlderOne(t *testing.T) {
+	full, calm := protectSnaps()
+	onlyA := func() *agent.Snapshot { return snap(950, 1000, part("a", 0, 0, 10, seg(0, 1, agent.StateOpen))) }
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	two, _ := enforcerAs(t, 2, cfg, onlyA(), f, clock)
+	peer1, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	peer3, _ := enforcerAs(t, 3, cfg, calm(), f, clock)
+	for range 20 { // past a lease: its records are no longer Fresh
+		passAt(t, two, clock, onlyA())
+		clock.t = clock.t.Add(time.Second)
+	}
+	passAt(t, peer1, clock, calm()) // reads the claim on a
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, two, clock, full()) // claims b too
+	if got := f.records.Agents[2].ACLTopics(); !slices.Equal(got, []string{"a", "b"}) || !f.acls[denyAll("b")] {
+		t.Fatalf("the test needs broker 2 protecting a and b: %+v %v", f.records.Agents[2], f.acls)
+	}
+	passAt(t, peer3, clock, calm()) // reads the claims on a and b
+	// The ownership topic is lost; broker 2's agent is dead from now on.
+	f.records = ledger.NewRecords()
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, peer1, clock, calm())
+	if r := f.records.Agents[2]; !r.Restored || !slices.Equal(r.ACLTopics(), []string{"a"}) {
+		t.Fatalf("the test needs broker 1's older copy of broker 2's record written back: %+v", r)
+	}
+	passAt(t, peer3, clock, calm())
+	if got := f.records.Agents[2].ACLTopics(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("R8.7/broker 3 left the older copy of broker 2's record in place, its claim on b in no record: %+v", f.records.Agents[2])
+	}
+	for range 15 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, peer1, clock, calm())
+		passAt(t, peer3, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/broker 2's protection outlived its lease: %v", f.acls)
+	}
+}

@@ -88,6 +88,8 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		if cur, ok := recs.Agents[id]; ok {
 			if r.Started.IsZero() || cur.Started.IsZero() {
 				e.adopt(ctx, id, cur, r, set) // a record of an older guard
+			} else if cur.Restored && ledger.LaterWrite(r, cur) {
+				e.writeLater(ctx, id, r, set)
 			} else if !cur.Inherited(r.Started) && (id != e.brokerID || otherInstance(cur, e.instance)) {
 				e.rememberEarlier(id, r)
 			}
@@ -114,6 +116,32 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		e.writeEarlier(ctx, id, get, set)
 	}
 	return recs
+}
+
+// writeLater writes r, broker id's record as this agent last read it,
+// over cur, a peer's copy of an earlier write of the same process
+// (Record.LaterWrite): that peer read the record before r was written,
+// and its copy lacks what the process claimed since. Left as it is, the
+// copy stood for the record, every agent's memory took it, and a claim
+// made after it was in no record (found by the simulation, seed 2938:
+// broker 2's agent cordoned its log dir and recorded it, the topic was
+// reshaped, then deleted, broker 1's agent wrote back its older copy of
+// broker 2's record, broker 3's agent, which had read the record with
+// the cordon claim, took that copy for the record, and the log dir
+// stayed cordoned after the faults). A failed write is tried again at
+// the next read (the memory keeps r).
+func (e *Enforcer) writeLater(ctx context.Context, id int32, r Record, set func(int32, Record)) {
+	r.BrokerID, r.Restored = id, true
+	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
+	err := e.admin.StoreRecord(sctx, r)
+	cancel()
+	set(id, r)
+	if err != nil {
+		e.logger.Warn("a peer wrote back an older copy of another agent's record: writing the later one back failed", "broker_id", id, "err", err)
+		return
+	}
+	e.logger.Warn("a peer wrote back an older copy of another agent's record: the later one this agent read written back",
+		"broker_id", id, "topic", e.cfg.OwnershipTopic, "claims", r.Claims())
 }
 
 // inheritOwn is restoreOwn's part for claims of earlier processes: a

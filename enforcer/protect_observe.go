@@ -106,6 +106,9 @@ type protectionState struct {
 	// unconfirmed: the Updated of this agent's record writes that failed
 	// since its last successful one (each may have taken effect).
 	unconfirmed []time.Time
+	// seq: the writes of this agent's record this process made
+	// (Record.Seq).
+	seq uint64
 	// switchingSince: when each log dir the policy wants protected but
 	// the cached records do not show protected was first seen so
 	// (recordsDue).

@@ -249,10 +249,20 @@ func (c ConfigClaim) Sets(cur *string) bool {
 // holds its key, sets again over in, the value in place (ok false: none):
 // the lowest value a live claim made on c's original holds, where in is
 // c's own and no claim made on another operator's value holds the same
-// number (that claim's value, with its original, is left in place).
+// number (that claim's value, with its original, is left in place), and
+// none holds the value handed back either: put in place, that value would
+// name two originals, and the other claim's release would restore its
+// own, older one over the operator's value (found by the simulation,
+// seed 3895: an operator changed the value while the agent whose claim
+// set it was dead; a peer lowered it again on the operator's value, a
+// second peer's claim took that original for its own value, the first
+// peer's release handed the key back to that value, and the dead agent,
+// restarted, restored its stale original). The claim then stays,
+// releasing, its value in place, until the other claims go.
 func (rs Records) HandBackValue(c ConfigClaim, in *string) (v string, ok bool) {
 	v, ok = rs.LiveConfigValue(c.Topic, c.Key, c.Orig)
-	if !ok || !c.Sets(in) || *in == v || rs.OtherOriginalSets(c.Topic, c.Key, *in, c.Orig) {
+	if !ok || !c.Sets(in) || *in == v || rs.OtherOriginalSets(c.Topic, c.Key, *in, c.Orig) ||
+		rs.OtherOriginalSets(c.Topic, c.Key, v, c.Orig) {
 		return "", false
 	}
 	return v, true

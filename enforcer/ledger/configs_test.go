@@ -114,6 +114,44 @@ func TestR8_5HandBackLeavesAValueAClaimOnANewerOriginalHolds(t *testing.T) {
 	}
 }
 
+// R8.5, R7.4: a claim given up never hands the key back to a value that
+// a claim made on another operator's value also sets: in place, that
+// value would name two originals, and the other claim's release would
+// restore the older one over the operator's value (found by the
+// simulation, seed 3895: broker 3's agent, dead, held a claim made on
+// "not set" whose value broker 2's claim, taking broker 1's original
+// (the operator's 100 MiB, set meanwhile), still named; broker 1's
+// hand-back put that value in place, and broker 3's agent, restarted,
+// deleted the override). The claim stays, its value in place.
+func TestR8_5HandBackNeverToAValueOfAnotherOriginal(t *testing.T) {
+	operators := "104857600"
+	given := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "4792319", Orig: &operators, Releasing: true}
+	second := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "4792320", Orig: &operators}
+	stale := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "4792320"} // Orig: not set
+	recs := NewRecords()
+	recs.Agents[1] = Record{BrokerID: 1, Configs: []ConfigClaim{given}}
+	recs.Agents[2] = Record{BrokerID: 2, Configs: []ConfigClaim{second}}
+	recs.Agents[3] = Record{BrokerID: 3, Configs: []ConfigClaim{stale}}
+	in := given.Value
+	a := &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{given}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != in || a.alters != 0 {
+		t.Fatalf("R8.5/broker 1's hand-back set events' local.retention.bytes to %s, a value broker 3's claim made on \"not set\" also sets",
+			ShowValue(v))
+	}
+	// Without the claim on the other original, the key is handed back.
+	recs.Agents[3] = Record{BrokerID: 3}
+	a = &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{given}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != second.Value {
+		t.Fatalf("R8.5/events' local.retention.bytes is %s, want broker 2's %s handed back", ShowValue(v), second.Value)
+	}
+}
+
 // R8.5, R7.4: a lift releases every record's claims on a key at once;
 // the claim whose value is in place restores its original, whatever the
 // order: a stale claim listed first (made on an operator's value since

@@ -191,6 +191,20 @@ type Record struct {
 	// process that remembered it with them (spec R7.3,
 	// enforcer/purge_record.go).
 	LedgerLost time.Time `json:"ledger_lost,omitzero"`
+	// Seq: the writing process's count of its own writes (zero in
+	// records of older guards). Two copies of one process's record
+	// (same Started and Instance) are ordered by it, never by their
+	// times (a wall clock goes back): a peer that remembers a later
+	// write than the copy another peer wrote back writes its own again
+	// (enforcer/ledger_restore.go). Peers' copies keep it.
+	Seq uint64 `json:"seq,omitempty"`
+}
+
+// LaterWrite reports whether r is a later write of the process that
+// wrote cur (both marked with the same start, instance and a write
+// count; r's count higher).
+func LaterWrite(r, cur Record) bool {
+	return !r.Started.IsZero() && r.Started.Equal(cur.Started) && r.Instance == cur.Instance && cur.Seq > 0 && r.Seq > cur.Seq
 }
 
 // EarlierProcess reports whether r and cur were written by two processes
