@@ -41,24 +41,7 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 	if prev == nil {
 		prev = e.prot.records
 	}
-	defer func() {
-		m := recs.Clone()
-		if prev != nil {
-			// A record the topic lost, replaced by a value that does not
-			// decode, is not written back (its claims are unknown now) but
-			// stays remembered: when its agent's next record decodes, its
-			// earlier process's claims are written into it (adopt; found
-			// by the simulation, ledger_delete seed 1704: forgotten at the
-			// first read of the undecodable value, broker 2's cordon claim
-			// was in no record once its agent restarted).
-			for id, r := range prev.Agents {
-				if _, ok := m.Agents[id]; !ok && recs.Undecodable[id] > 0 {
-					m.Agents[id] = r
-				}
-			}
-		}
-		e.prot.remembered = &m
-	}()
+	defer func() { e.remember(prev, recs) }()
 	cloned := false
 	set := func(id int32, r Record) {
 		if !cloned {
@@ -116,6 +99,26 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		e.writeEarlier(ctx, id, get, set)
 	}
 	return recs
+}
+
+// remember keeps recs, the records as read and written back, as this
+// agent's memory of the ledger. A record the topic lost, replaced by a
+// value that does not decode, is not written back (its claims are
+// unknown now) but stays remembered from prev: when its agent's next
+// record decodes, its earlier process's claims are written into it
+// (adopt; found by the simulation, ledger_delete seed 1704: forgotten at
+// the first read of the undecodable value, broker 2's cordon claim was
+// in no record once its agent restarted).
+func (e *Enforcer) remember(prev *Records, recs Records) {
+	m := recs.Clone()
+	if prev != nil {
+		for id, r := range prev.Agents {
+			if _, ok := m.Agents[id]; !ok && recs.Undecodable[id] > 0 {
+				m.Agents[id] = r
+			}
+		}
+	}
+	e.prot.remembered = &m
 }
 
 // writeLater writes r, broker id's record as this agent last read it,
