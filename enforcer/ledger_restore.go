@@ -79,9 +79,7 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 			continue
 		}
 		r.BrokerID, r.Restored = id, true
-		sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
-		err := e.admin.StoreRecord(sctx, r)
-		cancel()
+		err := e.storePeerRecord(ctx, r)
 		// Kept in memory either way: a failed write is tried again at the
 		// next read, which finds the record still missing.
 		set(id, r)
@@ -121,6 +119,15 @@ func (e *Enforcer) remember(prev *Records, recs Records) {
 	e.prot.remembered = &m
 }
 
+// storePeerRecord writes another agent's record (or this broker's, as
+// another process left it) within the write-back's bound: a third of the
+// lease, at least the record timeout.
+func (e *Enforcer) storePeerRecord(ctx context.Context, r Record) error {
+	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
+	defer cancel()
+	return e.admin.StoreRecord(sctx, r)
+}
+
 // writeLater writes r, broker id's record as this agent last read it,
 // over cur, a peer's copy of an earlier write of the same process
 // (Record.LaterWrite): that peer read the record before r was written,
@@ -135,9 +142,7 @@ func (e *Enforcer) remember(prev *Records, recs Records) {
 // the next read (the memory keeps r).
 func (e *Enforcer) writeLater(ctx context.Context, id int32, r Record, set func(int32, Record)) {
 	r.BrokerID, r.Restored = id, true
-	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
-	err := e.admin.StoreRecord(sctx, r)
-	cancel()
+	err := e.storePeerRecord(ctx, r)
 	set(id, r)
 	if err != nil {
 		e.logger.Warn("a peer wrote back an older copy of another agent's record: writing the later one back failed", "broker_id", id, "err", err)
@@ -286,9 +291,7 @@ func (e *Enforcer) writeEarlier(ctx context.Context, id int32, get func(int32) (
 	// of a record that is not (its own records all are, in its window).
 	merged.WrittenBack = ledger.AddTimes(merged.WrittenBack, from...)
 	merged.BrokerID, merged.Fresh, merged.Restored = id, false, true
-	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
-	err := e.admin.StoreRecord(sctx, merged)
-	cancel()
+	err := e.storePeerRecord(ctx, merged)
 	set(id, merged)
 	if err != nil {
 		e.logger.Warn("another agent's record lacks claims of its earlier process: writing them back failed", "broker_id", id, "err", err)
@@ -401,9 +404,7 @@ func (e *Enforcer) adopt(ctx context.Context, id int32, cur, r Record, set func(
 	// so the claims are written once, never again after its agent has
 	// released them.
 	merged.BrokerID, merged.Fresh, merged.Restored = id, false, true
-	sctx, cancel := context.WithTimeout(ctx, max(e.cfg.Protection.LeaseDuration/3, e.cfg.Protection.RecordTimeout))
-	err := e.admin.StoreRecord(sctx, merged)
-	cancel()
+	err := e.storePeerRecord(ctx, merged)
 	if err != nil {
 		set(id, merged)
 		e.logger.Warn("another agent's record lacks claims of its earlier process: writing them back failed", "broker_id", id, "err", err)
