@@ -293,7 +293,7 @@ func TestR8_7PeerWritesBackALaterCopyOverAnOlderOneOnACluster(t *testing.T) {
 		a     = "later-copy-a"
 		b     = "later-copy-b"
 		own   = "__kdg_test_later_copy"
-		lease = 3 * time.Second
+		lease = 6 * time.Second // broker 3's pass must follow broker 1's write-back within it: room under -race on a loaded CI machine
 	)
 	admin := clusterAdmin(t, c, own)
 	for _, tp := range []string{a, b} {
