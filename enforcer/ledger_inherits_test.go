@@ -271,3 +271,112 @@ func TestR8_7PeerWritesBackALaterCopyOverAnOlderOne(t *testing.T) {
 		t.Fatalf("R8.7/broker 2's protection outlived its lease: %v", f.acls)
 	}
 }
+
+// R8.7 (issue 20; simulation, seed 5562): broker 2's agent claims topic
+// b after peer 1's last read and before peer 3's; the ownership topic is
+// lost and the agent restarts. Peer 1 writes back its older copy of the
+// record (topic a only), and the new process takes that copy over before
+// peer 3 reads the ledger: its record names the earlier process as
+// inherited, and which write of it (Record.InheritsSeq). Peer 3, which
+// remembers a later write of that process, writes the claim on b into
+// the record; the agent adopts it and releases it when calm. Before the
+// fix peer 3 took the record's Inherits for the whole earlier process:
+// the claim on b was in no record, and the binding stayed for good.
+func TestR8_7PeerWritesALaterWriteIntoTheRecordOfASuccessorThatTookAnOlderCopy(t *testing.T) {
+	full, calm := protectSnaps()
+	onlyA := func() *agent.Snapshot { return snap(950, 1000, part("a", 0, 0, 10, seg(0, 1, agent.StateOpen))) }
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	two, _ := enforcerAs(t, 2, cfg, onlyA(), f, clock)
+	peer1, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	peer3, _ := enforcerAs(t, 3, cfg, calm(), f, clock)
+	for range 20 { // past a lease: its records are no longer Fresh
+		passAt(t, two, clock, onlyA())
+		clock.t = clock.t.Add(time.Second)
+	}
+	passAt(t, peer1, clock, calm()) // reads the claim on a
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, two, clock, full()) // claims b too
+	if got := f.records.Agents[2].ACLTopics(); !slices.Equal(got, []string{"a", "b"}) || !f.acls[denyAll("b")] {
+		t.Fatalf("the test needs broker 2 protecting a and b: %+v %v", f.records.Agents[2], f.acls)
+	}
+	passAt(t, peer3, clock, calm()) // reads the claims on a and b
+	// The ownership topic is lost; broker 2's agent restarts.
+	f.records = ledger.NewRecords()
+	clock.t = clock.t.Add(time.Second)
+	back, _ := enforcerAs(t, 2, cfg, calm(), f, clock)
+	passAt(t, peer1, clock, calm())
+	if r := f.records.Agents[2]; !r.Restored || !slices.Equal(r.ACLTopics(), []string{"a"}) {
+		t.Fatalf("the test needs broker 1's older copy of broker 2's record written back: %+v", r)
+	}
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, back, clock, calm())
+	if r := f.records.Agents[2]; !r.Started.Equal(back.prot.started) || len(r.Inherits) != 1 || slices.Contains(r.ACLTopics(), "b") {
+		t.Fatalf("the test needs the new process's record naming the earlier process, without the claim on b: %+v", r)
+	}
+	passAt(t, peer3, clock, calm())
+	if got := f.records.Agents[2].ACLTopics(); !slices.Contains(got, "b") {
+		t.Fatalf("R8.7/broker 3 did not write the later claim on b into the record of the process that took over an older copy: %+v", f.records.Agents[2])
+	}
+	for range 6 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, back, clock, calm())
+		passAt(t, peer1, clock, calm())
+		passAt(t, peer3, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the earlier process's binding on b outlived it: %v", f.acls)
+	}
+	if r := f.records.Agents[2]; r.Claims() || len(peer3.prot.earlier) != 0 {
+		t.Errorf("R8.7/the record still claims, or the peer still keeps the earlier process's record: %+v %+v", r, peer3.prot.earlier)
+	}
+}
+
+// R8.7 (issue 20): as above, but the new process released the claim on a
+// it took over with the older copy before peer 3 wrote the later write in,
+// and an operator has protected topic a with the same binding since. The
+// agent takes the claim on b over, not the one on a again: the
+// operator's binding stays (R8.6).
+func TestR8_7SuccessorNeverTakesAgainWhatItReleasedFromAnOlderCopy(t *testing.T) {
+	full, calm := protectSnaps()
+	onlyA := func() *agent.Snapshot { return snap(950, 1000, part("a", 0, 0, 10, seg(0, 1, agent.StateOpen))) }
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	two, _ := enforcerAs(t, 2, cfg, onlyA(), f, clock)
+	peer1, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	peer3, _ := enforcerAs(t, 3, cfg, calm(), f, clock)
+	for range 20 {
+		passAt(t, two, clock, onlyA())
+		clock.t = clock.t.Add(time.Second)
+	}
+	passAt(t, peer1, clock, calm())
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, two, clock, full())
+	passAt(t, peer3, clock, calm())
+	f.records = ledger.NewRecords()
+	clock.t = clock.t.Add(time.Second)
+	back, _ := enforcerAs(t, 2, cfg, calm(), f, clock)
+	passAt(t, peer1, clock, calm()) // the older copy: a only
+	for range 3 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, back, clock, calm())
+	}
+	if r := f.records.Agents[2]; f.acls[denyAll("a")] || slices.Contains(r.ACLTopics(), "a") || len(r.Inherits) != 1 {
+		t.Fatalf("the test needs the new process's claim on a, taken over, released: %v %+v", f.acls, r)
+	}
+	f.acls[denyAll("a")] = true // the operator's, since
+	passAt(t, peer3, clock, calm())
+	if got := f.records.Agents[2].ACLTopics(); !slices.Contains(got, "b") {
+		t.Fatalf("the test needs broker 3 writing the later write in: %+v", f.records.Agents[2])
+	}
+	for range 6 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, back, clock, calm())
+		passAt(t, peer3, clock, calm())
+	}
+	if !f.acls[denyAll("a")] || f.acls[denyAll("b")] {
+		t.Fatalf("R8.6/the operator's binding on a was deleted as the guard's, or the guard's on b stayed: %v", f.acls)
+	}
+}

@@ -73,7 +73,7 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 				e.adopt(ctx, id, cur, r, set) // a record of an older guard
 			} else if cur.Restored && ledger.LaterWrite(r, cur) {
 				e.writeLater(ctx, id, r, set)
-			} else if !cur.Inherited(r.Started) && (id != e.brokerID || otherInstance(cur, e.instance)) {
+			} else if !cur.InheritedWrite(r) && (id != e.brokerID || otherInstance(cur, e.instance)) {
 				e.rememberEarlier(id, r)
 			}
 			continue
@@ -184,13 +184,25 @@ func (e *Enforcer) inheritOwn(get func(int32) (Record, bool), set func(int32, Re
 	default:
 		from = cur.WrittenBack
 	}
+	// A process taken over already counts again when a peer wrote a
+	// later write of it in (InheritsSeq): this one took over an older copy.
 	from = slices.DeleteFunc(slices.Clone(from), func(t time.Time) bool {
-		return t.Equal(e.prot.started) || slices.ContainsFunc(e.prot.inherits, t.Equal)
+		return t.Equal(e.prot.started) || slices.ContainsFunc(e.prot.inherits, t.Equal) && cur.InheritedSeq(t) <= e.prot.inheritSeq.Of(t)
 	})
 	same := cur.Instance == "" || cur.Instance == e.instance
 	legacy := e.isFresh() && !cur.Fresh && same
+	adoptable := cur
 	if len(from) > 0 {
+		if e.prot.written != nil && slices.ContainsFunc(from, func(t time.Time) bool { return slices.ContainsFunc(e.prot.inherits, t.Equal) }) {
+			// What this process took over before and released since is
+			// not taken again with the later write.
+			adoptable = ledger.Without(cur, e.prot.takenOver)
+		}
+		e.prot.takenOver, _ = ledger.Adopt(e.prot.takenOver, adoptable)
 		e.prot.inherits = ledger.AddTimes(e.prot.inherits, from...)
+		for _, t := range from {
+			e.prot.inheritSeq = e.prot.inheritSeq.With(t, cur.InheritedSeq(t))
+		}
 		e.prot.dirty = true
 		if cur.Restored && e.prot.freshInstall {
 			e.prot.freshInstall, e.prot.historyLate = false, true
@@ -204,8 +216,8 @@ func (e *Enforcer) inheritOwn(get func(int32) (Record, bool), set func(int32, Re
 	// claims of an earlier process written into this one: adopt,
 	// writeEarlier); its claims are taken as this agent's own, with
 	// what it claimed since.
-	if merged, added := ledger.Adopt(*e.prot.written, cur); added || len(from) > 0 {
-		merged.Fresh, merged.Inherits = e.isFresh(), e.prot.inherits
+	if merged, added := ledger.Adopt(*e.prot.written, adoptable); added || len(from) > 0 {
+		merged.Fresh, merged.Inherits, merged.InheritsSeq = e.isFresh(), e.prot.inherits, e.prot.inheritSeq
 		set(e.brokerID, merged)
 		e.prot.written = &merged
 		e.prot.dirty = true
@@ -258,7 +270,7 @@ func (e *Enforcer) writeEarlier(ctx context.Context, id int32, get func(int32) (
 	var from []time.Time
 	merged, added := cur, false
 	for _, r := range e.prot.earlier[id] {
-		if ok && cur.Inherited(r.Started) {
+		if ok && cur.InheritedWrite(r) {
 			continue
 		}
 		if !ok {
@@ -277,6 +289,12 @@ func (e *Enforcer) writeEarlier(ctx context.Context, id int32, get func(int32) (
 		if more {
 			merged, added = m, true
 			from = append(append(append(from, r.Started), r.Inherits...), r.WrittenBack...)
+			for _, t := range r.Processes() {
+				merged.InheritsSeq = merged.InheritsSeq.With(t, r.InheritedSeq(t))
+			}
+			for _, t := range r.WrittenBack {
+				merged.InheritsSeq = merged.InheritsSeq.With(t, r.InheritedSeq(t))
+			}
 		}
 	}
 	if len(keep) == 0 {

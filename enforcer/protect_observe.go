@@ -126,6 +126,10 @@ type protectionState struct {
 	// inherits: the earlier processes whose claims this one took over
 	// (Record.Inherits; restoreOwn): every record it writes names them.
 	inherits []time.Time
+	// inheritSeq: the write of each of them taken over (Record.InheritsSeq);
+	// takenOver: the claims of the records they were taken over from.
+	inheritSeq ledger.Writes
+	takenOver  ledger.Record
 	// earlier: by broker, the records of its agent's earlier processes
 	// whose claims no record of the broker read since names as
 	// inherited: written into its record until one does (adopt).

@@ -66,3 +66,32 @@ func sameClaim(a, b Owned) bool {
 	a.Releasing, b.Releasing = false, false
 	return reflect.DeepEqual(a, b)
 }
+
+// Without returns r without the claims x holds (bindings by shape and
+// topic, other claims whole, a topic config by topic and key), held or
+// releasing. Used by an agent that takes over a later write of an earlier
+// process: what it took over before and released since is not taken again.
+func Without(r, x Record) Record {
+	var owned []Owned
+	for _, o := range r.Owned {
+		if o.Kind == OwnedACL && o.Shape != nil {
+			o.Topics = slices.DeleteFunc(slices.Clone(o.Topics), func(t string) bool {
+				return slices.ContainsFunc(x.Owned, func(y Owned) bool {
+					return y.Kind == OwnedACL && y.Shape != nil && reflect.DeepEqual(*y.Shape, *o.Shape) && slices.Contains(y.Topics, t)
+				})
+			})
+			if len(o.Topics) > 0 {
+				owned = append(owned, o)
+			}
+			continue
+		}
+		if !slices.ContainsFunc(x.Owned, func(y Owned) bool { return sameClaim(y, o) }) {
+			owned = append(owned, o)
+		}
+	}
+	r.Owned = owned
+	r.Configs = slices.DeleteFunc(slices.Clone(r.Configs), func(c ConfigClaim) bool {
+		return slices.ContainsFunc(x.Configs, func(y ConfigClaim) bool { return y.Topic == c.Topic && y.Key == c.Key })
+	})
+	return r
+}

@@ -175,6 +175,14 @@ type Record struct {
 	// this record (Restored), for its agent to take as its own and name
 	// in Inherits. Its agent's own writes clear it.
 	WrittenBack []time.Time `json:"written_back,omitempty"`
+	// InheritsSeq: for each earlier process Inherits or WrittenBack
+	// names, the write of it (Seq) whose claims the record holds (none
+	// or 0: unknown, as in records of older guards). A successor that
+	// took over a peer's older copy of its earlier process's record
+	// names that copy's write; a peer that remembers a later write of
+	// that process writes the claims the successor lacks into its record
+	// (enforcer/ledger_restore.go; simulation, seed 5562).
+	InheritsSeq Writes `json:"inherits_seq,omitempty"`
 	// Restored: written back by another agent from its memory of this
 	// broker's record after the ownership topic lost it (deleted,
 	// created again: enforcer/ledger_restore.go). The copy is as that
@@ -228,6 +236,51 @@ func (r Record) Processes() []time.Time {
 // claims of, the process that started at started.
 func (r Record) Inherited(started time.Time) bool {
 	return slices.ContainsFunc(r.Processes(), started.Equal)
+}
+
+// InheritedSeq is the write (Seq) of the process that started at started
+// whose claims the record holds: its own last for its writer, the one
+// InheritsSeq names for an earlier process (0: unknown).
+func (r Record) InheritedSeq(started time.Time) uint64 {
+	if !r.Started.IsZero() && started.Equal(r.Started) {
+		return r.Seq
+	}
+	return r.InheritsSeq.Of(started)
+}
+
+// InheritedWrite reports whether the record's writer is w's process, or
+// took over the claims of w or of a later write of w's process (Inherited,
+// and no earlier write than w named in InheritsSeq). An unknown write
+// counts as taken over.
+func (r Record) InheritedWrite(w Record) bool {
+	if !r.Inherited(w.Started) {
+		return false
+	}
+	s := r.InheritedSeq(w.Started)
+	return w.Started.Equal(r.Started) || s == 0 || w.Seq <= s
+}
+
+// Writes names a write (Seq) of each of some agent processes, by their
+// Started (RFC 3339).
+type Writes map[string]uint64
+
+func writesKey(started time.Time) string { return started.UTC().Format(time.RFC3339Nano) }
+
+// Of is the write named for the process that started at started (0: none).
+func (w Writes) Of(started time.Time) uint64 { return w[writesKey(started)] }
+
+// With returns w naming seq for the process that started at started when
+// w names none or an earlier write (w itself is not changed).
+func (w Writes) With(started time.Time, seq uint64) Writes {
+	if started.IsZero() || seq <= w.Of(started) {
+		return w
+	}
+	out := maps.Clone(w)
+	if out == nil {
+		out = Writes{}
+	}
+	out[writesKey(started)] = seq
+	return out
 }
 
 // AddTimes returns list with the times of more it lacks, sorted.

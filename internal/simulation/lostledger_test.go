@@ -222,3 +222,52 @@ func TestLostClaimsTheirDeadWriterAloneRememberedAreUnattributed(t *testing.T) {
 		}
 	}
 }
+
+// A peer's memory of another agent's record is what its last successful
+// read returned, and the copies it wrote back since: a copy it wrote back
+// before that read is forgotten (the enforcer remembers the records as
+// read). Before, the simulation counted such a copy as remembered when its
+// claims happened to match the lost record's, and a claim no live agent
+// remembered was not waived (found by the simulation, seed 5087: broker
+// 2's agent wrote back broker 3's record with its cordon claim, then read
+// the record without it; broker 3's agent cordoned again, the topic was
+// reshaped and the agent killed: I1 took the cordon for a guard's left).
+func TestPeerMemoryIsTheLastReadNotAnEarlierWriteBack(t *testing.T) {
+	s := newTestSim(t)
+	s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+	s.decodable = map[int32]ledger.Record{}
+	ctx := t.Context()
+	dir := s.c.LogDirs(3)[0]
+	started := start.Add(-time.Minute)
+	cordoned := func(seq uint64) ledger.Record {
+		return ledger.Record{BrokerID: 3, Instance: "agent-3", Started: started, Seq: seq, Owned: []ledger.Owned{ledger.CordonClaim(dir)}}
+	}
+	peer := s.agents[1].tracked // agent-2's
+	copy1 := cordoned(1)
+	copy1.Restored = true
+	if err := peer.StoreRecord(ctx, copy1); err != nil { // a write-back
+		t.Fatal(err)
+	}
+	owner := s.c.Admin(3, "agent-3")
+	if err := owner.StoreRecord(ctx, ledger.Record{BrokerID: 3, Instance: "agent-3", Started: started, Seq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.LoadRecords(ctx); err != nil { // reads the record without the claim
+		t.Fatal(err)
+	}
+	if err := owner.CordonLogDir(ctx, 3, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.StoreRecord(ctx, cordoned(3)); err != nil { // read by no peer
+		t.Fatal(err)
+	}
+	s.loseLedger()
+	if s.lost.holders[3]["agent-2"] {
+		t.Fatalf("agent-2 counted as remembering broker 3's lost record (holders %v): its last read lacks the claim", s.lost.holders[3])
+	}
+	s.c.DeleteOwnershipTopic()
+	s.settleLost()
+	if f := s.checkEnd(); f != nil {
+		t.Fatalf("a cordon claim no live agent remembers, lost with the ledger: %v", f)
+	}
+}

@@ -359,7 +359,7 @@ func (s *sim) startAgent(a *agentSim) {
 	a.admin = s.c.Admin(id, a.name)
 	s.orphan(a) // a restart: what the dead process set unrecorded
 	s.undecodableRestart(a)
-	a.tracked = newTrackedAdmin(a.admin)
+	a.tracked = newTrackedAdmin(a.admin, a.name)
 	enf, err := enforcer.New(cfg, s.logger.With("agent", a.name), prometheus.NewRegistry(),
 		enforcer.Deps{Snapshots: a.src, Admin: a.tracked, Clock: a.clock, Evidence: a.admin, Instance: a.name})
 	if err != nil {

@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"context"
+	"maps"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
@@ -22,8 +23,10 @@ type trackedAdmin struct {
 	// memory of its peers' records, lostledger.go).
 	seen ledger.Records
 	// stored: the last record it wrote, by broker (its own, and a
-	// peer's it wrote back).
+	// peer's it wrote back since its last read).
 	stored map[int32]ledger.Record
+	// instance: the agent's name, the Instance of its own records.
+	instance string
 }
 
 // LoadRecords remembers what a successful read returned.
@@ -33,12 +36,16 @@ func (t *trackedAdmin) LoadRecords(ctx context.Context) (ledger.Records, error) 
 		// The fold recs is a copy of (read-only, kept until the next
 		// write): nothing was written since the read.
 		t.seen, _ = t.Cluster().Records()
+		// What it remembers of another agent's record is now what it
+		// read (enforcer/ledger_restore.go, remember): a copy it wrote
+		// back before is forgotten (seed 5087).
+		maps.DeleteFunc(t.stored, func(_ int32, r ledger.Record) bool { return r.Instance != t.instance })
 	}
 	return recs, err
 }
 
-func newTrackedAdmin(a *simbroker.ClusterAdmin) *trackedAdmin {
-	return &trackedAdmin{ClusterAdmin: a, pending: map[ledger.ACL]bool{}, stored: map[int32]ledger.Record{}}
+func newTrackedAdmin(a *simbroker.ClusterAdmin, instance string) *trackedAdmin {
+	return &trackedAdmin{ClusterAdmin: a, pending: map[ledger.ACL]bool{}, stored: map[int32]ledger.Record{}, instance: instance}
 }
 
 // CreateACLs remembers the bindings whatever the outcome (a reply lost
