@@ -231,3 +231,56 @@ func TestR8_5KeptClaimNeverSharesAValueWithAnotherOriginal(t *testing.T) {
 		t.Errorf("R8.5/the kept claim (400 over %s) written back beside broker 2's claim of 400 over %s: %+v", older, newer, got)
 	}
 }
+
+// R8.5, R8.8: an instance that took its broker over lowers a local
+// retention; the ownership topic is lost, a peer writes back its older
+// copy of the other instance's record (without the claim) and lifts it
+// (that instance's lease expired). The lift voids the instance's claim,
+// but its writer released nothing of it: the record it lifted lacked it.
+// The instance keeps the claim (keepOverwritten) and restores the
+// operator's value itself while the guard's value is in place. Not kept
+// (voided), the lowered value belonged to no claim and stayed for good
+// (found by the simulation, seed 9921: local.retention.bytes of events
+// left at 5079040 over the operator's <unset>).
+func TestR8_8OverwrittenInstanceRestoresTheClaimALiftOfAnOlderCopyMissed(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "100000"}}
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge,
+		Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+	s := tieredSnap(100)
+	b, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+		Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: "pod-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passAt(t, b, clock, tieredSnap(870))
+	if v, _ := localRetention(f, "tiered"); v != "400" || len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatalf("not lowered by pod-b: %q %+v", v, f.records.Agents[1])
+	}
+	// The topic is deleted; a peer writes back pod-a's record as it last
+	// read it (it protected topic a), then lifts it.
+	f.mu.Lock()
+	f.records = ledger.NewRecords()
+	f.mu.Unlock()
+	old := ledger.Record{BrokerID: 1, Instance: "pod-a", Started: t0.Add(-time.Hour), Renewed: t0.Add(-time.Hour),
+		LeaseMs: (10 * time.Second).Milliseconds(), Restored: true, Updated: t0.Add(-time.Hour),
+		Strategy: StrategyACL, Owned: []Owned{{Kind: OwnedACL, Shape: &Shape{Deny: []string{AnyPrincipal}}, Topics: []string{"a"}}}}
+	if err := f.StoreRecord(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 1, By: "agent of broker 2", Reason: "lease not renewed",
+		Kind: ledger.LiftLeaseExpired, Now: clock.t})
+	if err != nil || len(res.Lifts) != 1 {
+		t.Fatalf("the peer's lift: %+v, %v", res, err)
+	}
+	if v, _ := localRetention(f, "tiered"); v != "400" {
+		t.Fatalf("the test needs the lift to leave pod-b's value (the record it lifted lacks the claim): %q", v)
+	}
+	for range 15 { // pod-a's lease, seen unrenewed: pod-b takes over
+		passAfter(t, b, clock, time.Second, tieredSnap(100))
+	}
+	if v, _ := localRetention(f, "tiered"); v != "100000" {
+		t.Errorf("R8.5/local.retention.bytes %q once pod-b is calm, want the operator's 100000 (claimed by pod-b, a lift of an older copy of pod-a's record over its own)", v)
+	}
+}

@@ -12,10 +12,11 @@ import "slices"
 // are the guard's, never an operator's, to every pass of this agent. Its
 // config claims (lowered local retention) are kept too, and written back
 // into its record once it acts (mergeKept).
-// What a lift of this broker that the record written had not acknowledged
-// covers is not kept: the lift voided those claims and its writer (a peer
-// after the lease, an operator) released them; what it could not release
-// stays with the record that acknowledges it. Kept, an operator's
+// Of the bindings and the quota, what a lift of this broker that the
+// record written had not acknowledged covers is not kept: the lift voided
+// those claims and its writer (a peer after the lease, an operator)
+// released them; what it could not release stays with the record that
+// acknowledges it. Config claims are kept either way (below). Kept, an operator's
 // identical binding made after the lift would be taken for this agent's
 // and deleted (spec R8.6; found by the simulation, ledger_garbage seed
 // 174). Once per record written.
@@ -40,7 +41,13 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 		}
 	})
 	for _, c := range w.Configs {
-		if !voided(c.Topic) && !claimsKey(cur, c) && !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
+		// A config claim is kept even where the lift voided it: its
+		// writer may have lifted a record that lacked it (a peer's older
+		// copy written back over the one the ownership topic lost), and
+		// the planner releases a lifted claim only while the guard's value
+		// is in place (keepConfigClaims), so nothing an operator set since
+		// is touched (seed 9921).
+		if !claimsKey(cur, c) && !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
 			e.prot.keptConfigs = append(e.prot.keptConfigs, c)
 			n++
 		}
