@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
@@ -282,5 +284,66 @@ func TestR8_8OverwrittenInstanceRestoresTheClaimALiftOfAnOlderCopyMissed(t *test
 	}
 	if v, _ := localRetention(f, "tiered"); v != "100000" {
 		t.Errorf("R8.5/local.retention.bytes %q once pod-b is calm, want the operator's 100000 (claimed by pod-b, a lift of an older copy of pod-a's record over its own)", v)
+	}
+}
+
+// R8.5, R8.7, R8.8: pod-a lowers a local retention; the ownership topic is
+// lost, and pod-b, restarted meanwhile, finds it empty, acts, and lowers
+// pod-a's value further, taking it for the operator's (no record names
+// it). pod-a, back, stands by: pod-b's record holds a claim on the key,
+// but not pod-a's original. pod-a keeps its claim all the same, and once
+// it acts again (pod-b's claim released on calm, pod-a's value back,
+// pod-b's lease not renewed) it restores the operator's value. Not kept (the key was
+// claimed), pod-a's value was no claim's and stayed for good (found by the
+// simulation, seed 7144: local.retention.bytes of events left at 13262848
+// over the operator's <unset>).
+func TestR8_8OverwrittenInstanceKeepsItsClaimOnAKeyTheOtherClaims(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "100000"}}
+	clock := &clockAt{t0}
+	newAs := func(instance string) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge,
+			Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := tieredSnap(100)
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	// Ten segments a partition, nine uploaded: a little pressure lowers
+	// it a little, more pressure further.
+	big := func(used, capacity uint64) *agent.Snapshot {
+		return withTiered(snap(used, capacity, tieredPart(0, 10, 9), tieredPart(1, 10, 9)))
+	}
+	a := newAs("pod-a")
+	passAt(t, a, clock, big(860, 1000))
+	lowered, _ := localRetention(f, "tiered")
+	if lowered == "100000" || len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatalf("not lowered by pod-a: %q %+v", lowered, f.records.Agents[1])
+	}
+	f.mu.Lock()
+	f.records = ledger.NewRecords()
+	f.mu.Unlock()
+	clock.t = clock.t.Add(time.Second)
+	b := newAs("pod-b")
+	passAt(t, b, clock, big(9900, 10000))
+	if v, _ := localRetention(f, "tiered"); v == lowered || f.records.Agents[1].Instance != "pod-b" {
+		t.Fatalf("the test needs pod-b's record, its claim lowering pod-a's value %q further: %q %+v", lowered, v, f.records.Agents[1])
+	}
+	passAt(t, a, clock, tieredSnap(100))
+	if !a.prot.standby {
+		t.Fatal("the test needs pod-a standing by")
+	}
+	// pod-b's claim is released on calm (it restores pod-a's value); its
+	// record, with no claim left, is not renewed: pod-a, holding a claim,
+	// takes over.
+	for range 15 {
+		passAfter(t, b, clock, time.Second, tieredSnap(100))
+		passAt(t, a, clock, tieredSnap(100))
+	}
+	if v, _ := localRetention(f, "tiered"); v != "100000" {
+		t.Errorf("R8.5/local.retention.bytes %q after calm, want the operator's 100000 (pod-a's claim, its record written over by pod-b's claim on pod-a's value)", v)
 	}
 }

@@ -16,10 +16,10 @@ import "slices"
 // record written had not acknowledged covers is not kept: the lift voided
 // those claims and its writer (a peer after the lease, an operator)
 // released them; what it could not release stays with the record that
-// acknowledges it. Config claims are kept either way (below). Kept, an operator's
-// identical binding made after the lift would be taken for this agent's
-// and deleted (spec R8.6; found by the simulation, ledger_garbage seed
-// 174). Once per record written.
+// acknowledges it. Kept, an operator's identical binding made after the
+// lift would be taken for this agent's and deleted (spec R8.6; found by
+// the simulation, ledger_garbage seed 174). Config claims are kept either
+// way (below). Once per record written.
 func (e *Enforcer) keepOverwritten(recs Records) {
 	cur := recs.Agents[e.brokerID]
 	w := e.prot.written
@@ -46,8 +46,13 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 		// copy written back over the one the ownership topic lost), and
 		// the planner releases a lifted claim only while the guard's value
 		// is in place (keepConfigClaims), so nothing an operator set since
-		// is touched (seed 9921).
-		if !claimsKey(cur, c) && !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
+		// is touched (seed 9921). And even where the record over it claims
+		// the key: that claim may have been made on this claim's value,
+		// taken for the operator's (the other instance restarted while the
+		// ledger was lost), and restores it; mergeKept writes the kept
+		// claim back if no claim of the record holds the key when this
+		// agent acts (seed 7144).
+		if !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
 			e.prot.keptConfigs = append(e.prot.keptConfigs, c)
 			n++
 		}
