@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -345,5 +346,75 @@ func TestR8_8OverwrittenInstanceKeepsItsClaimOnAKeyTheOtherClaims(t *testing.T) 
 	}
 	if v, _ := localRetention(f, "tiered"); v != "100000" {
 		t.Errorf("R8.5/local.retention.bytes %q after calm, want the operator's 100000 (pod-a's claim, its record written over by pod-b's claim on pod-a's value)", v)
+	}
+}
+
+// R8.7, R8.8: the claims an instance keeps from its record written over
+// (keepOverwritten) go into its own record as read only after the records
+// the topic lost are written back (restoreLost). Merged before, a kept
+// claim took the key in the other instance's new record as restoreLost
+// saw it, so the claim of that instance's earlier process on the key,
+// remembered here, was not written into it (ledger.Adopt adds a config
+// claim only on a key the record does not claim), and its lowered value
+// stayed for good (found by the simulation, seed 2488: the kept claim,
+// 4710400, had been restored by a peer's lift; the earlier process's
+// 4751360 was left).
+func TestR8_7KeptClaimDoesNotHideAnEarlierProcessesClaimOnTheKey(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(100))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "300"}}
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge,
+		Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+	s := tieredSnap(100)
+	a, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+		Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: "pod-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := "100000"
+	// pod-b's earlier process lowered to 300; pod-a remembers that record.
+	earlier := Record{BrokerID: 1, Instance: "pod-b", Started: t0.Add(-time.Hour), Updated: t0.Add(-time.Minute),
+		Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "300", Orig: &orig}}}
+	mem := ledger.NewRecords()
+	mem.Agents[1] = earlier
+	a.prot.remembered = &mem
+	// pod-b restarted while the ledger was lost: its new record names no
+	// claim. pod-a keeps a claim of its own on the key (400, long
+	// restored).
+	if err := f.StoreRecord(t.Context(), Record{BrokerID: 1, Instance: "pod-b", Started: t0.Add(-time.Second), Fresh: true, Updated: t0.Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	a.prot.keptConfigs = []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &orig}}
+	passAt(t, a, clock, tieredSnap(100))
+	if cs := f.records.Agents[1].Configs; !slices.ContainsFunc(cs, func(c ConfigClaim) bool { return c.Value == "300" }) {
+		t.Errorf("R8.7/pod-b's earlier claim on the key (300) not written back into its record, pod-a's kept claim merged first: %+v", cs)
+	}
+}
+
+// R8.8: of the claims of its record written over, an instance keeps one
+// on a key the record over it claims on another original (that claim may
+// have been made on this one's value, seed 7144), but not one on a key
+// the record over it claims on the same original: the other instance took
+// it over (or lowered further on the same operator's value) and restores
+// that original itself; kept, it came back as this instance's claim once
+// the other had released it.
+func TestR8_8OverwrittenInstanceKeepsNoClaimTheOtherTookOver(t *testing.T) {
+	e, _ := newTestEnforcer(t, Config{Enabled: true}, tieredSnap(100), newFakeAdmin(tieredSnap(100)), &clockAt{t0})
+	orig, mine := "100000", "400"
+	e.instance = "pod-a"
+	for _, c := range []struct {
+		overOrig *string
+		kept     bool
+	}{{&orig, false}, {&mine, true}} {
+		e.prot.keptConfigs, e.prot.overwritten = nil, time.Time{}
+		e.prot.written = &Record{BrokerID: 1, Instance: "pod-a", Updated: t0,
+			Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: mine, Orig: &orig}}}
+		recs := ledger.NewRecords()
+		recs.Agents[1] = Record{BrokerID: 1, Instance: "pod-b", Updated: t0.Add(time.Second),
+			Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "300", Orig: c.overOrig}}}
+		e.keepOverwritten(recs)
+		if got := len(e.prot.keptConfigs) == 1; got != c.kept {
+			t.Errorf("R8.8/the record over it claims the key on %s: kept %v, want %v", *c.overOrig, got, c.kept)
+		}
 	}
 }

@@ -1,6 +1,10 @@
 package enforcer
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
 
 // keepOverwritten keeps what this agent's last written record claimed
 // when another instance for the same broker has written over it (spec
@@ -43,16 +47,20 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 	for _, c := range w.Configs {
 		// A config claim is kept even where the lift voided it: its
 		// writer may have lifted a record that lacked it (a peer's older
-		// copy written back over the one the ownership topic lost), and
-		// the planner releases a lifted claim only while the guard's value
-		// is in place (keepConfigClaims), so nothing an operator set since
-		// is touched (seed 9921). And even where the record over it claims
-		// the key: that claim may have been made on this claim's value,
-		// taken for the operator's (the other instance restarted while the
-		// ledger was lost), and restores it; mergeKept writes the kept
-		// claim back if no claim of the record holds the key when this
-		// agent acts (seed 7144).
-		if !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
+		// copy written back over the one the ownership topic lost, or the
+		// other instance's record), and released nothing of it; the
+		// planner releases a lifted claim only while the guard's value is
+		// in place (keepConfigClaims), so nothing set since is touched
+		// (seed 9921). It is kept too where the record over it claims the
+		// key on another original: that claim may have been made on this
+		// claim's value, taken for the operator's (the other instance
+		// restarted while the ledger was lost), and restores it; mergeKept
+		// writes the kept claim back if no claim of the record holds the
+		// key when this agent acts (seed 7144). A claim on the key with
+		// the same original restores what this one would (the other
+		// instance took it over, or lowered further on the same operator's
+		// value): not kept.
+		if !sameOriginalClaim(cur, c) && !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
 			e.prot.keptConfigs = append(e.prot.keptConfigs, c)
 			n++
 		}
@@ -109,6 +117,12 @@ func claimsKey(r Record, c ConfigClaim) bool {
 }
 
 func sameKey(a, b ConfigClaim) bool { return a.Topic == b.Topic && a.Key == b.Key }
+
+// sameOriginalClaim reports whether r holds a claim on c's topic config
+// key made on c's original.
+func sameOriginalClaim(r Record, c ConfigClaim) bool {
+	return slices.ContainsFunc(r.Configs, func(x ConfigClaim) bool { return sameKey(x, c) && ledger.SameValue(x.Orig, c.Orig) })
+}
 
 // pruneUnrecorded forgets the bindings set unrecorded that a read after
 // their creation finds gone: a creation that failed before taking effect,
