@@ -87,8 +87,14 @@ func (e *Enforcer) withoutShadowed(prev *Records, recs Records) *Records {
 	return out
 }
 
-// holdsLastWrite: recs hold this agent's record as it last wrote it.
+// holdsLastWrite: recs hold this agent's record as it last wrote it,
+// with its config claims. A peer's copy of that write (the same Updated)
+// may lack a claim the peer found stale (withoutShadowed): restoreOwn
+// writes the memory over it, so the memory is filtered too (found by the
+// simulation, seed 5994: unfiltered, the stale claim was written again,
+// and an operator's lift restored its original over the operator's value).
 func (e *Enforcer) holdsLastWrite(recs Records) bool {
 	cur, ok := recs.Agents[e.brokerID]
-	return ok && e.prot.written != nil && cur.Updated.Equal(e.prot.written.Updated)
+	return ok && e.prot.written != nil && cur.Updated.Equal(e.prot.written.Updated) &&
+		ledger.SameConfigs(cur.Configs, e.prot.written.Configs)
 }

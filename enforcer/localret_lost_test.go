@@ -159,3 +159,49 @@ func staleClaim(t *testing.T, peer bool) {
 		t.Fatalf("R7.4/local.retention.bytes of tiered is %q (set %v) after calm, want the operator's 100000", v, ok)
 	}
 }
+
+// R7.4, R8.7: a peer writes an agent's lost record back without the claim
+// an operator's change made stale (Records.Shadowed), as the agent last
+// wrote it otherwise (the same Updated). The agent, alive, reads that
+// copy: it does not hold what the agent wrote (the claim is missing), so
+// the agent's memory is filtered as well before its record is written
+// again over the copy. Taken for its own last write, the copy left the
+// memory unfiltered, the stale claim was written back into the record,
+// and an operator's lift restored its original ("not set") over the
+// operator's value (found by the simulation, seed 5994).
+func TestR7_4R8_7OwnClaimAPeerDroppedFromItsCopyIsNotWrittenAgain(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(970))
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	b3, _ := enforcerAs(t, 3, cfg, tieredSnap(970), f, clock)
+	passAt(t, b3, clock, tieredSnap(970))
+	lowered, ok := localRetention(f, "tiered")
+	if !ok {
+		t.Fatal("broker 3 did not lower")
+	}
+	b2, _ := enforcerAs(t, 2, cfg, tieredSnap(100), f, clock)
+	passAt(t, b2, clock, tieredSnap(100)) // it reads broker 3's record
+	f.mu.Lock()
+	f.records, f.ledgerErr = ledger.NewRecords(), fmt.Errorf("%w: topic has 3 partitions, want 1", ErrLedgerLost)
+	f.configs["tiered"][LocalRetentionBytesKey] = "100000"
+	f.mu.Unlock()
+	if err := tryPassAfter(t, b3, clock, time.Second, tieredSnap(970)); !errors.Is(err, ErrLedgerLost) {
+		t.Fatalf("the test needs the ledger lost: %v", err)
+	}
+	f.mu.Lock()
+	f.ledgerErr = nil
+	f.mu.Unlock()
+	b1, _ := enforcerAs(t, 1, cfg, tieredSnap(970), f, clock)
+	passAfter(t, b1, clock, time.Second, tieredSnap(970))
+	if v, _ := localRetention(f, "tiered"); v != lowered {
+		t.Fatalf("the test needs broker 1's value %q equal to broker 3's stale one %q", v, lowered)
+	}
+	passAt(t, b2, clock, tieredSnap(100)) // writes broker 3's record back, without the claim
+	if r, ok := f.records.Agents[3]; !ok || !r.Restored || len(r.Configs) > 0 {
+		t.Fatalf("the test needs broker 3's record written back by broker 2 without the claim: %+v", r)
+	}
+	passAt(t, b3, clock, tieredSnap(970))
+	if cs := f.records.Agents[3].Configs; len(cs) > 0 {
+		t.Errorf("R8.7/broker 3's claim on a value an operator changed while the ledger was lost written again: %+v", cs)
+	}
+}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
@@ -229,5 +232,189 @@ func TestR8_5KeptClaimNeverSharesAValueWithAnotherOriginal(t *testing.T) {
 	recs.Agents[2] = Record{BrokerID: 2, Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &newer}}}
 	if got := e.mergeKept(recs).Agents[1].Configs; len(got) != 0 {
 		t.Errorf("R8.5/the kept claim (400 over %s) written back beside broker 2's claim of 400 over %s: %+v", older, newer, got)
+	}
+}
+
+// R8.5, R8.8: an instance that took its broker over lowers a local
+// retention; the ownership topic is lost, a peer writes back its older
+// copy of the other instance's record (without the claim) and lifts it
+// (that instance's lease expired). The lift voids the instance's claim,
+// but its writer released nothing of it: the record it lifted lacked it.
+// The instance keeps the claim (keepOverwritten) and restores the
+// operator's value itself while the guard's value is in place. Not kept
+// (voided), the lowered value belonged to no claim and stayed for good
+// (found by the simulation, seed 9921: local.retention.bytes of events
+// left at 5079040 over the operator's <unset>).
+func TestR8_8OverwrittenInstanceRestoresTheClaimALiftOfAnOlderCopyMissed(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "100000"}}
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge,
+		Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+	s := tieredSnap(100)
+	b, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+		Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: "pod-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passAt(t, b, clock, tieredSnap(870))
+	if v, _ := localRetention(f, "tiered"); v != "400" || len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatalf("not lowered by pod-b: %q %+v", v, f.records.Agents[1])
+	}
+	// The topic is deleted; a peer writes back pod-a's record as it last
+	// read it (it protected topic a), then lifts it.
+	f.mu.Lock()
+	f.records = ledger.NewRecords()
+	f.mu.Unlock()
+	old := ledger.Record{BrokerID: 1, Instance: "pod-a", Started: t0.Add(-time.Hour), Renewed: t0.Add(-time.Hour),
+		LeaseMs: (10 * time.Second).Milliseconds(), Restored: true, Updated: t0.Add(-time.Hour),
+		Strategy: StrategyACL, Owned: []Owned{{Kind: OwnedACL, Shape: &Shape{Deny: []string{AnyPrincipal}}, Topics: []string{"a"}}}}
+	if err := f.StoreRecord(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 1, By: "agent of broker 2", Reason: "lease not renewed",
+		Kind: ledger.LiftLeaseExpired, Now: clock.t})
+	if err != nil || len(res.Lifts) != 1 {
+		t.Fatalf("the peer's lift: %+v, %v", res, err)
+	}
+	if v, _ := localRetention(f, "tiered"); v != "400" {
+		t.Fatalf("the test needs the lift to leave pod-b's value (the record it lifted lacks the claim): %q", v)
+	}
+	for range 15 { // pod-a's lease, seen unrenewed: pod-b takes over
+		passAfter(t, b, clock, time.Second, tieredSnap(100))
+	}
+	if v, _ := localRetention(f, "tiered"); v != "100000" {
+		t.Errorf("R8.5/local.retention.bytes %q once pod-b is calm, want the operator's 100000 (claimed by pod-b, a lift of an older copy of pod-a's record over its own)", v)
+	}
+}
+
+// R8.5, R8.7, R8.8: pod-a lowers a local retention; the ownership topic is
+// lost, and pod-b, restarted meanwhile, finds it empty, acts, and lowers
+// pod-a's value further, taking it for the operator's (no record names
+// it). pod-a, back, stands by: pod-b's record holds a claim on the key,
+// but not pod-a's original. pod-a keeps its claim all the same, and once
+// it acts again (pod-b's claim released on calm, pod-a's value back,
+// pod-b's lease not renewed) it restores the operator's value. Not kept (the key was
+// claimed), pod-a's value was no claim's and stayed for good (found by the
+// simulation, seed 7144: local.retention.bytes of events left at 13262848
+// over the operator's <unset>).
+func TestR8_8OverwrittenInstanceKeepsItsClaimOnAKeyTheOtherClaims(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(870))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "100000"}}
+	clock := &clockAt{t0}
+	newAs := func(instance string) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge,
+			Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := tieredSnap(100)
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	// Ten segments a partition, nine uploaded: a little pressure lowers
+	// it a little, more pressure further.
+	big := func(used, capacity uint64) *agent.Snapshot {
+		return withTiered(snap(used, capacity, tieredPart(0, 10, 9), tieredPart(1, 10, 9)))
+	}
+	a := newAs("pod-a")
+	passAt(t, a, clock, big(860, 1000))
+	lowered, _ := localRetention(f, "tiered")
+	if lowered == "100000" || len(f.records.Agents[1].ConfigClaims()) != 1 {
+		t.Fatalf("not lowered by pod-a: %q %+v", lowered, f.records.Agents[1])
+	}
+	f.mu.Lock()
+	f.records = ledger.NewRecords()
+	f.mu.Unlock()
+	clock.t = clock.t.Add(time.Second)
+	b := newAs("pod-b")
+	passAt(t, b, clock, big(9900, 10000))
+	if v, _ := localRetention(f, "tiered"); v == lowered || f.records.Agents[1].Instance != "pod-b" {
+		t.Fatalf("the test needs pod-b's record, its claim lowering pod-a's value %q further: %q %+v", lowered, v, f.records.Agents[1])
+	}
+	passAt(t, a, clock, tieredSnap(100))
+	if !a.prot.standby {
+		t.Fatal("the test needs pod-a standing by")
+	}
+	// pod-b's claim is released on calm (it restores pod-a's value); its
+	// record, with no claim left, is not renewed: pod-a, holding a claim,
+	// takes over.
+	for range 15 {
+		passAfter(t, b, clock, time.Second, tieredSnap(100))
+		passAt(t, a, clock, tieredSnap(100))
+	}
+	if v, _ := localRetention(f, "tiered"); v != "100000" {
+		t.Errorf("R8.5/local.retention.bytes %q after calm, want the operator's 100000 (pod-a's claim, its record written over by pod-b's claim on pod-a's value)", v)
+	}
+}
+
+// R8.7, R8.8: the claims an instance keeps from its record written over
+// (keepOverwritten) go into its own record as read only after the records
+// the topic lost are written back (restoreLost). Merged before, a kept
+// claim took the key in the other instance's new record as restoreLost
+// saw it, so the claim of that instance's earlier process on the key,
+// remembered here, was not written into it (ledger.Adopt adds a config
+// claim only on a key the record does not claim), and its lowered value
+// stayed for good (found by the simulation, seed 2488: the kept claim,
+// 4710400, had been restored by a peer's lift; the earlier process's
+// 4751360 was left).
+func TestR8_7KeptClaimDoesNotHideAnEarlierProcessesClaimOnTheKey(t *testing.T) {
+	f := newFakeAdmin(tieredSnap(100))
+	f.configs = map[string]map[string]string{"tiered": {LocalRetentionBytesKey: "300"}}
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Purge: lenientPurge,
+		Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+	s := tieredSnap(100)
+	a, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+		Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: "pod-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := "100000"
+	// pod-b's earlier process lowered to 300; pod-a remembers that record.
+	earlier := Record{BrokerID: 1, Instance: "pod-b", Started: t0.Add(-time.Hour), Updated: t0.Add(-time.Minute),
+		Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "300", Orig: &orig}}}
+	mem := ledger.NewRecords()
+	mem.Agents[1] = earlier
+	a.prot.remembered = &mem
+	// pod-b restarted while the ledger was lost: its new record names no
+	// claim. pod-a keeps a claim of its own on the key (400, long
+	// restored).
+	if err := f.StoreRecord(t.Context(), Record{BrokerID: 1, Instance: "pod-b", Started: t0.Add(-time.Second), Fresh: true, Updated: t0.Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	a.prot.keptConfigs = []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "400", Orig: &orig}}
+	passAt(t, a, clock, tieredSnap(100))
+	if cs := f.records.Agents[1].Configs; !slices.ContainsFunc(cs, func(c ConfigClaim) bool { return c.Value == "300" }) {
+		t.Errorf("R8.7/pod-b's earlier claim on the key (300) not written back into its record, pod-a's kept claim merged first: %+v", cs)
+	}
+}
+
+// R8.8: of the claims of its record written over, an instance keeps one
+// on a key the record over it claims on another original (that claim may
+// have been made on this one's value, seed 7144), but not one on a key
+// the record over it claims on the same original: the other instance took
+// it over (or lowered further on the same operator's value) and restores
+// that original itself; kept, it came back as this instance's claim once
+// the other had released it.
+func TestR8_8OverwrittenInstanceKeepsNoClaimTheOtherTookOver(t *testing.T) {
+	e, _ := newTestEnforcer(t, Config{Enabled: true}, tieredSnap(100), newFakeAdmin(tieredSnap(100)), &clockAt{t0})
+	orig, mine := "100000", "400"
+	e.instance = "pod-a"
+	for _, c := range []struct {
+		overOrig *string
+		kept     bool
+	}{{&orig, false}, {&mine, true}} {
+		e.prot.keptConfigs, e.prot.overwritten = nil, time.Time{}
+		e.prot.written = &Record{BrokerID: 1, Instance: "pod-a", Updated: t0,
+			Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: mine, Orig: &orig}}}
+		recs := ledger.NewRecords()
+		recs.Agents[1] = Record{BrokerID: 1, Instance: "pod-b", Updated: t0.Add(time.Second),
+			Configs: []ConfigClaim{{Topic: "tiered", Key: LocalRetentionBytesKey, Value: "300", Orig: c.overOrig}}}
+		e.keepOverwritten(recs)
+		if got := len(e.prot.keptConfigs) == 1; got != c.kept {
+			t.Errorf("R8.8/the record over it claims the key on %s: kept %v, want %v", *c.overOrig, got, c.kept)
+		}
 	}
 }

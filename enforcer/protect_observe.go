@@ -319,13 +319,16 @@ func (e *Enforcer) readRecords(ctx context.Context, o *Observed) error {
 	}
 	e.followInstance(recs, o.Now)
 	e.keepOverwritten(recs)
-	recs = e.mergeKept(recs)
 	if !e.prot.standby {
 		e.restoreHistory(ctx, o, e.historyFrom(recs))
 	}
 	// Records the topic lost (deleted, created again) are written back
 	// from memory, never read as "no claims" (ledger_restore.go).
 	recs = e.restoreLost(ctx, recs)
+	// Then the kept claims go into this agent's record as read: merged
+	// before, they went into what restoreLost writes back for other
+	// processes, and took the key of a claim it wrote back (seed 2488).
+	recs = e.mergeKept(recs)
 	if e.prot.historyLate {
 		// Not a fresh install after all: an earlier process of this
 		// agent claimed, and may have purged, while the ledger was lost

@@ -1,6 +1,10 @@
 package enforcer
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
+)
 
 // keepOverwritten keeps what this agent's last written record claimed
 // when another instance for the same broker has written over it (spec
@@ -12,13 +16,14 @@ import "slices"
 // are the guard's, never an operator's, to every pass of this agent. Its
 // config claims (lowered local retention) are kept too, and written back
 // into its record once it acts (mergeKept).
-// What a lift of this broker that the record written had not acknowledged
-// covers is not kept: the lift voided those claims and its writer (a peer
-// after the lease, an operator) released them; what it could not release
-// stays with the record that acknowledges it. Kept, an operator's
-// identical binding made after the lift would be taken for this agent's
-// and deleted (spec R8.6; found by the simulation, ledger_garbage seed
-// 174). Once per record written.
+// Of the bindings and the quota, what a lift of this broker that the
+// record written had not acknowledged covers is not kept: the lift voided
+// those claims and its writer (a peer after the lease, an operator)
+// released them; what it could not release stays with the record that
+// acknowledges it. Kept, an operator's identical binding made after the
+// lift would be taken for this agent's and deleted (spec R8.6; found by
+// the simulation, ledger_garbage seed 174). Config claims are kept either
+// way (below). Once per record written.
 func (e *Enforcer) keepOverwritten(recs Records) {
 	cur := recs.Agents[e.brokerID]
 	w := e.prot.written
@@ -40,7 +45,22 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 		}
 	})
 	for _, c := range w.Configs {
-		if !voided(c.Topic) && !claimsKey(cur, c) && !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
+		// A config claim is kept even where the lift voided it: its
+		// writer may have lifted a record that lacked it (a peer's older
+		// copy written back over the one the ownership topic lost, or the
+		// other instance's record), and released nothing of it; the
+		// planner releases a lifted claim only while the guard's value is
+		// in place (keepConfigClaims), so nothing set since is touched
+		// (seed 9921). It is kept too where the record over it claims the
+		// key on another original: that claim may have been made on this
+		// claim's value, taken for the operator's (the other instance
+		// restarted while the ledger was lost), and restores it; mergeKept
+		// writes the kept claim back if no claim of the record holds the
+		// key when this agent acts (seed 7144). A claim on the key with
+		// the same original restores what this one would (the other
+		// instance took it over, or lowered further on the same operator's
+		// value): not kept.
+		if !sameOriginalClaim(cur, c) && !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
 			e.prot.keptConfigs = append(e.prot.keptConfigs, c)
 			n++
 		}
@@ -97,6 +117,12 @@ func claimsKey(r Record, c ConfigClaim) bool {
 }
 
 func sameKey(a, b ConfigClaim) bool { return a.Topic == b.Topic && a.Key == b.Key }
+
+// sameOriginalClaim reports whether r holds a claim on c's topic config
+// key made on c's original.
+func sameOriginalClaim(r Record, c ConfigClaim) bool {
+	return slices.ContainsFunc(r.Configs, func(x ConfigClaim) bool { return sameKey(x, c) && ledger.SameValue(x.Orig, c.Orig) })
+}
 
 // pruneUnrecorded forgets the bindings set unrecorded that a read after
 // their creation finds gone: a creation that failed before taking effect,

@@ -219,6 +219,24 @@ type agentSim struct {
 	deadTill int // dead while step < deadTill (-1: alive)
 	since    int // the step it (re)started at
 	rate     int64
+	second   bool // the broker's second instance (duplicate_agent)
+}
+
+// startSkew is how long after the step's time the agent's process
+// starts: a millisecond for a broker's second instance, none for the
+// others. Two processes never start at the same instant, and the ledger
+// tells a broker's processes apart by their start (Record.Started,
+// Inherits): started on the step's time, agent-1 and agent-1b, started in
+// one step (at the run's start, or both restarted), were one process to
+// it (seed 6399: agent-1 wrote broker 1's record from memory over
+// agent-1b's, which the ownership topic had lost, and the peers that
+// remembered agent-1b's record took agent-1's for its own process's, so
+// agent-1b's lowered local.retention.bytes was in no record).
+func (a *agentSim) startSkew() time.Duration {
+	if a.second {
+		return time.Millisecond
+	}
+	return 0
 }
 
 type simClock struct {
@@ -307,7 +325,7 @@ func (s *sim) build() {
 		s.agents = append(s.agents, &agentSim{name: fmt.Sprintf("agent-%d", id), broker: id, enabled: true, deadTill: -1})
 	}
 	if s.classes[Duplicate] {
-		s.agents = append(s.agents, &agentSim{name: "agent-1b", broker: 1, enabled: s.rng.IntN(2) == 0, deadTill: -1})
+		s.agents = append(s.agents, &agentSim{name: "agent-1b", broker: 1, enabled: s.rng.IntN(2) == 0, deadTill: -1, second: true})
 	}
 	for _, a := range s.agents {
 		s.startAgent(a)
@@ -354,7 +372,9 @@ func (s *sim) startAgent(a *agentSim) {
 	// may be; call timeouts are the fault injector's.
 	cfg := enforcer.Config{Enabled: a.enabled, BrokerID: &id, Interval: interval,
 		Protection: enforcer.ProtectionConfig{Strategy: s.strategy, LeaseDuration: lease, RecordTimeout: lease, ProducerByteRate: a.rate}}
-	a.clock = &simClock{now: s.now, start: s.now}
+	// The process starts (enforcer.New reads the clock) a little after
+	// the step's time (startSkew); its passes run on the step's time.
+	a.clock = &simClock{now: s.now.Add(a.startSkew()), start: s.now}
 	a.src = &snapSource{}
 	a.admin = s.c.Admin(id, a.name)
 	s.orphan(a) // a restart: what the dead process set unrecorded
