@@ -204,3 +204,48 @@ func TestR7_3R8_8FencingReadOfAnUnknownHistoryEndsNoWait(t *testing.T) {
 		t.Fatalf("R7.3/pod-a purged %v unexpired bytes (200 before the loss; hour cap 500), want 0 (the caps spent: no history, the topic lost within the day)", got)
 	}
 }
+
+// R7.3, R8.8: a process that established its purge history, then stood
+// by beside another instance that had not established its own (it found
+// no record of its own after the topic was deleted and created again, and
+// waits), takes over with the history in its memory: that instance
+// purged no unexpired data, so its record (purges_unknown) lacks nothing,
+// and the process purges at once, up to the caps, without a second wait.
+func TestR7_3R8_8TakingOverFromAnUnknownHistoryKeepsItsOwn(t *testing.T) {
+	clock, s, f, cfg := purgeCapSetup()
+	x := &unknownHistoryFixture{t: t, clock: clock, s: s, f: f, cfg: cfg}
+	f.live = []int32{1} // no other broker: no wait at the first start
+	a, regA := x.process("pod-a", true)
+	x.pass(a)
+	if got := gather(t, regA, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 200 {
+		t.Fatalf("pod-a purged %v, want 200 (the pass's cap)", got)
+	}
+	f.mu.Lock()
+	f.live = []int32{1, 2, 3}
+	f.records = ledger.NewRecords() // deleted, created again
+	clear(f.acls)                   // (pod-b sets its own)
+	f.mu.Unlock()
+	b, _ := x.process("pod-b", true)
+	x.pass(b) // no record of its own: it waits, protects and writes its record
+	if r := f.records.Agents[1]; r.Instance != "pod-b" || !r.PurgesUnknown {
+		t.Fatalf("the test needs pod-b's record, marked purges_unknown: %+v", r)
+	}
+	x.clock.at(x.s)
+	_ = a.Reconcile(t.Context())
+	if !a.prot.standby {
+		t.Fatal("the test needs pod-a standing by beside pod-b's lease")
+	}
+	// pod-b dies; pod-a takes over after a lease.
+	for range 7 {
+		x.pass(a)
+	}
+	if a.prot.standby {
+		t.Fatal("pod-a did not take over after pod-b's lease")
+	}
+	if b := gather(t, regA, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "purge_history"}); b != 0 {
+		t.Errorf("R7.3/pod-a waits for a purge history it holds: enforcer_blocked{reason=purge_history} is %v", b)
+	}
+	if got := gather(t, regA, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 500 {
+		t.Fatalf("R7.3/pod-a purged %v unexpired bytes in all, want 500 (the hour's cap: its own 200 counted, no second wait)", got)
+	}
+}

@@ -385,8 +385,12 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 		e.prot.purgesRestored = false
 		e.spendCapsUnknownHistory(o, "this agent's record was written back by a peer after the ownership topic lost it: purges recorded after the peer's copy are unknown")
 		e.prot.purgesRestored = true
-	case ok && !r.PurgesUnknown && (!e.prot.historyWait || r.Instance != "" && r.Instance != e.instance):
-		e.restorePurges(r, o.Now) // the instance taken over from counts too
+	case ok && (!r.PurgesUnknown || e.prot.historyKnown) && (!e.prot.historyWait || r.Instance != "" && r.Instance != e.instance):
+		// The instance taken over from counts too. One that had not
+		// established its history (PurgesUnknown) purged no unexpired
+		// data: this process, which had established its own before it
+		// stood by (historyKnown), holds it in memory.
+		e.restorePurges(r, o.Now)
 	case ok && r.PurgesUnknown && !e.prot.historyWait:
 		// Written by a process that had not established its purge
 		// history (waiting for it, killed before the wait's end; or in
