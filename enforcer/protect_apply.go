@@ -300,6 +300,7 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	r.Started, r.Inherits, r.InheritsSeq = e.prot.started, e.prot.inherits, e.prot.inheritSeq
 	r.Restored, r.WrittenBack = restored, nil // a peer's copy not read yet keeps its mark
 	r.LedgerLost = e.lostMark(e.prot.pass)
+	r.PurgesUnknown = e.historyUnknown()
 	e.prot.seq++
 	r.Seq = e.prot.seq
 	start := e.monotonic(e.clock.Now())

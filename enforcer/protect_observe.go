@@ -89,6 +89,11 @@ type protectionState struct {
 	// (restoreHistory).
 	historyWait  bool
 	historyUntil time.Duration
+	// historyKnown: this process established its purge history before
+	// it stood by (it is in memory): a record of an instance that had
+	// not established its own (Record.PurgesUnknown), taken over from,
+	// holds no purge it lacks (that instance purged no unexpired data).
+	historyKnown bool
 	// freshInstall: the wait ended with no record of its own (purging
 	// as a fresh install); historyLate: a peer then wrote back claims
 	// of an earlier process of this agent (inheritOwn): the caps count
@@ -510,6 +515,7 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 	if e.prot.standby {
 		// Taking over later, this agent counts the purges the active
 		// instance recorded (the caps are the log dir's, spec R7.3).
+		e.prot.historyKnown = e.prot.historyKnown || e.prot.purgesRestored && !e.prot.historyWait && !e.dryRun
 		e.prot.purgesRestored = false
 	}
 	e.m.prot.standby.Set(gauge(e.prot.standby))

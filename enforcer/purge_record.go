@@ -262,8 +262,17 @@ func (e *Enforcer) readLeaseHolder(ctx context.Context, now time.Time) bool {
 	// them, so they wait for the next pass's plan.
 	// A process waiting for its own record (restoreHistory) goes on
 	// waiting: only another instance's record ends the wait here.
-	if r := recs.Agents[e.brokerID]; !e.dryRun && (!e.prot.historyWait || r.Instance != "" && r.Instance != e.instance) && e.restorePurges(r, now) {
-		e.prot.purgesHeld = now
+	// A record whose writer had not established its purge history
+	// (PurgesUnknown) is counted by restoreHistory at the next read,
+	// which waits for the history; this pass's deletions wait for it.
+	if r := recs.Agents[e.brokerID]; !e.dryRun && (!e.prot.historyWait || r.Instance != "" && r.Instance != e.instance) {
+		if r.PurgesUnknown {
+			if !e.prot.purgesRestored {
+				e.prot.purgesHeld = now
+			}
+		} else if e.restorePurges(r, now) {
+			e.prot.purgesHeld = now
+		}
 	}
 	return true
 }
@@ -376,8 +385,27 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 		e.prot.purgesRestored = false
 		e.spendCapsUnknownHistory(o, "this agent's record was written back by a peer after the ownership topic lost it: purges recorded after the peer's copy are unknown")
 		e.prot.purgesRestored = true
-	case ok && (!e.prot.historyWait || r.Instance != "" && r.Instance != e.instance):
-		e.restorePurges(r, o.Now) // the instance taken over from counts too
+	case ok && (!r.PurgesUnknown || e.prot.historyKnown) && (!e.prot.historyWait || r.Instance != "" && r.Instance != e.instance):
+		// The instance taken over from counts too. One that had not
+		// established its history (PurgesUnknown) purged no unexpired
+		// data: this process, which had established its own before it
+		// stood by (historyKnown), holds it in memory.
+		e.restorePurges(r, o.Now)
+	case ok && r.PurgesUnknown && !e.prot.historyWait:
+		// Written by a process that had not established its purge
+		// history (waiting for it, killed before the wait's end; or in
+		// observe mode): its purges count, and this process waits as
+		// if it had found no record (found by the simulation, seeds
+		// 4296 and 5728 of the default mix: the record of a process
+		// killed in its wait, and an observe-mode instance's, ended the
+		// next process's wait with no history, and it purged a second
+		// hour's cap).
+		e.restorePurges(r, o.Now)
+		e.prot.purgesRestored = false
+		o.Purged = e.purged(e.ev.lastMono)
+		e.logger.Info("this agent's record was written by a process that had not established its purge history: its purges count, and this process waits for its history as if it had found no record",
+			"topic", e.cfg.OwnershipTopic, "instance", r.Instance)
+		fallthrough
 	default:
 		// No record of its own, or only one this process wrote while
 		// waiting.
@@ -415,6 +443,13 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 		e.logger.Info("no record of this agent was written back: purging as a fresh install", "topic", e.cfg.OwnershipTopic)
 	}
 	o.Purged = e.purged(e.ev.lastMono)
+}
+
+// historyUnknown reports whether this process has not established its
+// purge history (restoreHistory): the records it writes say so
+// (Record.PurgesUnknown). An observe-mode process never waits for it.
+func (e *Enforcer) historyUnknown() bool {
+	return e.dryRun || e.prot.historyWait || !e.prot.purgesRestored
 }
 
 // historyFrom: the records restoreHistory reads. The topic lost this

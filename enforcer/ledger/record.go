@@ -199,6 +199,14 @@ type Record struct {
 	// process that remembered it with them (spec R7.3,
 	// enforcer/purge_record.go).
 	LedgerLost time.Time `json:"ledger_lost,omitzero"`
+	// PurgesUnknown: written by a process that had not established its
+	// purge history (spec R7.3): waiting for it after finding no record
+	// of its own, not yet past its first read, or in observe mode. Its
+	// Purged lacks what the processes before it purged: a process that
+	// takes the record as its history (its earlier process's, or the
+	// other instance's it takes over from) counts its purges and still
+	// waits as if it had found no record (enforcer/purge_record.go).
+	PurgesUnknown bool `json:"purges_unknown,omitempty"`
 	// Seq: the writing process's count of its own writes (zero in
 	// records of older guards). Two copies of one process's record
 	// (same Started and Instance) are ordered by it, never by their
