@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -145,6 +146,12 @@ type Agent struct {
 	newWatcher func() (fileWatcher, error)
 	usage      func(path string, capacity uint64, dirBytes int64) (Usage, error)
 	fsStat     func(path string) (Filesystem, error)
+	// release collects the garbage of a large full scan and returns it to
+	// the operating system (releaseAfterScan); debug.FreeOSMemory.
+	release   func()
+	releaseAt int // releaseScanAt
+	// releasing: a release is running (at most one at a time).
+	releasing atomic.Bool
 
 	snap      atomic.Pointer[Snapshot]
 	updated   chan struct{}
@@ -171,6 +178,8 @@ func New(cfg Config, logger *slog.Logger, configs TopicConfigSource) (*Agent, er
 		newWatcher: newFSWatcher,
 		usage:      DiskUsage,
 		fsStat:     ReadFilesystem,
+		release:    debug.FreeOSMemory,
+		releaseAt:  releaseScanAt,
 		updated:    make(chan struct{}, 1),
 		topicsSig:  make(chan struct{}, 1),
 	}, nil
@@ -749,6 +758,40 @@ func (l *loop) fullScan(trigger string) {
 	l.refreshUsage()
 	l.lastFull, l.lastFullDur = time.Now(), time.Since(start)
 	l.publish()
+	l.releaseAfterScan()
+}
+
+// releaseScanAt is the number of segments from which a full scan is
+// followed by a collection (releaseAfterScan). Below it the model is a
+// few MB (about 107 bytes a segment) and the runtime's minimum heap goal
+// of 4 MB, not the model, sizes the heap.
+const releaseScanAt = 50_000
+
+// releaseAfterScan collects the garbage a full scan left and returns the
+// freed memory to the operating system, in the background, when the
+// model holds releaseScanAt segments or more. Go's collector lets the
+// heap grow to twice what its last collection found live: a collection
+// during the scan found the scan's own garbage-to-be live (the scanner's
+// partitions, its buffers), and without this the heap would grow to
+// twice that before the next one (at 1M segments 258 MB of heap goal for
+// 107 MB of model, an RSS of 266 MB while the broker appends). Collected
+// after the scan, the goal is twice the model. One collection a full
+// scan: at start and every ResyncInterval.
+func (l *loop) releaseAfterScan() {
+	segs := 0
+	for _, d := range l.dirs {
+		for _, ps := range d.parts {
+			segs += len(ps.part.Segments)
+		}
+	}
+	a := l.a
+	if segs < a.releaseAt || !a.releasing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer a.releasing.Store(false)
+		a.release()
+	}()
 }
 
 func (l *loop) scanDir(d *dirState) {

@@ -765,3 +765,35 @@ func TestLiveHoldsMovingPartition(t *testing.T) {
 		return nil
 	})
 }
+
+// TestReleaseAfterLargeFullScan: a full scan of a model of releaseAt
+// segments or more (the start scan and each periodic one) is followed by
+// a collection that returns its garbage to the operating system, so that
+// the collector's next heap goal is twice the model, not twice the
+// model and the scan's transients (releaseAfterScan); a smaller model is
+// left to the collector.
+func TestReleaseAfterLargeFullScan(t *testing.T) {
+	dir := genLogDir(t) // 6 segments
+	for _, tc := range []struct {
+		releaseAt int
+		want      bool
+	}{{6, true}, {7, false}} {
+		var released atomic.Int32
+		a := startAgent(t, Config{LogDirs: []string{dir}, ResyncInterval: 50 * time.Millisecond}, func(a *Agent) {
+			a.releaseAt = tc.releaseAt
+			a.release = func() { released.Add(1) }
+		})
+		waitFor(t, 5*time.Second, a, func(s *Snapshot) error {
+			if n := s.Health.Rescans["periodic"]; n < 2 {
+				return fmt.Errorf("%d periodic scans", n)
+			}
+			if tc.want && released.Load() < 2 {
+				return fmt.Errorf("released %d times", released.Load())
+			}
+			return nil
+		})
+		if n := released.Load(); !tc.want && n != 0 {
+			t.Errorf("releaseAt %d: released %d times after scans of 6 segments, want none", tc.releaseAt, n)
+		}
+	}
+}
