@@ -590,6 +590,9 @@ func (l *loop) drop(d *dirState, name string, ps *partState) {
 
 // store replaces a partition's state with p, keeping the log dir's sums,
 // and notes whether the published snapshot needs a new Partitions slice.
+// It allocates only for a change: a store of the same values (every
+// partition at a periodic full scan, at new topic configs) costs nothing
+// on the heap.
 func (l *loop) store(d *dirState, ps *partState, p Partition) {
 	if samePartition(ps.part, &p) {
 		return // the published copy stays shared
@@ -598,7 +601,11 @@ func (l *loop) store(d *dirState, ps *partState, p Partition) {
 	d.futures += futureCount(&p) - futureCount(ps.part)
 	d.partDisk += p.DiskBytes - ps.part.DiskBytes
 	d.partPend += p.PendingDeleteBytes - ps.part.PendingDeleteBytes
-	ps.part = &p
+	// A copy, not &p: p's address taken here would move every p to the
+	// heap, changed or not.
+	np := new(Partition)
+	*np = p
+	ps.part = np
 }
 
 // samePartition reports whether a and b hold the same values; slices are

@@ -797,3 +797,33 @@ func TestReleaseAfterLargeFullScan(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreAllocatesOnlyForAChange: storing a partition's same values
+// (every partition at a periodic full scan, at new topic configs)
+// allocates nothing; a change stores a new Partition and keeps the log
+// dir's sums, and never writes into the published one.
+func TestStoreAllocatesOnlyForAChange(t *testing.T) {
+	l := &loop{}
+	d := &dirState{}
+	published := &Partition{Topic: "orders", Dir: "orders-0", DiskBytes: 100,
+		Segments: []Segment{{BaseOffset: 0, LogBytes: 100}}}
+	ps := &partState{part: published}
+	d.partDisk = 100
+	same := *ps.part
+	if n := testing.AllocsPerRun(100, func() { l.store(d, ps, same) }); n != 0 {
+		t.Errorf("store of the same values: %v allocations, want 0", n)
+	}
+	if ps.part != published || d.changed {
+		t.Fatalf("store of the same values replaced the partition (changed %v)", d.changed)
+	}
+	grown := same
+	grown.DiskBytes = 150
+	l.store(d, ps, grown)
+	if ps.part == published || ps.part.DiskBytes != 150 || d.partDisk != 150 || !d.changed {
+		t.Errorf("store of a change: part %p (published %p), DiskBytes %d, partDisk %d, changed %v; want a new partition of 150, partDisk 150, changed",
+			ps.part, published, ps.part.DiskBytes, d.partDisk, d.changed)
+	}
+	if published.DiskBytes != 100 {
+		t.Errorf("the published partition was written into: DiskBytes %d, want 100", published.DiskBytes)
+	}
+}
