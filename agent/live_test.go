@@ -765,3 +765,65 @@ func TestLiveHoldsMovingPartition(t *testing.T) {
 		return nil
 	})
 }
+
+// TestReleaseAfterLargeFullScan: a full scan of a model of releaseAt
+// segments or more (the start scan and each periodic one) is followed by
+// a collection that returns its garbage to the operating system, so that
+// the collector's next heap goal is twice the model, not twice the
+// model and the scan's transients (releaseAfterScan); a smaller model is
+// left to the collector.
+func TestReleaseAfterLargeFullScan(t *testing.T) {
+	dir := genLogDir(t) // 6 segments
+	for _, tc := range []struct {
+		releaseAt int
+		want      bool
+	}{{6, true}, {7, false}} {
+		var released atomic.Int32
+		a := startAgent(t, Config{LogDirs: []string{dir}, ResyncInterval: 50 * time.Millisecond}, func(a *Agent) {
+			a.releaseAt = tc.releaseAt
+			a.release = func() { released.Add(1) }
+		})
+		waitFor(t, 5*time.Second, a, func(s *Snapshot) error {
+			if n := s.Health.Rescans["periodic"]; n < 2 {
+				return fmt.Errorf("%d periodic scans", n)
+			}
+			if tc.want && released.Load() < 2 {
+				return fmt.Errorf("released %d times", released.Load())
+			}
+			return nil
+		})
+		if n := released.Load(); !tc.want && n != 0 {
+			t.Errorf("releaseAt %d: released %d times after scans of 6 segments, want none", tc.releaseAt, n)
+		}
+	}
+}
+
+// TestStoreAllocatesOnlyForAChange: storing a partition's same values
+// (every partition at a periodic full scan, at new topic configs)
+// allocates nothing; a change stores a new Partition and keeps the log
+// dir's sums, and never writes into the published one.
+func TestStoreAllocatesOnlyForAChange(t *testing.T) {
+	l := &loop{}
+	d := &dirState{}
+	published := &Partition{Topic: "orders", Dir: "orders-0", DiskBytes: 100,
+		Segments: []Segment{{BaseOffset: 0, LogBytes: 100}}}
+	ps := &partState{part: published}
+	d.partDisk = 100
+	same := *ps.part
+	if n := testing.AllocsPerRun(100, func() { l.store(d, ps, same) }); n != 0 {
+		t.Errorf("store of the same values: %v allocations, want 0", n)
+	}
+	if ps.part != published || d.changed {
+		t.Fatalf("store of the same values replaced the partition (changed %v)", d.changed)
+	}
+	grown := same
+	grown.DiskBytes = 150
+	l.store(d, ps, grown)
+	if ps.part == published || ps.part.DiskBytes != 150 || d.partDisk != 150 || !d.changed {
+		t.Errorf("store of a change: part %p (published %p), DiskBytes %d, partDisk %d, changed %v; want a new partition of 150, partDisk 150, changed",
+			ps.part, published, ps.part.DiskBytes, d.partDisk, d.changed)
+	}
+	if published.DiskBytes != 100 {
+		t.Errorf("the published partition was written into: DiskBytes %d, want 100", published.DiskBytes)
+	}
+}
