@@ -15,16 +15,20 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
-// R8.6, R8.8: an instance whose record another instance for its broker
-// wrote over keeps what it claimed as set unrecorded (keepOverwritten),
-// but not what a lift voided since it wrote: the lifter released it. Its
-// reads failed while its lease lapsed; a peer lifted its bindings, the
-// other instance took over and acknowledged the lift, and the operator
-// then froze topic a with the same binding (protection status showed no
-// claim on it). Kept as unrecorded, the operator's binding was taken for
-// this instance's and deleted (found by the simulation, ledger_garbage
-// seed 174: {orders literal User:* * WRITE DENY} removed).
-func TestR8_8OverwrittenInstanceKeepsNothingALiftVoided(t *testing.T) {
+// liftedAndTakenOver is the start both tests of an instance written over
+// after a lift share: pod-a protects topic a; its passes fail from there
+// (it runs none) and a peer lifts its expired lease; pod-b, seeing pod-a's
+// lease unrenewed, takes broker 1 over and acknowledges the lift.
+type liftedAndTakenOver struct {
+	f             *fakeAdmin
+	clock         *clockAt
+	first, second *Enforcer
+	calm          func() *agent.Snapshot
+	lift          ledger.Lift
+}
+
+func takeOverAfterALift(t *testing.T) liftedAndTakenOver {
+	t.Helper()
 	full, calm := protectSnaps()
 	f := newFakeAdmin(full())
 	clock := &clockAt{t0}
@@ -43,20 +47,31 @@ func TestR8_8OverwrittenInstanceKeepsNothingALiftVoided(t *testing.T) {
 	if !f.acls[denyAll("a")] || f.records.Agents[1].Instance != "pod-a" {
 		t.Fatalf("not protected by pod-a: %v %+v", f.acls, f.records.Agents[1])
 	}
-	// pod-a's passes fail from here on (it runs none): a peer lifts its
-	// expired lease.
 	clock.t = clock.t.Add(11 * time.Second)
 	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 1, By: "agent of broker 2", Reason: "lease not renewed",
 		Kind: ledger.LiftLeaseExpired, Now: clock.t})
 	if err != nil || len(res.Lifts) != 1 || f.acls[denyAll("a")] {
 		t.Fatalf("the peer's lift: %+v, %v; bindings %v", res, err, f.acls)
 	}
-	// pod-b sees pod-a's lease unrenewed, takes over and acknowledges
-	// the lift.
 	for range 12 {
 		passAfter(t, second, clock, time.Second, calm())
 	}
-	if r := f.records.Agents[1]; r.Instance != "pod-b" || r.Ack != res.Lifts[0].ID || r.Claims() {
+	return liftedAndTakenOver{f: f, clock: clock, first: first, second: second, calm: calm, lift: res.Lifts[0]}
+}
+
+// R8.6, R8.8: an instance whose record another instance for its broker
+// wrote over keeps what it claimed as set unrecorded (keepOverwritten),
+// but not what a lift voided since it wrote: the lifter released it. Its
+// reads failed while its lease lapsed; a peer lifted its bindings, the
+// other instance took over and acknowledged the lift, and the operator
+// then froze topic a with the same binding (protection status showed no
+// claim on it). Kept as unrecorded, the operator's binding was taken for
+// this instance's and deleted (found by the simulation, ledger_garbage
+// seed 174: {orders literal User:* * WRITE DENY} removed).
+func TestR8_8OverwrittenInstanceKeepsNothingALiftVoided(t *testing.T) {
+	x := takeOverAfterALift(t)
+	f, clock, first, second, calm := x.f, x.clock, x.first, x.second, x.calm
+	if r := f.records.Agents[1]; r.Instance != "pod-b" || r.Ack != x.lift.ID || r.Claims() {
 		t.Fatalf("the test needs pod-b's record, the lift acknowledged, over pod-a's: %+v", r)
 	}
 	// The operator freezes topic a: no record claims the binding.

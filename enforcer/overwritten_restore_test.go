@@ -1,12 +1,8 @@
 package enforcer
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
@@ -24,33 +20,8 @@ import (
 // simulation, seed 7150: {compacted literal User:* * WRITE DENY}
 // removed).
 func TestR8_8OverwrittenInstanceNeverWritesBackItsOutdatedRecord(t *testing.T) {
-	full, calm := protectSnaps()
-	f := newFakeAdmin(full())
-	clock := &clockAt{t0}
-	newAs := func(instance string) *Enforcer {
-		cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
-		s := calm()
-		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
-			Admin: f, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	first, second := newAs("pod-a"), newAs("pod-b")
-	passAt(t, first, clock, full())
-	if !f.acls[denyAll("a")] || f.records.Agents[1].Instance != "pod-a" {
-		t.Fatalf("not protected by pod-a: %v %+v", f.acls, f.records.Agents[1])
-	}
-	clock.t = clock.t.Add(11 * time.Second)
-	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{Broker: 1, By: "agent of broker 2", Reason: "lease not renewed",
-		Kind: ledger.LiftLeaseExpired, Now: clock.t})
-	if err != nil || len(res.Lifts) != 1 || f.acls[denyAll("a")] {
-		t.Fatalf("the peer's lift: %+v, %v; bindings %v", res, err, f.acls)
-	}
-	for range 12 {
-		passAfter(t, second, clock, time.Second, calm())
-	}
+	x := takeOverAfterALift(t)
+	f, clock, first, second, calm := x.f, x.clock, x.first, x.second, x.calm
 	f.acls[denyAll("a")] = true // the operator's freeze: no record claims it
 	for range 3 {
 		passAfter(t, first, clock, time.Second, calm())
