@@ -314,6 +314,9 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	e.prot.dirty, e.prot.unconfirmed = false, nil
 	if !r.Renewed.IsZero() && r.Instance == e.instance {
 		e.prot.renewed, e.prot.renewedMono = true, start
+		if !e.prot.stamped.renewed.Equal(r.Renewed) {
+			e.prot.stamped = leaseSeen{renewed: r.Renewed, since: start}
+		}
 	}
 	if e.prot.records == nil {
 		rs := ledger.NewRecords()

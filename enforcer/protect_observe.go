@@ -153,6 +153,10 @@ type protectionState struct {
 	// renewed: it has. The lease fence (leaseLive) counts from it.
 	renewedMono time.Duration
 	renewed     bool
+	// stamped: the last lease stamp (Renewed) this process wrote, and
+	// when (monotonic): another instance's record that carries it was
+	// not renewed by that instance (followInstance).
+	stamped leaseSeen
 	// pass: the current pass's time (Observed.Now). fenceRead: the pass
 	// whose lease fencing read was made (at most one a pass, leaseFence);
 	// fenceOK: it allowed this agent's record writes and purges;
@@ -505,6 +509,17 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 		mono := e.monotonic(now)
 		if s := e.prot.self; !s.renewed.Equal(r.Renewed) || mono < s.since {
 			e.prot.self = leaseSeen{renewed: r.Renewed, since: mono}
+			if st := e.prot.stamped; st.renewed.Equal(r.Renewed) && st.since <= mono {
+				// The other instance wrote this process's own stamp
+				// (taking over, it keeps the lease of the record it
+				// writes over): no renewal of its own. The lease counts
+				// from this process's write, on its clock (seed 6078:
+				// an observe-mode duplicate took broker 1 over with the
+				// active instance's stamp a lease old, and that
+				// instance stood by a lease more with its log dir at
+				// 99%, nothing protecting it).
+				e.prot.self.since = st.since
+			}
 		}
 		lease := r.Lease()
 		if lease <= 0 {
