@@ -2,19 +2,61 @@ package enforcer
 
 import (
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"time"
 )
 
 // R8.8: an instance stands by only for a lease the other instance
 // renewed. Taking over, a second instance keeps the lease of the record
 // it writes over: a record naming it may carry the stamp (Renewed) this
-// process wrote itself, a lease ago. That stamp is no renewal of the
-// other's; the lease counts from this process's write, on its own clock,
+// process wrote itself, a lease ago. That stamp, in the record of an
+// instance that purges nothing (PurgesUnknown: observe mode, or waiting
+// for its purge history), is no renewal of the other's; the lease counts
+// from this process's write, on its own clock,
 // and this process, its log dir full, protects at once (found by the
 // simulation, seed 6078: an observe-mode duplicate took broker 1 over with
 // the active instance's stamp, and that instance, enforcing, stood by a
 // lease more with its log dir at 99%, nothing protecting it).
 func TestR8_8InstanceNeverStandsByForItsOwnLeaseStamp(t *testing.T) {
+	x, _, reg := takenOverWithOwnStamp(t, true)
+	f := x.f
+	if v := gather(t, reg, "kafka_disk_guard_protection_standby", nil); v != 0 {
+		t.Errorf("R8.8/pod-a stands by (standby %v) for its own stamp, written a lease ago", v)
+	}
+	if !f.acls[denyAll("a")] {
+		t.Errorf("R8.8/pod-a's log dir is full and unprotected: it stood by for a lease no other instance renewed")
+	}
+}
+
+// R8.8, R7.3: the other instance that took the broker over with this
+// process's stamp had established its purge history (its record does not
+// say PurgesUnknown): it acts, and may purge under that record, whose
+// purges reach this process only through the record. This process stands
+// by as for any other instance's record, and takes over later with its
+// purges counted (found by the simulation, seed 9389 of the whole mix:
+// agent-1 took broker 1 back at once from agent-1b, which had just taken
+// it over with agent-1's stamp; agent-1b purged 8 MiB, the ownership
+// topic was lost before agent-1 read that record, and agent-1 purged
+// 8 MiB more on its own history only: 64 MiB in the hour against a
+// 51.2 MiB cap).
+func TestR8_8InstanceStandsByForAnActingInstanceWithItsOwnStamp(t *testing.T) {
+	x, _, reg := takenOverWithOwnStamp(t, false)
+	if v := gather(t, reg, "kafka_disk_guard_protection_standby", nil); v != 1 {
+		t.Errorf("R8.8/pod-a does not stand by (standby %v) for an instance that took the broker over with pod-a's stamp and may purge", v)
+	}
+	if r := x.f.records.Agents[1]; r.Instance != "pod-b" {
+		t.Errorf("R8.8/pod-a wrote over the record of pod-b, which acts for the broker: %+v", r)
+	}
+}
+
+// takenOverWithOwnStamp: pod-a protects, calms down (its record without
+// claims keeps its stamp a lease), another instance, pod-b, takes the
+// record over with pod-a's stamp (purgesUnknown: pod-b had not
+// established its purge history, as in observe mode), the log dir fills,
+// and pod-a runs a pass.
+func takenOverWithOwnStamp(t *testing.T, purgesUnknown bool) (*leaseFixture, *Enforcer, *prometheus.Registry) {
+	t.Helper()
 	x := newLeaseFixture(t, 9700, 10*time.Second)
 	f, clock, pass := x.f, x.clock, x.pass
 	a, reg := x.instance("pod-a")
@@ -49,16 +91,11 @@ func TestR8_8InstanceNeverStandsByForItsOwnLeaseStamp(t *testing.T) {
 	// The other instance takes the broker over: its record names it and
 	// keeps pod-a's stamp.
 	r := f.records.Agents[1]
-	r.Instance = "pod-b"
+	r.Instance, r.PurgesUnknown = "pod-b", purgesUnknown
 	f.records.Agents[1] = r
 	// The log dir fills again.
 	x.fill()
 	clock.tick(10 * time.Second)
 	pass(a)
-	if v := gather(t, reg, "kafka_disk_guard_protection_standby", nil); v != 0 {
-		t.Errorf("R8.8/pod-a stands by (standby %v) for its own stamp, written a lease ago", v)
-	}
-	if !f.acls[denyAll("a")] {
-		t.Errorf("R8.8/pod-a's log dir is full and unprotected: it stood by for a lease no other instance renewed")
-	}
+	return x, a, reg
 }

@@ -509,7 +509,7 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 		mono := e.monotonic(now)
 		if s := e.prot.self; !s.renewed.Equal(r.Renewed) || mono < s.since {
 			e.prot.self = leaseSeen{renewed: r.Renewed, since: mono}
-			if st := e.prot.stamped; st.renewed.Equal(r.Renewed) && st.since <= mono {
+			if st := e.prot.stamped; st.renewed.Equal(r.Renewed) && st.since <= mono && r.PurgesUnknown {
 				// The other instance wrote this process's own stamp
 				// (taking over, it keeps the lease of the record it
 				// writes over): no renewal of its own. The lease counts
@@ -517,7 +517,14 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 				// an observe-mode duplicate took broker 1 over with the
 				// active instance's stamp a lease old, and that
 				// instance stood by a lease more with its log dir at
-				// 99%, nothing protecting it).
+				// 99%, nothing protecting it). Only from an instance
+				// that purges nothing (PurgesUnknown: observe mode, or
+				// waiting for its history): one that may purge under
+				// that record is stood by for as any other, and its
+				// purges count at the takeover (seed 9389: agent-1 took
+				// broker 1 back at once, agent-1b purged, the topic was
+				// lost before agent-1 read that record, and agent-1
+				// purged past the hour's cap on its own history).
 				e.prot.self.since = st.since
 			}
 		}
