@@ -409,8 +409,13 @@ func TestRightsMinimalProtectFewerNeverPurge(t *testing.T) {
 		from = logStart(t, c, topic, 0)
 		var addr string
 		var logs *syncWriter
+		// Each guard before the last stops before it knows its purge
+		// history (it waits a lease and a pass for its record): its
+		// record says so (purges_unknown), and the next one waits too
+		// (R7.3). A lease of 2 s keeps the wait inside noPurge's eight
+		// passes, so a guard's holding back is its rights', not the wait.
 		addr, logs, stop = startGuardOn(t, c, guardOpts{user: kafkatest.LimitedUser, password: kafkatest.LimitedPassword,
-			capacity: capacity, enforcer: enforcer.Config{Enabled: true}})
+			capacity: capacity, enforcer: enforcer.Config{Enabled: true, Protection: enforcer.ProtectionConfig{LeaseDuration: 2 * time.Second}}})
 		waitMetricValue(t, addr, "kafka_disk_guard_log_dir_usage_ratio", map[string]string{"log_dir": n1.LogDir}, func(v float64) bool { return v >= 0.85 })
 		t.Logf("%s: guard started", what)
 		return addr, logs
