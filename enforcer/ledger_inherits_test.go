@@ -224,14 +224,20 @@ func TestR8_7ObserveModeInstanceInheritsTheRecordItWritesOver(t *testing.T) {
 	}
 }
 
-// R8.7 (issue 20; simulation, seed 2938): a peer wrote back its copy of
-// broker 2's record, read before that agent's last claim; another peer
-// read the record after it. That peer writes its later copy back (the
-// same process's, a higher write count: Record.Seq), so the claim is in
-// the record and lifted after the lease. Before the fix it took the
-// older copy for the record: the claim was in no record, and what it
-// names stayed in place for good.
-func TestR8_7PeerWritesBackALaterCopyOverAnOlderOne(t *testing.T) {
+// twoWritesRead: broker 2's agent claims topic a (past a lease, so its
+// records are no longer Fresh); peer 1 reads that write; the agent claims
+// b too; peer 3 reads the later write. The start both tests of a later
+// write against an older copy share.
+type twoWritesRead struct {
+	f            *fakeAdmin
+	clock        *clockAt
+	cfg          Config
+	calm         func() *agent.Snapshot
+	peer1, peer3 *Enforcer
+}
+
+func peersReadTwoWrites(t *testing.T) twoWritesRead {
+	t.Helper()
 	full, calm := protectSnaps()
 	onlyA := func() *agent.Snapshot { return snap(950, 1000, part("a", 0, 0, 10, seg(0, 1, agent.StateOpen))) }
 	f := newFakeAdmin(full())
@@ -251,6 +257,19 @@ func TestR8_7PeerWritesBackALaterCopyOverAnOlderOne(t *testing.T) {
 		t.Fatalf("the test needs broker 2 protecting a and b: %+v %v", f.records.Agents[2], f.acls)
 	}
 	passAt(t, peer3, clock, calm()) // reads the claims on a and b
+	return twoWritesRead{f: f, clock: clock, cfg: cfg, calm: calm, peer1: peer1, peer3: peer3}
+}
+
+// R8.7 (issue 20; simulation, seed 2938): a peer wrote back its copy of
+// broker 2's record, read before that agent's last claim; another peer
+// read the record after it. That peer writes its later copy back (the
+// same process's, a higher write count: Record.Seq), so the claim is in
+// the record and lifted after the lease. Before the fix it took the
+// older copy for the record: the claim was in no record, and what it
+// names stayed in place for good.
+func TestR8_7PeerWritesBackALaterCopyOverAnOlderOne(t *testing.T) {
+	x := peersReadTwoWrites(t)
+	f, clock, calm, peer1, peer3 := x.f, x.clock, x.calm, x.peer1, x.peer3
 	// The ownership topic is lost; broker 2's agent is dead from now on.
 	f.records = ledger.NewRecords()
 	clock.t = clock.t.Add(time.Second)
@@ -283,25 +302,8 @@ func TestR8_7PeerWritesBackALaterCopyOverAnOlderOne(t *testing.T) {
 // fix peer 3 took the record's Inherits for the whole earlier process:
 // the claim on b was in no record, and the binding stayed for good.
 func TestR8_7PeerWritesALaterWriteIntoTheRecordOfASuccessorThatTookAnOlderCopy(t *testing.T) {
-	full, calm := protectSnaps()
-	onlyA := func() *agent.Snapshot { return snap(950, 1000, part("a", 0, 0, 10, seg(0, 1, agent.StateOpen))) }
-	f := newFakeAdmin(full())
-	clock := &clockAt{t0}
-	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
-	two, _ := enforcerAs(t, 2, cfg, onlyA(), f, clock)
-	peer1, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
-	peer3, _ := enforcerAs(t, 3, cfg, calm(), f, clock)
-	for range 20 { // past a lease: its records are no longer Fresh
-		passAt(t, two, clock, onlyA())
-		clock.t = clock.t.Add(time.Second)
-	}
-	passAt(t, peer1, clock, calm()) // reads the claim on a
-	clock.t = clock.t.Add(time.Second)
-	passAt(t, two, clock, full()) // claims b too
-	if got := f.records.Agents[2].ACLTopics(); !slices.Equal(got, []string{"a", "b"}) || !f.acls[denyAll("b")] {
-		t.Fatalf("the test needs broker 2 protecting a and b: %+v %v", f.records.Agents[2], f.acls)
-	}
-	passAt(t, peer3, clock, calm()) // reads the claims on a and b
+	x := peersReadTwoWrites(t)
+	f, clock, cfg, calm, peer1, peer3 := x.f, x.clock, x.cfg, x.calm, x.peer1, x.peer3
 	// The ownership topic is lost; broker 2's agent restarts.
 	f.records = ledger.NewRecords()
 	clock.t = clock.t.Add(time.Second)
