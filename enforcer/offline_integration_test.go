@@ -91,8 +91,18 @@ func TestR1_2OfflineLogDirOnRealBroker(t *testing.T) {
 		}
 	}
 	mount("--bind", off, off)
-	t.Cleanup(func() { _ = exec.Command("umount", off).Run() })
-	mount("-o", "remount,bind,ro", off)
+	// Lazy: the broker may still hold files open under the bind mount
+	// when the test ends (it stops after this cleanup runs).
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", off).Run() })
+	// The remount read-only fails with EBUSY while the broker has a file
+	// open for writing under the new mount (a checkpoint it writes every
+	// 300 ms): try again until a moment without one.
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		if out, err := exec.Command("mount", "-o", "remount,bind,ro", off).CombinedOutput(); err != nil {
+			return fmt.Errorf("mount -o remount,bind,ro %s: %v\n%s", off, err, out)
+		}
+		return nil
+	})
 	if err := os.WriteFile(filepath.Join(off, "probe"), nil, 0o644); err == nil {
 		t.Fatal("the log dir is still writable")
 	}
