@@ -105,3 +105,53 @@ func TestOperatorDeletionWithALostReplyLeavesTheBaseline(t *testing.T) {
 		t.Errorf("the guard's absence shape on a topic the operator left without ACLs: %v", f)
 	}
 }
+
+// The operator's binding identical to an unattributed one already gone
+// is the operator's: I3's answers without the unattributed bindings keep
+// it (found by the simulation: seed 12737. agent-2 left the absence
+// shape's ALLOWs on orders unrecorded and agent-3 its DENY WRITE User:*,
+// a lift deleted the DENY, the operator created its own; once settled,
+// I3 took the operator's DENY away with the unattributed bindings, so
+// saw orders without ACLs, and the producer's READ through agent-2's
+// ALLOW READ User:* for one held past the settling passes).
+func TestOperatorBindingIdenticalToAGoneUnattributedOneIsTheOperators(t *testing.T) {
+	s := newTestSimSeed(t, 3)
+	if !s.allowEveryone() {
+		t.Fatal("the test needs allow.everyone.if.no.acl.found (seed 3's cluster)")
+	}
+	deny := operatorACLs[0] // DENY User:* WRITE on orders
+	if deny != ledger.LiteralACL("orders", ledger.AnyPrincipal, ledger.OpWrite, ledger.PermDeny) {
+		t.Fatalf("operatorACLs[0] is %v", deny)
+	}
+	var allows []ledger.ACL
+	for _, op := range ledger.OpsButWrite {
+		allows = append(allows, ledger.LiteralACL("orders", ledger.AnyPrincipal, op, ledger.PermAllow))
+	}
+	if err := s.c.Admin(2, "agent-2").CreateACLs(t.Context(), allows); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Admin(3, "agent-3").CreateACLs(t.Context(), []ledger.ACL{deny}); err != nil {
+		t.Fatal(err)
+	}
+	s.unattributed = map[ledger.ACL]bool{deny: true}
+	for _, a := range allows {
+		s.unattributed[a] = true
+	}
+	if err := s.op.admin.DeleteACLs(t.Context(), []ledger.ACL{deny}); err != nil {
+		t.Fatal(err)
+	}
+	s.op.createACL(t.Context(), deny)
+	if !s.c.ACLs()[deny] || !s.op.base[deny] {
+		t.Fatal("the operator's binding is not in place")
+	}
+	s.quiet, s.step = true, s.opts.Steps+settleSteps
+	if !s.settled() {
+		t.Fatal("the test needs the settling passes done")
+	}
+	if !s.c.Authorize(producer, "orders", ledger.OpRead) {
+		t.Fatal("the test needs the producer's READ on orders through the unattributed ALLOW READ User:*")
+	}
+	if f := s.check(); f != nil {
+		t.Errorf("the unattributed ALLOWs left with the operator's DENY WRITE User:* on orders: %v", f)
+	}
+}
