@@ -367,12 +367,34 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			// (Record.Restored: its purge history unknown).
 			set(e.brokerID, *e.prot.written)
 			e.prot.dirty = true
+		case tookOverWrite(e.prot.written, cur, e.instance):
+			// A peer's copy of the other instance's record that this
+			// process took over since (the topic lost this process's
+			// record): its own memory wins, as with a copy of its own.
+			set(e.brokerID, *e.prot.written)
+			e.prot.dirty = true
+			e.logger.Warn("this agent's record in the ownership topic is a copy of the other instance's that this agent took over (a peer restored it from memory): its own written again",
+				"topic", e.cfg.OwnershipTopic, "other_instance", cur.Instance)
 		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated):
 			set(e.brokerID, *e.prot.written)
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record in the ownership topic is older than the one it wrote last (a peer restored it from memory): written again", "topic", e.cfg.OwnershipTopic)
 		}
 	}
+}
+
+// tookOverWrite reports whether cur, this broker's record as another
+// instance's process wrote it (or a peer's copy of it), is a write that
+// w, this process's last record, took over: w inherits that process and
+// names that write of it, or a later one (Record.InheritsSeq). cur is
+// then older than w, not written over it (R8.8). An unknown write (no
+// Seq, no process start) is not taken for one.
+func tookOverWrite(w *Record, cur Record, instance string) bool {
+	if w == nil || w.Instance != instance || !otherInstance(cur, instance) || cur.Seq == 0 || cur.Started.IsZero() ||
+		cur.Started.Equal(w.Started) || !w.Inherited(cur.Started) {
+		return false
+	}
+	return cur.Seq <= w.InheritedSeq(cur.Started)
 }
 
 // ownCopyOlder reports whether cur, a peer's copy of this agent's record,

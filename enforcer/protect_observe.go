@@ -503,7 +503,10 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 		// 261 and 1097: the standby took over at once, with no purge
 		// history, while the other instance ran and had purged).
 		e.prot.standby = e.monotonic(now)-e.prot.self.since < e.cfg.Protection.LeaseDuration
-	case !ok || !other || r.Renewed.IsZero():
+	case !ok || !other || r.Renewed.IsZero() || tookOverWrite(e.prot.written, r, e.instance):
+		// A write of the other instance this process took over since
+		// (a peer's copy of it written back after the topic was lost)
+		// is no renewal of that instance's lease.
 		e.prot.standby, e.prot.self = false, leaseSeen{}
 	default:
 		mono := e.monotonic(now)

@@ -27,7 +27,8 @@ import (
 func (e *Enforcer) keepOverwritten(recs Records) {
 	cur := recs.Agents[e.brokerID]
 	w := e.prot.written
-	if w == nil || w.Instance != e.instance || cur.Instance == "" || cur.Instance == e.instance || w.Updated.Equal(e.prot.overwritten) {
+	if w == nil || w.Instance != e.instance || cur.Instance == "" || cur.Instance == e.instance || w.Updated.Equal(e.prot.overwritten) ||
+		tookOverWrite(w, cur, e.instance) {
 		return
 	}
 	e.prot.overwritten = w.Updated

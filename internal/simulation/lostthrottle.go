@@ -79,7 +79,15 @@ func (s *sim) forgetThrottles(a *agentSim) {
 
 // settleThrottles, after every step: a lost claim back in the topic, or
 // none of whose values is left in place, is done with; one no live
-// process remembers is unattributed.
+// process remembers is unattributed. A claim under the same key is the
+// lost one back only while a live process remembers it (its holder
+// writes it back): with none, it is a new process's claim, made after
+// the loss, which found the lost claim's value in place, claimed by no
+// record, and took it for the operator's (R8.6) to put back at its
+// release (seed 18751: agent 3's move throttle claim went with the topic
+// while agent 3 was dead; restarted, it claimed the broker again with
+// its own 20971520 as the value to restore, and I1 took the value left
+// after the moves for a guard's instead of unattributed).
 func (s *sim) settleThrottles() {
 	if len(s.lost.throttles) == 0 {
 		return
@@ -88,7 +96,7 @@ func (s *sim) settleThrottles() {
 	vals := s.c.ThrottleValues()
 	for _, k := range slices.Sorted(maps.Keys(s.lost.throttles)) {
 		l := s.lost.throttles[k]
-		if err == nil {
+		if err == nil && l.holder != "" {
 			if id, ok := ledger.ParseThrottleKey(k); ok {
 				if _, back := recs.Throttles[id]; back {
 					delete(s.lost.throttles, k)

@@ -3,6 +3,7 @@ package simulation
 import (
 	"testing"
 
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
@@ -46,5 +47,82 @@ func TestPeerForgetsAReassignClaimReadBackAsAnotherProcesses(t *testing.T) {
 		if peer.knows[k] {
 			t.Errorf("the claim read back as %s's: still taken for one the peer remembers", other)
 		}
+	}
+}
+
+// A move throttle claim lost with the ledger while its agent was dead is
+// remembered by no live process: the agent, restarted, finds the guard's
+// value in place, claimed by no record, takes it for the operator's
+// (R8.6) and claims the broker again under the same key, with that value
+// to put back at its release. That new claim is not the lost one back:
+// the lost claim's value stays unattributed, and I1 waives it once the
+// release leaves it in place (found by the simulation: seed 18751, where
+// I1 took broker 3's 20971520, left after the moves, for a guard's).
+func TestMoveThrottleClaimedAgainAfterItsLossIsUnattributed(t *testing.T) {
+	s := newTestSim(t)
+	s.classes[Relief] = true
+	r := s.reliefOn()
+	ctx := t.Context()
+	a := s.agents[jbodBroker-1]
+	if a.name != "agent-3" {
+		t.Fatalf("agent %s, want agent-3", a.name)
+	}
+	admin := s.c.ReliefAdmin(a.name)
+	rate := "20971520"
+	claim := ledger.ThrottleClaim{BrokerID: jbodBroker, Instance: a.name, Key: enforcer.ThrottleKey, Value: rate, LeaseMs: 60000}
+	setClaimed := func(c ledger.ThrottleClaim) {
+		t.Helper()
+		st := newTrackedRelief(admin, a.name, ledger.ThrottleKey(jbodBroker))
+		r.stores[a.name] = []*trackedRelief{st}
+		if err := st.StoreThrottle(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.SetThrottle(ctx, jbodBroker, rate, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := func(c ledger.ThrottleClaim) *Failure {
+		t.Helper()
+		if err := enforcer.RestoreThrottle(ctx, admin, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.DeleteThrottle(ctx, jbodBroker); err != nil {
+			t.Fatal(err)
+		}
+		s.settleLost()
+		recs, err := s.c.ThrottleClaims()
+		return s.reliefLeft(s.c.ThrottleValues(), recs, err)
+	}
+	r.stores = map[string][]*trackedRelief{}
+
+	// Without a loss, a claim that puts the guard's own value back leaves
+	// it: I1.
+	orig := rate
+	own := claim
+	own.Orig = &orig
+	setClaimed(own)
+	if f := release(own); f == nil || f.Invariant != "I1" {
+		t.Fatalf("the guard's move throttle left, nothing lost: %v, want I1", f)
+	}
+	if err := admin.SetThrottle(ctx, jbodBroker, "", false); err != nil {
+		t.Fatal(err)
+	}
+
+	// The claim, then the agent's death and the topic's loss.
+	setClaimed(claim)
+	a.deadTill = s.step + 5
+	s.forget(a)
+	s.loseLedger()
+	s.c.DeleteOwnershipTopic()
+	// Restarted in the same step, the agent claims the broker again (the
+	// topic created again), the guard's value taken for the operator's.
+	a.deadTill = -1
+	if err := s.c.Admin(a.broker, a.name).Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	setClaimed(own)
+	s.settleLost()
+	if f := release(own); f != nil {
+		t.Fatalf("the lost claim's value, left by the release of the claim made again: %v", f)
 	}
 }
