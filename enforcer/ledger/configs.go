@@ -123,6 +123,24 @@ func (rs Records) GuardOriginal(c ConfigClaim) *string {
 	return orig
 }
 
+// OriginalTaken reports whether a claim on c's key in a record other
+// than id's was made on c's value, taken for the operator's (its original
+// is a value c sets, and not c's original): c is what names that value as
+// the guard's, and its original as the one to restore (GuardOriginal).
+func (rs Records) OriginalTaken(id int32, c ConfigClaim) bool {
+	for oid, r := range rs.Agents {
+		if oid == id {
+			continue
+		}
+		for _, o := range r.Configs {
+			if o.Topic == c.Topic && o.Key == c.Key && c.Sets(o.Orig) && !SameValue(o.Orig, c.Orig) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // OtherOriginalSets reports whether a claim on (topic, key) of any
 // record made on another operator's value than orig sets v (its value or
 // its earlier one). Two claims with different originals must not share a
