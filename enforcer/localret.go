@@ -330,29 +330,7 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 		pp.ReleaseConfigs = append(pp.ReleaseConfigs, c)
 	}
 	heldElsewhere := pl.others.LiveConfigClaims()
-	for _, c := range pl.me.ReleasingConfigs() {
-		cur, read := po.TopicConfigs[c.Topic]
-		// Held elsewhere, the key is the other record's to restore, once
-		// this claim's own value is handed back to it (ReleaseUnclaimed).
-		// Over another claim's value made on a newer operator's value,
-		// nothing is this claim's to restore: it leaves the record.
-		held := heldElsewhere[[2]string{c.Topic, c.Key}]
-		switch {
-		case !read || !po.Records.RestoresOver(c, cur) || (held && !c.Sets(cur)):
-		case held:
-			if _, ok := po.Records.HandBackValue(c, cur); ok {
-				release(c)
-			} else {
-				// Its own value in place and nothing to hand back (no
-				// live claim made on its original): it stays, named,
-				// until the other record's claims go, with no write or
-				// release every pass meanwhile.
-				out = append(out, c)
-			}
-		default:
-			release(c)
-		}
-	}
+	pl.keepReleasingConfigs(heldElsewhere, func(c ConfigClaim) { out = append(out, c) }, release)
 	for _, c := range pl.me.ConfigClaims() {
 		cur, read := po.TopicConfigs[c.Topic]
 		if read && po.Records.GuardSet(c, cur) && !po.Records.RestoresOver(c, cur) {
@@ -377,6 +355,9 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 			// the value is the guard's and which original it lowered.
 			if po.Records.GuardSet(c, cur) && (!heldElsewhere[[2]string{c.Topic, c.Key}] || c.Sets(cur)) {
 				release(c)
+			} else if pl.originalTaken(c, cur, read) {
+				c.Releasing = true
+				out = append(out, c)
 			}
 		case !po.Records.GuardSet(c, cur) && ledger.SameValue(cur, c.Orig):
 			// The operator's value is in place: the guard's change never
@@ -399,6 +380,49 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 		}
 	}
 	return out
+}
+
+// keepReleasingConfigs decides this agent's claims being given up
+// (keepConfigClaims): released, kept, or dropped (neither).
+func (pl *protectionPlanner) keepReleasingConfigs(heldElsewhere map[[2]string]bool, keep, release func(ConfigClaim)) {
+	po := pl.po
+	for _, c := range pl.me.ReleasingConfigs() {
+		cur, read := po.TopicConfigs[c.Topic]
+		// Held elsewhere, the key is the other record's to restore, once
+		// this claim's own value is handed back to it (ReleaseUnclaimed).
+		// Over another claim's value made on a newer operator's value,
+		// nothing is this claim's to restore: it leaves the record.
+		held := heldElsewhere[[2]string{c.Topic, c.Key}]
+		switch {
+		case pl.originalTaken(c, cur, read):
+			keep(c)
+		case !read || !po.Records.RestoresOver(c, cur) || (held && !c.Sets(cur)):
+		case held:
+			if _, ok := po.Records.HandBackValue(c, cur); ok {
+				release(c)
+			} else {
+				// Its own value in place and nothing to hand back (no
+				// live claim made on its original): it stays, named,
+				// until the other record's claims go, with no write or
+				// release every pass meanwhile.
+				keep(c)
+			}
+		default:
+			release(c)
+		}
+	}
+}
+
+// originalTaken: another claim's value is in place, made on claim c's
+// value taken for the operator's (Records.OriginalTaken). Given up or
+// lifted, c stays in the record, releasing, and changes nothing: it is
+// what names that value as the guard's and its original, until the
+// other claim takes the original over (GuardOriginal) at its agent's
+// next pass. Dropped, the other claim restored c's value for good
+// (found by the simulation, seed 11605).
+func (pl *protectionPlanner) originalTaken(c ConfigClaim, cur *string, read bool) bool {
+	po := pl.po
+	return read && po.Records.GuardSet(c, cur) && !c.Sets(cur) && po.Records.OriginalTaken(po.BrokerID, c)
 }
 
 // newConfigClaims makes the claims of the topics wanted lowered that

@@ -490,7 +490,13 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 	r, ok := recs.Agents[e.brokerID]
 	was := e.prot.standby
 	other := r.Instance != "" && r.Instance != e.instance
-	if e.dryRun && r.Claims() && (e.prot.written == nil || !e.prot.written.Renewed.Equal(r.Renewed)) {
+	// A record naming this instance and this process's start, written
+	// when a write of this process whose reply was lost was (unconfirmed),
+	// is that write (seed 12392: the observe-mode instance stood by for
+	// it, took its broker over again once the ledger was lost, and its
+	// claim being given up left the ledger with the value still lowered).
+	own := r.Instance == e.instance && r.Started.Equal(e.prot.started) && slices.ContainsFunc(e.prot.unconfirmed, r.Updated.Equal)
+	if e.dryRun && r.Claims() && !own && (e.prot.written == nil || !e.prot.written.Renewed.Equal(r.Renewed)) {
 		other = true
 	}
 	switch {

@@ -7,7 +7,8 @@ import (
 
 // Adopt returns r with the claims of from that r lacks added (bindings by
 // shape and topic, other claims whole, a topic config when r claims no
-// value of that key), and whether any was. Used only between two records
+// value of that key, or, where r's claim on the key was made on the value
+// from's sets, from's original), and whether any was. Used only between two records
 // of one broker's agent (its earlier process's and its own), so every
 // claim added is one the guard made.
 func Adopt(r, from Record) (Record, bool) {
@@ -50,8 +51,23 @@ func Adopt(r, from Record) (Record, bool) {
 	}
 	configs := slices.Clone(r.Configs)
 	for _, c := range from.Configs {
-		if !slices.ContainsFunc(configs, func(x ConfigClaim) bool { return x.Topic == c.Topic && x.Key == c.Key }) {
+		i := slices.IndexFunc(configs, func(x ConfigClaim) bool { return x.Topic == c.Topic && x.Key == c.Key })
+		if i < 0 {
 			configs, added = append(configs, c), true
+			continue
+		}
+		// r's claim was made on c's value, taken for the operator's (the
+		// process restarted while the ledger was lost, and lowered the
+		// value its earlier process had set): the operator's value is
+		// c's original, and the value it lowered from is the guard's.
+		// Kept as it was, r's claim restored the earlier process's value
+		// for good (found by the simulation, seed 10027).
+		if x := configs[i]; x.Orig != nil && c.Sets(x.Orig) && !SameValue(x.Orig, c.Orig) {
+			if x.Prev == nil {
+				x.Prev = x.Orig
+			}
+			x.Orig = c.Orig
+			configs[i], added = x, true
 		}
 	}
 	if !added {

@@ -123,6 +123,24 @@ func (rs Records) GuardOriginal(c ConfigClaim) *string {
 	return orig
 }
 
+// OriginalTaken reports whether a claim on c's key in a record other
+// than id's was made on c's value, taken for the operator's (its original
+// is a value c sets, and not c's original): c is what names that value as
+// the guard's, and its original as the one to restore (GuardOriginal).
+func (rs Records) OriginalTaken(id int32, c ConfigClaim) bool {
+	for oid, r := range rs.Agents {
+		if oid == id {
+			continue
+		}
+		for _, o := range r.Configs {
+			if o.Topic == c.Topic && o.Key == c.Key && c.Sets(o.Orig) && !SameValue(o.Orig, c.Orig) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // OtherOriginalSets reports whether a claim on (topic, key) of any
 // record made on another operator's value than orig sets v (its value or
 // its earlier one). Two claims with different originals must not share a
@@ -258,9 +276,15 @@ func (c ConfigClaim) Sets(cur *string) bool {
 // second peer's claim took that original for its own value, the first
 // peer's release handed the key back to that value, and the dead agent,
 // restarted, restored its stale original). The claim then stays,
-// releasing, its value in place, until the other claims go.
+// releasing, its value in place, until the other claims go. A claim of
+// a record a peer wrote back (Restored) is not handed back to until its
+// agent writes the record again: the copy is as the peer last read it,
+// and may hold a claim its agent has given up since (found by the
+// simulation, seeds 13308 and 18923: the key was handed back to such a
+// claim, its agent wrote its record again without it, and the value
+// stayed, in no record).
 func (rs Records) HandBackValue(c ConfigClaim, in *string) (v string, ok bool) {
-	v, ok = rs.LiveConfigValue(c.Topic, c.Key, c.Orig)
+	v, ok = rs.liveConfigValue(c.Topic, c.Key, c.Orig, false)
 	if !ok || !c.Sets(in) || *in == v || rs.OtherOriginalSets(c.Topic, c.Key, *in, c.Orig) ||
 		rs.OtherOriginalSets(c.Topic, c.Key, v, c.Orig) {
 		return "", false
@@ -273,8 +297,17 @@ func (rs Records) HandBackValue(c ConfigClaim, in *string) (v string, ok bool) {
 // given up hands the key back to. A claim with another operator's value
 // is left out: an operator changed the value between the two claims.
 func (rs Records) LiveConfigValue(topic, key string, orig *string) (v string, ok bool) {
+	return rs.liveConfigValue(topic, key, orig, true)
+}
+
+// liveConfigValue is LiveConfigValue, of the records a peer wrote back
+// (Restored) too or not.
+func (rs Records) liveConfigValue(topic, key string, orig *string, restored bool) (v string, ok bool) {
 	best := int64(math.MaxInt64)
 	for id, r := range rs.Agents {
+		if r.Restored && !restored {
+			continue
+		}
 		for _, c := range r.ConfigClaims() {
 			if c.Topic != topic || c.Key != key || !rs.Live(id, topic) || !SameValue(c.Orig, orig) {
 				continue

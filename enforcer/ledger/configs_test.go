@@ -206,3 +206,44 @@ func TestR7_4R8_7ShadowedClaim(t *testing.T) {
 		}
 	}
 }
+
+// R8.5, R8.7, R7.4: a claim given up is not handed back to a claim of a
+// record a peer wrote back (Restored) until its agent writes the record
+// again: the copy is as the peer last read it, and its agent may have
+// given the claim up since. Found by the simulation, seeds 13308 and
+// 18923: broker 3's agent, lifted, dropped its claim while broker 2's
+// lower value was in place; the ownership topic was lost, broker 2's
+// agent wrote back its older copy of broker 3's record (with the claim,
+// without the lift), released its own claim and handed the key back to
+// broker 3's value; broker 3's agent wrote its record again without the
+// claim, and the value stayed lowered, in no record. The claim stays,
+// its value in place, until broker 3's agent writes its record.
+func TestR8_5R8_7NoHandBackToAClaimAPeerWroteBack(t *testing.T) {
+	operators := "209715200"
+	given := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "4751360", Orig: &operators, Releasing: true}
+	copied := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "13099008", Orig: &operators}
+	recs := NewRecords()
+	recs.Agents[2] = Record{BrokerID: 2, Configs: []ConfigClaim{given}}
+	recs.Agents[3] = Record{BrokerID: 3, Configs: []ConfigClaim{copied}, Restored: true}
+	in := given.Value
+	a := &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{given}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != in || a.alters != 0 {
+		t.Fatalf("R8.5/broker 2's hand-back set events' local.retention.bytes to %s, the claim of a record a peer wrote back",
+			ShowValue(v))
+	}
+	if _, ok := recs.HandBackValue(given, &in); ok {
+		t.Fatal("R8.5/a hand-back value to a claim of a record a peer wrote back")
+	}
+	// Written again by its agent, with the claim: the key is handed back.
+	recs.Agents[3] = Record{BrokerID: 3, Configs: []ConfigClaim{copied}}
+	a = &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+	if _, err := ReleaseUnclaimed(t.Context(), a, nil, 0, []ConfigClaim{given}); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.configs["events"]; v == nil || *v != copied.Value {
+		t.Fatalf("R8.5/events' local.retention.bytes is %s, want broker 3's %s handed back", ShowValue(v), copied.Value)
+	}
+}
