@@ -70,3 +70,26 @@ func (x *leaseFixture) pass(e *Enforcer) {
 
 // lso is partition a-0's log start offset.
 func (x *leaseFixture) lso() int64 { return x.f.lso[TopicPartition{"a", 0}] }
+
+// purgingWithAStandby starts pod-a and pod-b on x, fills the log dir and
+// lets pod-a purge for a minute while pod-b stands by. It fails the test
+// unless pod-b stands by and pod-a's log start offset is in [minLSO,
+// maxLSO].
+func (x *leaseFixture) purgingWithAStandby(minLSO, maxLSO int64) (a, b *Enforcer, regB *prometheus.Registry) {
+	x.t.Helper()
+	a, _ = x.instance("pod-a")
+	b, regB = x.instance("pod-b")
+	x.clock.tick(10 * time.Second)
+	x.pass(a)
+	x.pass(b)
+	x.fill()
+	for range 6 {
+		x.clock.tick(10 * time.Second)
+		x.pass(a)
+		x.pass(b)
+	}
+	if lso := x.lso(); lso < minLSO || lso > maxLSO || !b.prot.standby {
+		x.t.Fatalf("the test needs pod-a purging, log start offset %d in [%d, %d], and pod-b standing by (%v)", lso, minLSO, maxLSO, b.prot.standby)
+	}
+	return a, b, regB
+}

@@ -17,20 +17,7 @@ func TestR7_3R8_8TakingOverAfterAClockJumpKeepsTheOtherInstancesPurgesInTheHour(
 	x := newLeaseFixture(t, 9700, 10*time.Second)
 	clock, pass := x.clock, x.pass
 	const maxLSO = 60 // at most one segment past the hour's cap
-	a, _ := x.instance("pod-a")
-	b, regB := x.instance("pod-b")
-	clock.tick(10 * time.Second)
-	pass(a)
-	pass(b)
-	x.fill()
-	for range 6 {
-		clock.tick(10 * time.Second)
-		pass(a)
-		pass(b)
-	}
-	if lso := x.lso(); lso < 40 || lso > maxLSO || !b.prot.standby {
-		t.Fatalf("the test needs pod-a purging up to the hour's cap (log start offset %d) and pod-b standing by (%v)", lso, b.prot.standby)
-	}
+	_, b, regB := x.purgingWithAStandby(40, maxLSO)
 	// pod-a dies; the wall clock jumps two hours ahead.
 	clock.jump(2 * time.Hour)
 	for range 20 {

@@ -20,20 +20,7 @@ func TestR7_3R8_8StandbyTakingOverFromALostRecordCountsTheCapsSpent(t *testing.T
 	x := newLeaseFixture(t, 8800, 10*time.Second)
 	clock, pass := x.clock, x.pass
 	const maxLSO = 60 // at most one segment past the hour's cap
-	a, _ := x.instance("pod-a")
-	b, regB := x.instance("pod-b")
-	clock.tick(10 * time.Second)
-	pass(a)
-	pass(b)
-	x.fill()
-	for range 6 {
-		clock.tick(10 * time.Second)
-		pass(a)
-		pass(b)
-	}
-	if lso := x.lso(); lso == 0 || lso > maxLSO || !b.prot.standby {
-		t.Fatalf("the test needs pod-a purging within the cap (log start offset %d) and pod-b standing by (%v)", lso, b.prot.standby)
-	}
+	_, b, regB := x.purgingWithAStandby(1, maxLSO)
 	// pod-a dies; the topic loses every record before each of pod-b's
 	// reads while it stands by (deleted and created again, as often as
 	// that), the one that lets it take over included.
