@@ -79,16 +79,22 @@ type conn struct {
 	client sarama.Client
 	admin  sarama.ClusterAdmin
 
-	mu       sync.Mutex // guards producer
+	mu       sync.Mutex // guards producer, closed and sending
 	producer sarama.SyncProducer
+	closed   bool
+	sending  int // writes in flight on producer (sendMessage)
 }
 
-// close releases the producer, the admin and the client under it.
+// close releases the producer, the admin and the client under it. A
+// write in flight keeps the producer until it returns (Sarama's
+// SendMessage panics on a producer closed under it); its last sender
+// closes it then (sendMessage). close waits for no write.
 func (c *conn) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	var errs []error
-	if c.producer != nil {
+	if c.producer != nil && c.sending == 0 {
 		errs = append(errs, c.producer.Close())
 		c.producer = nil
 	}

@@ -219,13 +219,6 @@ func (e *Enforce) send(c *conn, key string, value []byte) error {
 	if err := e.ensureOwnershipTopic(c); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	err := c.ensureProducer()
-	p := c.producer
-	c.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	if err := e.onePartition(c, true); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
@@ -233,7 +226,7 @@ func (e *Enforce) send(c *conn, key string, value []byte) error {
 	if value != nil {
 		msg.Value = sarama.ByteEncoder(value)
 	}
-	if _, _, err := p.SendMessage(msg); err != nil {
+	if err := c.sendMessage(msg); err != nil {
 		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 			e.topicReady.Store(false) // deleted behind the guard's back: create it again
 		}
@@ -299,6 +292,9 @@ func (e *Enforce) Prepare(ctx context.Context) error {
 }
 
 func (c *conn) ensureProducer() error {
+	if c.closed {
+		return ErrNotConnected
+	}
 	if c.producer != nil {
 		return nil
 	}
@@ -464,4 +460,30 @@ func (e *Enforce) AllowEveryoneIfNoACLFound(ctx context.Context) (ledger.AllowEv
 		return ledger.AllowEveryoneUnknown, nil
 	}
 	return ledger.AllowEveryoneFalse, nil
+}
+
+// sendMessage writes msg with the connection's producer (made when
+// missing). The producer stays open while the write is in flight, even
+// when the connection is closed meanwhile (a reconnect, the end of Run):
+// the last write to return on a closed connection closes it.
+func (c *conn) sendMessage(msg *sarama.ProducerMessage) error {
+	c.mu.Lock()
+	if err := c.ensureProducer(); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	p := c.producer
+	c.sending++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.sending--
+		if c.closed && c.sending == 0 && c.producer != nil {
+			_ = c.producer.Close()
+			c.producer = nil
+		}
+	}()
+	_, _, err := p.SendMessage(msg)
+	return err
 }
