@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,7 +51,12 @@ func TestR3_8AgentReassignsReplicasOffItsFullBroker(t *testing.T) {
 	const topic = "relief-agent"
 	c.CreateTopicAssigned(t, topic, [][]int32{{2, 1}, {3, 1}, {2, 1}}, map[string]string{"segment.bytes": "4194304"})
 	dropTopic(t, c, topic)
-	p, err := sarama.NewSyncProducer(c.SASLAddrs(), adminConfig(c))
+	// Retried for longer than Sarama's default 3 x 100 ms: just after the
+	// topic's creation, a loaded machine's broker may not lead its
+	// partition yet (a CI run failed its first batch with the default).
+	pcfg := adminConfig(c)
+	pcfg.Producer.Retry.Max, pcfg.Producer.Retry.Backoff = 10, 500*time.Millisecond
+	p, err := sarama.NewSyncProducer(c.SASLAddrs(), pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +74,10 @@ func TestR3_8AgentReassignsReplicasOffItsFullBroker(t *testing.T) {
 			}
 		}
 		if err := p.SendMessages(msgs); err != nil {
+			var errs sarama.ProducerErrors
+			if errors.As(err, &errs) && len(errs) > 0 {
+				t.Fatalf("%v: the first: %v", err, errs[0].Err)
+			}
 			t.Fatal(err)
 		}
 	}
