@@ -239,10 +239,21 @@ func TestR8_6StaleRecordsAdoptNoOperatorBindingOnARealBroker(t *testing.T) {
 	// The agent's log dir switches protection on, on the cached records.
 	capacity.set(uint64(float64(used) / 0.95))
 	src.ScanOnce()
-	pass(t, g)
-	if len(topicACLs(t, g.admin, guarded)) == 0 {
-		t.Fatal("the guarded topic is not protected")
-	}
+	passErr := g.e.Reconcile(ctx)
+	// A binding created through the controller reaches the broker's
+	// authorizer (what DescribeAcls answers from) when the broker applies
+	// the metadata record: a moment later under load.
+	kafkatest.Eventually(t, 10*time.Second, func() error {
+		if len(topicACLs(t, g.admin, guarded)) == 0 {
+			return fmt.Errorf("the guarded topic is not protected (pass: %v; protection wanted %v, active %v, errors %v, standby %v, ledger lost %v)",
+				passErr, metric(g.reg, "kafka_disk_guard_write_protection_wanted", nil),
+				metric(g.reg, "kafka_disk_guard_write_protection_active", nil),
+				metric(g.reg, "kafka_disk_guard_write_protection_error", nil),
+				metric(g.reg, "kafka_disk_guard_protection_standby", nil),
+				metric(g.reg, "kafka_disk_guard_protection_ledger_lost", nil))
+		}
+		return nil
+	})
 	recs, err := g.admin.LoadRecords(ctx)
 	if err != nil {
 		t.Fatal(err)
