@@ -17,15 +17,15 @@ import (
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
 )
 
-// Three rules of the protection ledger between the processes and
-// instances of one broker's agent on real brokers, each found by the
-// simulation (seeds 7150 and 6078 of the whole mix, 4296 of the default
-// mix) and unit-tested with fakes first:
-// an instance another instance wrote over never writes its outdated
-// record back, a record written while its writer's purge history was
-// unknown (purges_unknown) ends no history wait, and an instance never
-// stands by for its own lease stamp. Each test drives its agents' passes
-// itself (Reconcile), with a lease of 3 s.
+// Rules of the protection ledger between the processes and instances of
+// one broker's agent on real brokers, each found by the simulation (seeds
+// 7150 and 6078 of the whole mix, 4296 and 5728 of the default mix) and
+// unit-tested with fakes first: an instance another instance wrote over
+// never writes its outdated record back; a record written while its
+// writer's purge history was unknown (purges_unknown: in its wait, or in
+// observe mode) ends no history wait; and an instance never stands by
+// for its own lease stamp. Each test drives its agents' passes itself
+// (Reconcile), with a lease of 3 s.
 
 // failingStore is the guard's admin API whose next record write fails
 // once armed (the ownership topic just created again, its partition
@@ -263,6 +263,133 @@ func TestR7_3R8_7RecordWrittenDuringTheHistoryWaitIsNoHistoryOnACluster(t *testi
 		t.Errorf("R7.3/the next process's record after its wait: purges_unknown %v, purged %v; want its purges, known", r.PurgesUnknown, r.Purged)
 	}
 	t.Logf("the next process purged %s after its start (wait %s)", purgedAt.Round(time.Millisecond), wait)
+}
+
+// R7.3, R8.8 on the 3-node cluster (TestR7_3R8_8ObserveModeRecordEndsNoHistoryWait):
+// broker 2's enforcing agent (pod-a) finds no record of its own, waits
+// for its purge history, protects meanwhile and writes its record; it
+// dies. A second install for the broker left in observe mode (pod-b)
+// stands by for pod-a's lease, then takes the broker over: its record,
+// holding no purge history of pod-a's processes (it purges nothing),
+// says purges_unknown. pod-a's next process reads that record under its
+// broker's key, stands by for pod-b's lease, and takes the broker back:
+// the record is no history, and the process waits a lease and a pass
+// before purging unexpired data, as if it had found no record. Taken for the known history of an instance taken over
+// from, it ended the wait at once (seed 5728: 24 MiB purged on top of
+// the 56 MiB purged before the ownership topic was lost).
+func TestR7_3R8_8ObserveModeRecordEndsNoHistoryWaitOnACluster(t *testing.T) {
+	c := sharedCluster(t)
+	const (
+		topic = "observe-record"
+		own   = "__kdg_test_observe_record"
+		lease = 3 * time.Second
+	)
+	src, at := clusterPurgeData(t, c, 2, topic)
+	admin := clusterAdmin(t, c, own)
+	t.Cleanup(func() {
+		if acls := topicACLs(t, admin, topic); len(acls) > 0 {
+			_ = admin.DeleteACLs(t.Context(), acls)
+		}
+	})
+	at(0.95)
+	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: purgeMechanics,
+		Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
+	spec := func(cfg enforcer.Config, instance string) guardSpec {
+		return guardSpec{cfg: cfg, src: src, ownTopic: own, addrs: c.SASLAddrs(), instance: instance}
+	}
+	logOnFailure := func(name string, g *guard) {
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s's log:\n%s", name, g.logs.buf.String())
+			}
+		})
+	}
+	ctx := t.Context()
+	record := func() (enforcer.Record, error) {
+		recs, err := admin.LoadRecords(ctx)
+		return recs.Agents[2], err
+	}
+	kafkatest.Eventually(t, 30*time.Second, func() error { return admin.Prepare(ctx) })
+	first := newGuard(t, c.Node(2), spec(cfg, "pod-a"))
+	logOnFailure("pod-a's first process", first)
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		pass(t, first)
+		r, err := record()
+		if err == nil && r.Instance != "pod-a" {
+			err = fmt.Errorf("pod-a's record not written yet: %+v", r)
+		}
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+		}
+		return err
+	})
+	if v := metric(first.reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "purge_history"}); v != 1 {
+		t.Fatalf("the test needs pod-a's first process waiting for its history: blocked %v", blockedReasons(t, first))
+	}
+
+	// pod-a's process dies. The observe-mode instance stands by for its
+	// lease, then takes the broker over.
+	observe := cfg
+	observe.Enabled = false
+	b := newGuard(t, c.Node(2), spec(observe, "pod-b"))
+	logOnFailure("pod-b", b)
+	pass(t, b)
+	if v := metric(b.reg, "kafka_disk_guard_protection_standby", nil); v != 1 {
+		t.Fatalf("the test needs pod-b standing by beside pod-a's lease: protection_standby %v", v)
+	}
+	var over enforcer.Record
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		pass(t, b)
+		r, err := record()
+		if err == nil && r.Instance != "pod-b" {
+			err = fmt.Errorf("pod-b has not taken broker 2 over yet: %+v", r)
+		}
+		if err != nil {
+			time.Sleep(250 * time.Millisecond)
+			return err
+		}
+		over = r
+		return nil
+	})
+	if !over.PurgesUnknown {
+		t.Errorf("R7.3/the observe-mode instance's record, read back from the topic, does not say purges_unknown: %+v", over)
+	}
+
+	// pod-a's next process starts. It stands by while pod-b's record
+	// holds a live lease, then takes the broker back: its wait for its
+	// history starts there.
+	mid := offsets(t, admin, topic, 2)
+	next := newGuard(t, c.Node(2), spec(cfg, "pod-a"))
+	logOnFailure("pod-a's next process", next)
+	started := time.Now()
+	wait := lease + cfg.Interval
+	var active time.Time // the start of its first pass that did not stand by
+	var purgedAt time.Time
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		at := time.Now()
+		pass(t, next)
+		if active.IsZero() && metric(next.reg, "kafka_disk_guard_protection_standby", nil) == 0 {
+			active = at
+		}
+		if metric(next.reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil) == 0 {
+			if after := offsets(t, admin, topic, 2); after[0].LogStart != mid[0].LogStart || after[1].LogStart != mid[1].LogStart {
+				t.Fatalf("R7.3/log start offsets moved from %v to %v with no purge", mid, after)
+			}
+			time.Sleep(200 * time.Millisecond)
+			return errors.New("no unexpired data purged yet")
+		}
+		purgedAt = time.Now()
+		return nil
+	})
+	if active.IsZero() {
+		t.Fatal("pod-a's next process purged standing by")
+	}
+	if d := purgedAt.Sub(active); d < wait {
+		t.Errorf("R7.3/pod-a's next process purged %v unexpired bytes %s after it took broker 2 back, within its wait of a lease and a pass (%s): the observe-mode instance's record ended it",
+			metric(next.reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil), d.Round(time.Millisecond), wait)
+	}
+	t.Logf("pod-a's next process: stood by %s, purged %s after that (wait %s)", active.Sub(started).Round(time.Millisecond),
+		purgedAt.Sub(active).Round(time.Millisecond), wait)
 }
 
 // R8.8 on a real broker (TestR8_8InstanceNeverStandsByForItsOwnLeaseStamp):
