@@ -60,12 +60,25 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		switch {
 		case id == e.brokerID && !otherInstance(r, e.instance):
 			continue // this agent's own record: restoreOwn
-		case recs.Undecodable[id] > 0 && !recs.UndecodableLift[id] || !worthRestoring(r):
+		case recs.Undecodable[id] > 0 && !recs.UndecodableLift[id]:
 			// Its record does not decode: what it claims now is unknown.
 			// Only its lift undecodable, the record is as lost as any
 			// other (ledger_delete seed 339: a garbage lift under
 			// broker 2's key kept its cordon claim from being written
-			// back, and the cordon was left for good).
+			// back, and the cordon was left for good). The last
+			// decodable record under its key, by a process that did
+			// not take r over (restarted while the ledger was lost),
+			// stands in memory for the broker's record from now on (it
+			// is what the fold holds): r is kept as an earlier
+			// process's record, written into the broker's record once
+			// that decodes (seed 20371: forgotten, broker 2's lowered
+			// local retention was in no record).
+			if cur, ok := recs.Agents[id]; ok && !r.Started.IsZero() && !cur.Started.IsZero() && !cur.InheritedWrite(r) &&
+				(id != e.brokerID || otherInstance(cur, e.instance)) {
+				e.rememberEarlier(id, r)
+			}
+			continue
+		case !worthRestoring(r):
 			continue
 		}
 		if cur, ok := recs.Agents[id]; ok {

@@ -376,3 +376,52 @@ func TestR8_7PeerRemembersALostRecordBehindAnUndecodableOne(t *testing.T) {
 		t.Fatalf("R8.7/the restarted agent's earlier bindings were forgotten behind an undecodable record: %v", f.acls)
 	}
 }
+
+// R8.7 (seed 20371, whole mix): the ownership topic is lost while broker
+// 2's agent dies and restarts; the restarted agent writes its record
+// (without its earlier process's claims) into the topic created again,
+// and an undecodable value lands on top of it before the peer's first
+// read. The fold keeps the restarted agent's record under the
+// undecodable value; the peer does not write over it but keeps the
+// earlier process's record in memory, and writes its claims into the
+// broker's record once that decodes again: the agent releases them on
+// calm. Before the fix the peer's memory took the restarted agent's
+// record for broker 2's, the earlier claims were forgotten, and (in the
+// simulation) a lowered local retention was left for good.
+func TestR8_7PeerRemembersALostRecordBehindAnUndecodableValueOverANewRecord(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}}
+	old, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	peer, _ := enforcerAs(t, 1, cfg, calm(), f, clock)
+	for range 20 { // past a lease: its records are no longer Fresh
+		passAt(t, old, clock, full())
+		clock.t = clock.t.Add(time.Second)
+	}
+	if !f.acls[denyAll("a")] {
+		t.Fatal("not protected")
+	}
+	passAt(t, peer, clock, calm()) // it reads broker 2's record
+	// Broker 2's agent dies; the topic is deleted and created again; the
+	// restarted agent writes its record, then an undecodable value lands
+	// under broker 2's record key.
+	f.records = ledger.NewRecords()
+	back, _ := enforcerAs(t, 2, cfg, full(), f, clock)
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, back, clock, full())
+	if r, ok := f.records.Agents[2]; !ok || r.Claims() {
+		t.Fatalf("the restarted agent wrote no record of its own, or one with claims: %v %+v", ok, r)
+	}
+	ledger.ApplyRecord(f.records, []byte(ledger.RecordKey(2)), []byte(`{"v":99,"broker_id":2}`))
+	clock.t = clock.t.Add(time.Second)
+	passAt(t, peer, clock, calm()) // its first read since the loss
+	for range 20 {
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, back, clock, calm())
+		passAt(t, peer, clock, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Fatalf("R8.7/the restarted agent's earlier bindings were forgotten behind an undecodable value over its new record: %v", f.acls)
+	}
+}
