@@ -99,6 +99,51 @@ func TestOperatorWaitsForTheLedgerBeforeAddingAGuardsBinding(t *testing.T) {
 	}
 }
 
+// The ownership topic created again after a loss is not back until the
+// records the agents remember are written back: empty, it shows no claim,
+// yet a peer's copy of a lost record claiming the binding comes back with
+// it (docs/operating.md). The operator waits until it is back, then adds
+// the binding once status shows no claim on it. Before, the simulated
+// operator added it on the empty topic, the peer wrote back broker 3's
+// record claiming it, and the last agent to give that claim up deleted
+// the operator's binding (found by the simulation: seed 34239, I2).
+func TestOperatorWaitsForLostRecordsWrittenBackBeforeAddingAGuardsBinding(t *testing.T) {
+	s := newTestSim(t)
+	s.decodable = map[int32]ledger.Record{}
+	deny := ledger.LiteralACL("orders", ledger.AnyPrincipal, ledger.OpWrite, ledger.PermDeny)
+	shape := ledger.Shape{Deny: []string{ledger.AnyPrincipal}}
+	// Broker 3's agent records its claim; its creation fails before
+	// taking effect.
+	claim := ledger.Record{BrokerID: 3, Owned: []ledger.Owned{{Kind: ledger.OwnedACL, Shape: &shape, Topics: []string{"orders"}}}}
+	if err := s.c.Admin(3, "agent-3").StoreRecord(t.Context(), claim); err != nil {
+		t.Fatal(err)
+	}
+	s.loseLedger()
+	s.lost.holders[3] = map[string]bool{"agent-1": true} // as it read it
+	s.c.DeleteOwnershipTopic()
+	s.c.RecreateOwnershipTopic(1) // an agent creates it again, empty
+	s.settleLost()
+	if !s.op.guards(deny) {
+		t.Fatal("the topic created again, a lost record claiming the binding not yet written back: want the operator to wait")
+	}
+	// The peer writes it back: the claim shows.
+	if err := s.c.Admin(1, "agent-1").StoreRecord(t.Context(), ledger.Record{BrokerID: 3, Restored: true, Owned: claim.Owned}); err != nil {
+		t.Fatal(err)
+	}
+	s.settleLost()
+	if !s.op.guards(deny) {
+		t.Fatal("a record claims the binding: want the operator to wait")
+	}
+	// Broker 3's claim given up: status shows no claim on it.
+	if err := s.c.Admin(3, "agent-3").StoreRecord(t.Context(), ledger.Record{BrokerID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	s.settleLost()
+	if s.op.guards(deny) {
+		t.Fatal("the ledger back, no claim on the binding: want the operator to add it")
+	}
+}
+
 // After the uninstall, what a record that does not decode claims is
 // unattributed (the operator's lift --all leaves it, R8.7); the ownership
 // topic deleted afterwards (compaction had left no decodable value under
