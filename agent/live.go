@@ -248,7 +248,7 @@ type dirState struct {
 	pattern               string // the glob it matched; "" for a configured path
 	base                  LogDir // the last full scan, without partitions
 	rootDisk, rootPending int64
-	cp                    Checkpoints
+	cp                    Checkpoints // compact (Checkpoints.compact)
 	usage                 Usage
 	fs                    Filesystem
 	missing               bool
@@ -486,7 +486,7 @@ func (l *loop) flush(growth bool) {
 			if digest != (cpDigest{}) && digest == d.cpDigest {
 				continue // rewritten with the same lines, as Kafka does every few seconds
 			}
-			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path), digest
+			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path).compact(), digest
 			for _, ps := range d.parts {
 				p := *ps.part
 				p.LogStartOffset, p.HighWatermark = d.cp.Offsets(&p)
@@ -830,7 +830,7 @@ func (l *loop) scanDir(d *dirState) {
 		a.logger.Info("log dir back", "log_dir", d.path)
 	}
 	d.missing = false
-	d.cp, d.cpDigest = a.scanner.ReadCheckpoints(d.path), l.checkpointDigest(d.path)
+	d.cp, d.cpDigest = a.scanner.ReadCheckpoints(d.path).compact(), l.checkpointDigest(d.path)
 	d.base = ld
 	l.contentChanged = true
 	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
