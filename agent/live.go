@@ -248,7 +248,7 @@ type dirState struct {
 	pattern               string // the glob it matched; "" for a configured path
 	base                  LogDir // the last full scan, without partitions
 	rootDisk, rootPending int64
-	cp                    Checkpoints
+	cp                    Checkpoints // compact (Checkpoints.compact)
 	usage                 Usage
 	fs                    Filesystem
 	missing               bool
@@ -302,10 +302,11 @@ type partState struct {
 	watched bool
 	wd      int32 // the watch's descriptor, when watched
 
-	appended     uint64
+	// The bytes appended since the start and the write rate are
+	// part.AppendedBytes and part.WriteRateBytesPerSecond (set and tick
+	// store them there): not kept twice, a partState is 64 bytes, not 80.
 	activeBase   int64
 	activeBytes  int64
-	rate         float64
 	rateAppended uint64
 
 	// classifiedMs is when part was classified; until stableUntilMs the
@@ -486,7 +487,7 @@ func (l *loop) flush(growth bool) {
 			if digest != (cpDigest{}) && digest == d.cpDigest {
 				continue // rewritten with the same lines, as Kafka does every few seconds
 			}
-			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path), digest
+			d.cp, d.cpDigest = l.a.scanner.ReadCheckpoints(d.path).compact(), digest
 			for _, ps := range d.parts {
 				p := *ps.part
 				p.LogStartOffset, p.HighWatermark = d.cp.Offsets(&p)
@@ -626,6 +627,7 @@ func samePartition(a, b *Partition) bool {
 
 // set stores a freshly read partition: appended bytes, classification.
 func (l *loop) set(d *dirState, ps *partState, p Partition) {
+	appended := ps.part.AppendedBytes
 	if n := len(p.Segments); n > 0 {
 		active := p.Segments[n-1]
 		if ps.activeBase >= 0 {
@@ -638,13 +640,13 @@ func (l *loop) set(d *dirState, ps *partState, p Partition) {
 				}
 			}
 			if now > ps.activeBytes {
-				ps.appended += uint64(now - ps.activeBytes)
+				appended += uint64(now - ps.activeBytes)
 				d.moving[ps] = struct{}{}
 			}
 		}
 		ps.activeBase, ps.activeBytes = active.BaseOffset, active.LogBytes
 	}
-	p.AppendedBytes, p.WriteRateBytesPerSecond = ps.appended, ps.rate
+	p.AppendedBytes, p.WriteRateBytesPerSecond = appended, ps.part.WriteRateBytesPerSecond
 	l.store(d, ps, l.classify(d, ps, p))
 }
 
@@ -733,20 +735,21 @@ func (l *loop) reclassifyAll() {
 // tick updates a partition's write rate and, when a retention boundary of
 // its own passed, its classification.
 func (l *loop) tick(d *dirState, ps *partState, now time.Time, dt float64) {
+	appended, rate := ps.part.AppendedBytes, ps.part.WriteRateBytesPerSecond
 	if !l.lastRateTick.IsZero() && dt > 0 {
-		inst := float64(ps.appended-ps.rateAppended) / dt
-		if ps.rate == 0 {
-			ps.rate = inst
+		inst := float64(appended-ps.rateAppended) / dt
+		if rate == 0 {
+			rate = inst
 		} else {
-			ps.rate = 0.5*ps.rate + 0.5*inst
+			rate = 0.5*rate + 0.5*inst
 		}
 	}
-	ps.rateAppended = ps.appended
-	if ps.rate == 0 {
+	ps.rateAppended = appended
+	if rate == 0 {
 		delete(d.moving, ps) // quiet: nothing to update until it is written to
 	}
 	p := *ps.part
-	p.WriteRateBytesPerSecond = ps.rate
+	p.WriteRateBytesPerSecond = rate
 	if nowMs := now.UnixMilli(); nowMs >= ps.classifiedMs && nowMs < ps.stableUntilMs {
 		l.store(d, ps, p) // no retention boundary passed (and the clock did not go back)
 		return
@@ -830,7 +833,7 @@ func (l *loop) scanDir(d *dirState) {
 		a.logger.Info("log dir back", "log_dir", d.path)
 	}
 	d.missing = false
-	d.cp, d.cpDigest = a.scanner.ReadCheckpoints(d.path), l.checkpointDigest(d.path)
+	d.cp, d.cpDigest = a.scanner.ReadCheckpoints(d.path).compact(), l.checkpointDigest(d.path)
 	d.base = ld
 	l.contentChanged = true
 	d.rootDisk, d.rootPending = ld.DiskBytes, ld.PendingDeleteBytes
