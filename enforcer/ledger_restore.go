@@ -354,6 +354,15 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 		// stood by): what this agent wrote is out of date, and that
 		// record is written back as a peer's (restoreLost).
 		own = nil
+	case ok && e.unconfirmedWrite(r):
+		// Read back after this process's last successful write: a later
+		// write of it whose reply was lost. That is the latest record of
+		// the broker, not the last one confirmed (found by the
+		// simulation, seeds 21558 and 22278: the write claiming a cordon
+		// was read back and the cordon appended, the topic was lost, and
+		// the record written again from memory was the one before the
+		// claim, so the cordon was taken for an operator's and left).
+		own = &r
 	case own != nil && !e.prot.overwritten.IsZero() && own.Updated.Equal(e.prot.overwritten):
 		// Another instance wrote over it, and the memory no longer
 		// holds that record (it claimed nothing, and was not written
@@ -394,6 +403,14 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			e.logger.Warn("this agent's record in the ownership topic is older than the one it wrote last (a peer restored it from memory): written again", "topic", e.cfg.OwnershipTopic)
 		}
 	}
+}
+
+// unconfirmedWrite reports whether r, this broker's record as read, is a
+// write of this process whose reply was lost (it names this instance and
+// this process's start, and the time of a write that failed since the
+// last successful one).
+func (e *Enforcer) unconfirmedWrite(r Record) bool {
+	return r.Instance == e.instance && r.Started.Equal(e.prot.started) && slices.ContainsFunc(e.prot.unconfirmed, r.Updated.Equal)
 }
 
 // tookOverWrite reports whether cur, this broker's record as another
