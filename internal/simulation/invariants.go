@@ -111,8 +111,8 @@ func (s *sim) checkDeletions() *Failure {
 	for _, id := range []int32{1, 2, 3} {
 		var hour, day int64
 		for _, d := range c.Deletions {
-			if d.Broker != id {
-				continue
+			if lost, ok := s.forgottenPurges[id]; d.Broker != id || ok && !d.At.After(lost) {
+				continue // lost with the ledger beyond any process's reach (forgetPurges)
 			}
 			if age := s.now.Sub(d.At); age < time.Hour {
 				hour += d.Unexpired

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
@@ -26,6 +27,13 @@ type lostLedger struct {
 	holders map[int32]map[string]bool
 	// throttles: the throttle claims lost, by key (lostthrottle.go).
 	throttles map[string]*lostThrottle
+	// at: when each lost record was lost.
+	at map[int32]time.Time
+	// readers: the agents alive at a loss whose process had read the
+	// ledger before it (and alive since): each can tell the loss from a
+	// fresh install (it finds the topic missing, or a record it read
+	// gone) and says so in its record (Record.LedgerLost).
+	readers map[string]bool
 }
 
 // loseLedger notes the records the topic holds as it is lost (or, for a
@@ -33,7 +41,12 @@ type lostLedger struct {
 // their writer could read them).
 func (s *sim) loseLedger() {
 	if s.lost.recs == nil {
-		s.lost = lostLedger{recs: map[int32]ledger.Record{}, holders: map[int32]map[string]bool{}}
+		s.lost = lostLedger{recs: map[int32]ledger.Record{}, holders: map[int32]map[string]bool{}, at: map[int32]time.Time{}, readers: map[string]bool{}}
+	}
+	for _, a := range s.agents {
+		if a.deadTill < 0 && !s.uninstalled && a.tracked != nil && a.tracked.read {
+			s.lost.readers[a.name] = true
+		}
 	}
 	s.loseThrottles()
 	if s.uninstalled {
@@ -57,6 +70,7 @@ func (s *sim) loseLedger() {
 			continue // lost already, nothing new
 		}
 		s.lost.recs[id] = r
+		s.lost.at[id] = s.now
 		h := map[string]bool{}
 		for _, a := range s.agents {
 			if !a.enabled || a.deadTill >= 0 || s.uninstalled {
@@ -93,6 +107,7 @@ func (s *sim) forget(a *agentSim) {
 	for _, h := range s.lost.holders {
 		delete(h, a.name)
 	}
+	delete(s.lost.readers, a.name)
 	s.forgetThrottles(a)
 }
 
@@ -137,12 +152,50 @@ func (s *sim) settleLost() {
 			continue // remembered
 		}
 		s.tracef("broker %d's record lost with the ledger and remembered by no live agent", id)
+		s.forgetPurges(id, recs, err)
 		s.unattribute(id, s.lost.recs[id])
 		delete(s.lost.recs, id)
 	}
 	if err == nil && len(s.lost.recs) == 0 && len(s.lost.throttles) == 0 {
 		s.lost = lostLedger{}
 	}
+}
+
+// forgetPurges: broker id's record, lost with the ledger, is remembered
+// by no live agent, and no live agent read the ledger before the loss,
+// nor does a record in the topic say it was lost (Record.LedgerLost):
+// no process can know the purges that record held, nor tell the loss
+// from a fresh install (the topic missing, or empty, at its first read).
+// Its agent's next process purges as a fresh install, by design
+// (docs/design.md, the purge caps): I4 counts the broker's unexpired
+// deletions from the loss on (found by the simulation, seed 26678 of the
+// default mix: broker 3's agent purged 40 MiB and restarted; the topic
+// was deleted before its new process, or broker 2's, new too, read it;
+// agent-1, the one process that had read the ledger, could not read it
+// again before it was killed; broker 3's new process purged 24 MiB as a
+// fresh install). Purges the guard could know of stay counted.
+func (s *sim) forgetPurges(id int32, recs ledger.Records, readErr error) {
+	if len(s.lost.readers) > 0 {
+		return
+	}
+	if readErr == nil {
+		for _, r := range recs.Agents {
+			if !r.LedgerLost.IsZero() {
+				return
+			}
+		}
+	}
+	at, ok := s.lost.at[id]
+	if !ok {
+		return
+	}
+	if s.forgottenPurges == nil {
+		s.forgottenPurges = map[int32]time.Time{}
+	}
+	if at.After(s.forgottenPurges[id]) {
+		s.forgottenPurges[id] = at
+	}
+	s.tracef("broker %d's purge history lost with the ledger at %s: no live agent read the ledger before the loss (I4 counts its purges from then)", id, at.Format(time.TimeOnly))
 }
 
 // unattribute waives what broker id's record r claims (I1).

@@ -194,6 +194,10 @@ type sim struct {
 	unattributedConfigs map[string]bool
 	unattributedCordons map[string]bool
 	lost                lostLedger
+	// forgottenPurges: for each broker, the time of a loss of the ledger
+	// that took its purge history beyond any process's reach: I4 counts
+	// its unexpired deletions after it only (lostledger.go).
+	forgottenPurges map[int32]time.Time
 	// decodable: each broker's last decodable record seen (lostledger.go).
 	decodable map[int32]ledger.Record
 	// suppressed: the operator lifted the broker's protection in this

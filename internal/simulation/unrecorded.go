@@ -27,6 +27,8 @@ type trackedAdmin struct {
 	stored map[int32]ledger.Record
 	// instance: the agent's name, the Instance of its own records.
 	instance string
+	// read: the process read the ledger successfully once.
+	read bool
 }
 
 // LoadRecords remembers what a successful read returned.
@@ -36,6 +38,7 @@ func (t *trackedAdmin) LoadRecords(ctx context.Context) (ledger.Records, error) 
 		// The fold recs is a copy of (read-only, kept until the next
 		// write): nothing was written since the read.
 		t.seen, _ = t.Cluster().Records()
+		t.read = true
 		// What it remembers of another agent's record is now what it
 		// read (enforcer/ledger_restore.go, remember): a copy it wrote
 		// back before is forgotten (seed 5087).
