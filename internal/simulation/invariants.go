@@ -29,7 +29,8 @@ import (
 //   - I5: no DeleteRecords on a tiered or compact-only topic.
 //   - I6: protection is in place within two passes of a log dir reaching
 //     the protect band, and stays while it is there (an agent alive and
-//     enforcing, no fault but a broker restart since, no operator lift in
+//     enforcing and not standing by for a dead instance's live lease
+//     (R8.8), no fault but a broker restart since, no operator lift in
 //     the episode, the ledger not reshaped; a broker fenced when the
 //     episode began protects from its return).
 
@@ -174,8 +175,9 @@ func (s *sim) checkProtection() *Failure {
 
 // mustProtect: broker id's agent is bound to have protection in place:
 // it has been alive and enforcing since before the log dir entered the
-// band, no fault but a broker restart has touched it since, the operator
-// has not lifted protection in this episode, and the guard is installed.
+// band, is not standing by for a dead instance's lease (standsBy), no
+// fault but a broker restart has touched it since, the operator has not
+// lifted protection in this episode, and the guard is installed.
 func (s *sim) mustProtect(id int32, since int) bool {
 	if s.uninstalled || s.suppressed[id] || s.liftedAt >= since-1 {
 		return false
@@ -188,7 +190,29 @@ func (s *sim) mustProtect(id int32, since int) bool {
 	}
 	for _, a := range s.agents {
 		if a.broker == id && a.name == fmt.Sprintf("agent-%d", id) {
-			return a.enabled && a.deadTill < 0 && a.since < since && a.clock.offset == 0
+			return a.enabled && a.deadTill < 0 && a.since < since && a.clock.offset == 0 && !s.standsBy(a, since)
+		}
+	}
+	return false
+}
+
+// standsBy: agent a stands by, in the episode begun at since, for its
+// broker's other instance (R8.8), which died with its lease live: a
+// takes over a lease after the read that first showed the last renewal
+// (on its own clock), changing nothing until then: I6 binds it from the
+// pass after its takeover's (seed 34072: agent-1b, acting for broker 1, killed a
+// pass after its renewal, the log dir reached the protect band three
+// passes later, and agent-1 took over at the lease's end, a pass after
+// I6 required protection). An instance alive since before the episode
+// acts for the broker, bound as a is.
+func (s *sim) standsBy(a *agentSim, since int) bool {
+	t := a.tracked
+	if t.otherRenewed.IsZero() || s.step > t.otherReadAt+int(lease/step) {
+		return false
+	}
+	for _, o := range s.agents {
+		if o != a && o.broker == a.broker && (o.deadTill >= 0 || o.since >= since) {
+			return true
 		}
 	}
 	return false

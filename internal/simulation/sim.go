@@ -446,6 +446,9 @@ func (s *sim) pass(a *agentSim) {
 	if err := a.enf.Reconcile(ctx); err != nil {
 		s.tracef("%s pass: %v", a.name, trim(err.Error()))
 	}
+	if r := a.tracked.seen.Agents[a.broker]; r.Instance != a.name && !r.Renewed.Equal(a.tracked.otherRenewed) {
+		a.tracked.otherRenewed, a.tracked.otherReadAt = r.Renewed, s.step
+	}
 	var unexpired int64
 	for _, d := range s.c.Deletions[before:] {
 		unexpired += d.Unexpired

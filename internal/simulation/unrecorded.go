@@ -3,6 +3,7 @@ package simulation
 import (
 	"context"
 	"maps"
+	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/simbroker"
@@ -29,6 +30,12 @@ type trackedAdmin struct {
 	instance string
 	// read: the process read the ledger successfully once.
 	read bool
+	// otherRenewed: the lease renewal of another instance's record for
+	// the agent's broker (duplicate_agent) its reads last showed, and
+	// otherReadAt the step this process first read it (invariants.go,
+	// standsBy).
+	otherRenewed time.Time
+	otherReadAt  int
 }
 
 // LoadRecords remembers what a successful read returned.
