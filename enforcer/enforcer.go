@@ -353,7 +353,11 @@ func (e *Enforcer) Reconcile(ctx context.Context) (err error) {
 	}
 	if e.prot.standby {
 		// Another instance acts for this broker (spec R8.8): this one
-		// changes nothing, lifts nothing, deletes nothing.
+		// changes nothing, lifts nothing, deletes nothing but what its
+		// own process set unrecorded and no longer wants.
+		if o.Protection != nil {
+			readErr = errors.Join(readErr, e.releaseUnrecordedStandingBy(ctx, o.Protection, plan.Protection))
+		}
 		return readErr
 	}
 	t := time.Now()

@@ -433,3 +433,66 @@ func TestR8_8OverwrittenInstanceKeepsNoClaimTheOtherTookOver(t *testing.T) {
 		}
 	}
 }
+
+// R8.5, R8.8: a lift of the other instance's record, written over this
+// instance's before the lift, released what that record claimed, not
+// this instance's claims it lacks: those stay in place and are kept as
+// set unrecorded (keepOverwritten), released once the disk is calm.
+// Taken as voided by the lift, they were in no record and no memory, and
+// stayed for good (found by the simulation, seed 22514: agent-1b wrote
+// over agent-1's record, an operator's lift --all deleted agent-1b's DENY
+// WRITE User:*, and agent-1's absence-shape ALLOWs stayed, User:producer
+// reading events through them after the operator's DENY READ
+// User:mallory). pod-a protects a and b with the absence shape; pod-b,
+// from a stale read, writes over pod-a's record with DENY WRITE User:*
+// (pod-a's ALLOWs are an operator's to it); the operator lifts broker 1.
+func TestR8_8OverwrittenInstanceKeepsWhatALiftOfTheOtherInstancesRecordMissed(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	f.everyone = AllowEveryoneTrue
+	clock := &clockAt{t0}
+	newAs := func(instance string, admin Admin) *Enforcer {
+		cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+		s := calm()
+		e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+			Admin: admin, Clock: clock, Evidence: newFakeEvidence(s), Instance: instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	stale := &staleRecords{fakeAdmin: f}
+	first, second := newAs("pod-a", f), newAs("pod-b", stale)
+	passAt(t, second, clock, calm()) // reads the empty ledger
+	empty, err := f.LoadRecords(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	readA := ledger.LiteralACL("a", AnyPrincipal, OpRead, PermAllow)
+	passAfter(t, first, clock, time.Second, full())
+	if !f.acls[readA] || f.records.Agents[1].Instance != "pod-a" {
+		t.Fatalf("a not protected by pod-a with the absence shape: %v %+v", f.acls, f.records.Agents[1])
+	}
+	stale.old = &empty
+	_ = tryPassAfter(t, second, clock, time.Second, full())
+	stale.old = nil
+	if r := f.records.Agents[1]; r.Instance != "pod-b" || !f.acls[denyAll("a")] || !slices.Contains(r.ACLTopics(), "a") {
+		t.Fatalf("the test needs pod-b's record, claiming DENY WRITE User:* on a, over pod-a's: %+v %v", r, f.acls)
+	}
+	clock.t = clock.t.Add(time.Second)
+	res, err := ledger.LiftProtection(t.Context(), f, ledger.LiftRequest{All: true, By: "operator", Reason: "test", Now: clock.t})
+	if err != nil || len(res.Lifts) != 1 || f.acls[denyAll("a")] || !f.acls[readA] {
+		t.Fatalf("the operator's lift of pod-b's record: %+v, %v; bindings %v", res, err, f.acls)
+	}
+	for range 4 {
+		passAfter(t, first, clock, time.Second, full())
+		passAfter(t, second, clock, time.Second, full())
+	}
+	for range 15 {
+		passAfter(t, first, clock, time.Second, calm())
+		passAfter(t, second, clock, time.Second, calm())
+	}
+	if len(f.acls) != 0 {
+		t.Errorf("R8.5/bindings left once both instances are calm (pod-a's, its record written over by pod-b's, which the operator lifted): %v", f.acls)
+	}
+}

@@ -374,7 +374,7 @@ func (e *Enforcer) release(ctx context.Context, cands []ACL, quota int64, config
 func (e *Enforcer) liftPeer(ctx context.Context, pl PeerLift, band string) error {
 	now := e.clock.Now()
 	l := Lift{ID: ledger.NewLiftID(pl.Kind, now), BrokerID: pl.BrokerID, Kind: pl.Kind,
-		By: fmt.Sprintf("agent of broker %d", e.brokerID), At: now, Reason: liftReason(pl.Kind, e.cfg.Protection.LeaseDuration)}
+		By: fmt.Sprintf("agent of broker %d", e.brokerID), At: now, Reason: liftReason(pl.Kind, e.cfg.Protection.LeaseDuration), Instance: pl.Instance}
 	if pl.Retry {
 		l, _ = e.prot.records.PendingLift(pl.BrokerID)
 	} else {

@@ -22,8 +22,10 @@ import (
 // released them; what it could not release stays with the record that
 // acknowledges it. Kept, an operator's identical binding made after the
 // lift would be taken for this agent's and deleted (spec R8.6; found by
-// the simulation, ledger_garbage seed 174). Config claims are kept either
-// way (below). Once per record written.
+// the simulation, ledger_garbage seed 174). A lift that names the other
+// instance's record (Lift.Instance) voided that record, not this one:
+// what only this one claimed is kept. Config claims are kept either way
+// (below). Once per record written.
 func (e *Enforcer) keepOverwritten(recs Records) {
 	cur := recs.Agents[e.brokerID]
 	w := e.prot.written
@@ -33,7 +35,12 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 	}
 	e.prot.overwritten = w.Updated
 	voided := func(string) bool { return false }
-	if l, ok := recs.Lifts[e.brokerID]; ok && l.ID != "" && l.ID != w.Ack {
+	if l, ok := recs.Lifts[e.brokerID]; ok && l.ID != "" && l.ID != w.Ack && (l.Instance == "" || l.Instance == w.Instance) {
+		// A lift of the other instance's record (written over this one's
+		// before the lift) released what that record claimed, not this
+		// one's claims it lacks: those stay in place, and are kept (seed
+		// 22514: an operator's lift of agent-1b's record voided agent-1's
+		// claims on its ALLOWs, which no one then released).
 		voided = l.Covers
 	}
 	now := bindingIndex{}

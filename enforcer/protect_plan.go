@@ -99,6 +99,8 @@ type TopicProtection struct {
 type PeerLift struct {
 	BrokerID int32
 	Kind     string // LiftLeaseExpired or LiftBrokerGone
+	// Instance: the instance whose record is lifted (Lift.Instance).
+	Instance string
 	// Release: the bindings its record claims that are in place;
 	// ReleaseQuota the quota it claims. Deleted only where no live record
 	// claims them once the lift is written.
@@ -507,7 +509,7 @@ func peerLifts(po *ProtectionObserved, present bindingIndex) []PeerLift {
 			continue
 		}
 		_, pending := po.Records.PendingLift(id)
-		pl := PeerLift{BrokerID: id, Kind: po.Expired[id], Topics: len(r.ACLTopics()), Retry: pending}
+		pl := PeerLift{BrokerID: id, Kind: po.Expired[id], Instance: r.Instance, Topics: len(r.ACLTopics()), Retry: pending}
 		for _, q := range []int64{r.Quota(), r.ReleasingQuota()} {
 			if q > 0 && (!po.QuotaRead || po.DefaultProducerByteRate == q) {
 				pl.ReleaseQuota = q

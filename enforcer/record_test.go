@@ -156,6 +156,19 @@ func TestLiftScope(t *testing.T) {
 	}
 }
 
+// R8.8: a lift names the instance whose record it lifted; merged with an
+// earlier lift of the other instance's record it names none (both
+// records' claims were voided: keepOverwritten keeps neither instance's).
+func TestLiftMergeOfTwoInstancesRecordsNamesNoInstance(t *testing.T) {
+	a, b := Lift{ID: "a", Instance: "pod-a"}, Lift{ID: "b", Instance: "pod-b"}
+	if m := b.Merge(Lift{ID: "x", Instance: "pod-b"}); m.Instance != "pod-b" {
+		t.Errorf("R8.8/merge of two lifts of pod-b's record names %q", m.Instance)
+	}
+	if m := b.Merge(a); m.Instance != "" {
+		t.Errorf("R8.8/merge of lifts of pod-a's and pod-b's records names %q, want none", m.Instance)
+	}
+}
+
 func TestBuildStatus(t *testing.T) {
 	rs := recs(agentRecord(1, owns(shapeDenyAll, "a", "b")), agentRecord(2, owns(shapeDenyAll, "c")),
 		agentRecord(3, owns(shapeDenyAll, "d")), Record{BrokerID: 4})

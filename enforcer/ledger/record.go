@@ -440,6 +440,12 @@ type Lift struct {
 	At       time.Time `json:"at"`
 	Topics   []string  `json:"topics,omitempty"` // empty: everything the broker claims
 	Reason   string    `json:"reason,omitempty"`
+	// Instance: the instance whose record of the broker the lift's writer
+	// read and lifted; empty: unknown (a writer of an older version, or
+	// the lifts of two instances' records merged). An instance whose
+	// record the other instance wrote over before the lift knows its own
+	// claims were not released by it (keepOverwritten).
+	Instance string `json:"instance,omitempty"`
 }
 
 // All reports whether the lift covers every claim of the broker.
@@ -458,6 +464,9 @@ func (l Lift) Covers(topic string) bool {
 // Merge widens an unacknowledged earlier lift of the same broker by l, so
 // a second lift never gives back what the first took.
 func (l Lift) Merge(earlier Lift) Lift {
+	if earlier.Instance != l.Instance {
+		l.Instance = "" // it lifted both instances' records
+	}
 	if earlier.All() || l.All() {
 		l.Topics = nil
 		return l

@@ -302,7 +302,7 @@ type liftTargets struct {
 // released again).
 func (t *liftTargets) collect(recs Records, id int32, req LiftRequest) (Lift, bool) {
 	r := recs.Agents[id]
-	l := Lift{ID: NewLiftID(req.Kind, req.Now), BrokerID: id, Kind: req.Kind, By: req.By, At: req.Now, Reason: req.Reason}
+	l := Lift{ID: NewLiftID(req.Kind, req.Now), BrokerID: id, Kind: req.Kind, By: req.By, At: req.Now, Reason: req.Reason, Instance: r.Instance}
 	scope := func(string) bool { return true }
 	if req.Topic != "" {
 		l.Topics = []string{req.Topic}
