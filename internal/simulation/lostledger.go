@@ -25,6 +25,11 @@ type lostLedger struct {
 	// holders: for each lost record, the agents (alive since the loss)
 	// whose memory holds it as it was lost.
 	holders map[int32]map[string]bool
+	// older: lost records not yet back that a later loss found replaced
+	// under their key by a record lacking their claims (the broker's new
+	// process wrote it while the topic was briefly back), each with its
+	// own holders: their claims are still in those agents' memory alone.
+	older map[int32][]lostRecord
 	// throttles: the throttle claims lost, by key (lostthrottle.go).
 	throttles map[string]*lostThrottle
 	// at: when each lost record was lost.
@@ -34,6 +39,12 @@ type lostLedger struct {
 	// fresh install (it finds the topic missing, or a record it read
 	// gone) and says so in its record (Record.LedgerLost).
 	readers map[string]bool
+}
+
+// lostRecord is a lost record and the agents that remember it.
+type lostRecord struct {
+	rec     ledger.Record
+	holders map[string]bool
 }
 
 // loseLedger notes the records the topic holds as it is lost (or, for a
@@ -68,6 +79,13 @@ func (s *sim) loseLedger() {
 		}
 		if old, ok := s.lost.recs[id]; ok && reflect.DeepEqual(old, r) {
 			continue // lost already, nothing new
+		} else if ok && !backIn(r, old, s.lost.holders[id]) {
+			// Not back yet, and r lacks its claims: still lost, with
+			// its own holders (seed 23945).
+			if s.lost.older == nil {
+				s.lost.older = map[int32][]lostRecord{}
+			}
+			s.lost.older[id] = append(s.lost.older[id], lostRecord{rec: old, holders: s.lost.holders[id]})
 		}
 		s.lost.recs[id] = r
 		s.lost.at[id] = s.now
@@ -84,6 +102,13 @@ func (s *sim) loseLedger() {
 		}
 		s.lost.holders[id] = h
 	}
+}
+
+// backIn: lost is done with, r (its broker's record in the topic) being
+// back: r holds every claim of lost, or, lost remembered by a live agent
+// (holders), its writer's process wrote r from memory.
+func backIn(r, lost ledger.Record, holders map[string]bool) bool {
+	return holdsClaims(r, lost) || len(holders) > 0 && rewritten(r, lost)
 }
 
 // holdsClaims: record r holds every claim of lost.
@@ -108,6 +133,11 @@ func (s *sim) forget(a *agentSim) {
 		delete(h, a.name)
 	}
 	delete(s.lost.readers, a.name)
+	for _, older := range s.lost.older {
+		for _, l := range older {
+			delete(l.holders, a.name)
+		}
+	}
 	s.forgetThrottles(a)
 }
 
@@ -142,9 +172,25 @@ func (s *sim) settleLost() {
 			// local.retention.bytes, the topic was reshaped before any
 			// peer read that record, a peer's older copy came back, and
 			// the agent's own write failed before it was killed).
-			if r, ok := recs.Agents[id]; ok && (holdsClaims(r, lost) || len(s.lost.holders[id]) > 0 && rewritten(r, lost)) {
+			if r, ok := recs.Agents[id]; ok && backIn(r, lost, s.lost.holders[id]) {
 				delete(s.lost.recs, id)
 			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.lost.older)) {
+		s.lost.older[id] = slices.DeleteFunc(s.lost.older[id], func(l lostRecord) bool {
+			if r, ok := recs.Agents[id]; err == nil && ok && backIn(r, l.rec, l.holders) {
+				return true
+			}
+			if len(l.holders) > 0 {
+				return false // remembered
+			}
+			s.tracef("broker %d's earlier record lost with the ledger and remembered by no live agent", id)
+			s.unattribute(id, l.rec)
+			return true
+		})
+		if len(s.lost.older[id]) == 0 {
+			delete(s.lost.older, id)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.lost.recs)) {
@@ -156,7 +202,7 @@ func (s *sim) settleLost() {
 		s.unattribute(id, s.lost.recs[id])
 		delete(s.lost.recs, id)
 	}
-	if err == nil && len(s.lost.recs) == 0 && len(s.lost.throttles) == 0 {
+	if err == nil && len(s.lost.recs) == 0 && len(s.lost.older) == 0 && len(s.lost.throttles) == 0 {
 		s.lost = lostLedger{}
 	}
 }

@@ -359,3 +359,65 @@ func TestSecondInstanceStartedInTheSameStepIsAnotherProcess(t *testing.T) {
 		t.Errorf("agent-1 and agent-1b, started in one step, name one process start %v", own.Started)
 	}
 }
+
+// A lost record not back yet stays lost when a later loss finds its key
+// holding another record that lacks its claims: the broker's next process
+// wrote that one while the topic was briefly back, before any peer that
+// remembered the first could read it and write its claims in. Each keeps
+// its own holders: when the last agent that remembers the first dies, its
+// claims are in no record and no memory, unattributed (R8.4), and I1
+// waives them; while it lives, nothing is waived. Before, the second loss
+// replaced the first record (and its holders) with the second, and the
+// first one's claims were neither tracked nor waived (found by the
+// simulation, seed 23945: agent-2's DENY WRITE on bursts, compacted and
+// events, its record lost when the topic was reshaped; its restarted
+// process wrote a fresh record with a local retention claim into the
+// topic created again, agent-1's reads failed meanwhile, the topic was
+// reshaped again and agent-1, which alone remembered the bindings, was
+// killed: I1 took {bursts literal User:* * WRITE DENY} for a guard's left).
+func TestLostRecordReplacedBeforeItWasBackKeepsItsHolders(t *testing.T) {
+	for _, dies := range []bool{false, true} {
+		s := newTestSim(t)
+		s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+		s.decodable = map[int32]ledger.Record{}
+		ctx := t.Context()
+		deny := ledger.LiteralACL("bursts", ledger.AnyPrincipal, ledger.OpWrite, ledger.PermDeny)
+		owner := s.c.Admin(2, "agent-2")
+		if err := owner.CreateACLs(ctx, []ledger.ACL{deny}); err != nil {
+			t.Fatal(err)
+		}
+		first := ledger.Record{BrokerID: 2, Instance: "agent-2", Started: start.Add(-time.Hour), Seq: 8,
+			Owned: []ledger.Owned{{Kind: ledger.OwnedACL, Shape: &ledger.Shape{Deny: []string{ledger.AnyPrincipal}}, Topics: []string{"bursts"}}}}
+		if err := owner.StoreRecord(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		s.loseLedger()
+		s.lost.holders[2] = map[string]bool{"agent-1": true} // as it read it
+		s.c.DeleteOwnershipTopic()
+		s.settleLost()
+		// The broker's next process writes a fresh record with another
+		// claim into the topic created again; no peer that remembers the
+		// first reads it before the topic is lost again.
+		second := ledger.Record{BrokerID: 2, Instance: "agent-2", Started: start, Seq: 2, Fresh: true,
+			Configs: []ledger.ConfigClaim{{Topic: "events", Key: enforcer.LocalRetentionBytesKey, Value: "5775360"}}}
+		if err := owner.StoreRecord(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+		s.settleLost()
+		s.loseLedger()
+		s.lost.holders[2] = map[string]bool{"agent-3": true}
+		s.c.RecreateOwnershipTopic(3)
+		s.settleLost()
+		if dies {
+			s.forget(&agentSim{name: "agent-1", broker: 1})
+			s.settleLost()
+		}
+		f := s.checkEnd()
+		switch {
+		case dies && f != nil:
+			t.Fatalf("the claims of a lost record whose last holder died, its key holding a later record since: %v", f)
+		case !dies && (f == nil || f.Invariant != "I1"):
+			t.Fatalf("claims a live agent remembers were waived: %v, want I1", f)
+		}
+	}
+}
