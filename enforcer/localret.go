@@ -359,6 +359,14 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 				c.Releasing = true
 				out = append(out, c)
 			}
+		case po.OperatorDropped[[3]string{c.Topic, c.Key, c.Value}] && !c.Sets(cur):
+			// Dropped for an operator's change this episode, and back:
+			// the write of the record without it failed, and the record
+			// read (or written again from memory) still holds it.
+			// Another claim's value in place since is not this one's to
+			// keep: kept, it restored its own original over the
+			// operator's newer value (found by the simulation, seed
+			// 34521). Dropped again, not counted again.
 		case !po.Records.GuardSet(c, cur) && ledger.SameValue(cur, c.Orig):
 			// The operator's value is in place: the guard's change never
 			// took (Kafka refused it, ResultRefused) or was undone. No

@@ -202,6 +202,10 @@ func (e *Enforcer) dropOperatorChanged(pp ProtectionPlan) {
 			e.prot.operatorTopics = map[string]bool{}
 		}
 		e.prot.operatorTopics[c.Topic] = true
+		if e.prot.operatorDropped == nil {
+			e.prot.operatorDropped = map[[3]string]bool{}
+		}
+		e.prot.operatorDropped[[3]string{c.Topic, c.Key, *c.From}] = true
 		e.m.operatorChanged.Inc()
 		e.logger.Warn("local retention changed by an operator: the guard's claim is dropped and the value left as it is",
 			"topic", c.Topic, "key", c.Key, "value", ledger.ShowValue(c.Value), "guard_value", ledger.ShowValue(c.From))

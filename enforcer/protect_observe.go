@@ -57,6 +57,8 @@ type protectionState struct {
 	// operator changed in this lowering episode: not lowered again until
 	// the episode ends (in memory: a restart forgets it).
 	operatorTopics map[string]bool
+	// operatorDropped: the claims (topic, key, value) dropped for it.
+	operatorDropped map[[3]string]bool
 	// refused: lowerings Kafka refused in this episode (localret_refused.go).
 	refused map[string]refusedLowering
 	// sizedAt: the Updated of the record whose size the gauge shows.
@@ -666,9 +668,9 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 		episode = episode || o.Snapshot.LogDirs[i].Usage.Ratio() >= po.LowerFrom
 	}
 	if !episode && !o.Stale {
-		e.prot.operatorTopics = nil
+		e.prot.operatorTopics, e.prot.operatorDropped = nil, nil
 	}
-	po.OperatorTopics = e.prot.operatorTopics
+	po.OperatorTopics, po.OperatorDropped = e.prot.operatorTopics, e.prot.operatorDropped
 	po.RefusedTopics = e.refusedTopics(o.Snapshot)
 	cands := o.lowerCandidates
 	topics := configTopics(po.Records, e.prot.virtual, cands)

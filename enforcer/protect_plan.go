@@ -63,6 +63,9 @@ type ProtectionObserved struct {
 	// operator changed in this episode: not lowered again.
 	LowerFrom      float64
 	OperatorTopics map[string]bool
+	// OperatorDropped: the claims (topic, key, value) dropped for an
+	// operator's change in this episode.
+	OperatorDropped map[[3]string]bool
 	// RefusedTopics: topics whose lowering Kafka refused in this episode,
 	// their configs unchanged since: not lowered again.
 	RefusedTopics map[string]bool

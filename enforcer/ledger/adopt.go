@@ -84,9 +84,11 @@ func sameClaim(a, b Owned) bool {
 }
 
 // Without returns r without the claims x holds (bindings by shape and
-// topic, other claims whole, a topic config by topic and key), held or
-// releasing. Used by an agent that takes over a later write of an earlier
-// process: what it took over before and released since is not taken again.
+// topic, other claims whole, a topic config by topic, key and value),
+// held or releasing. Used by an agent that takes over a later write of an
+// earlier process: what it took over before and released since is not
+// taken again. A config claim of the later write on the same key with
+// another value (lowered further) is not one it released (seed 30286).
 func Without(r, x Record) Record {
 	var owned []Owned
 	for _, o := range r.Owned {
@@ -107,7 +109,7 @@ func Without(r, x Record) Record {
 	}
 	r.Owned = owned
 	r.Configs = slices.DeleteFunc(slices.Clone(r.Configs), func(c ConfigClaim) bool {
-		return slices.ContainsFunc(x.Configs, func(y ConfigClaim) bool { return y.Topic == c.Topic && y.Key == c.Key })
+		return slices.ContainsFunc(x.Configs, func(y ConfigClaim) bool { return y.Topic == c.Topic && y.Key == c.Key && y.Value == c.Value })
 	})
 	return r
 }
