@@ -198,6 +198,8 @@ type sim struct {
 	// that took its purge history beyond any process's reach: I4 counts
 	// its unexpired deletions after it only (lostledger.go).
 	forgottenPurges map[int32]time.Time
+	// pendingForget: forgetPurges waiting for the readers (lostledger.go).
+	pendingForget map[int32]pendingForget
 	// decodable: each broker's last decodable record seen (lostledger.go).
 	decodable map[int32]ledger.Record
 	// suppressed: the operator lifted the broker's protection in this
@@ -417,6 +419,7 @@ func (s *sim) run() *Failure {
 			s.pass(a)
 		}
 		s.settleLost()
+		s.settlePendingForget()
 		f := s.check()
 		if f == nil {
 			f = s.checkRelief()
