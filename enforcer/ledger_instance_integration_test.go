@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/internal/scantest"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkaadmin"
 	"github.com/kafka-disk-guard/kafka-disk-guard/internal/kafkatest"
@@ -163,6 +164,45 @@ func TestR8_8OverwrittenInstanceNeverWritesBackItsOutdatedRecordOnARealBroker(t 
 	}
 }
 
+// clusterWait is the start of the history-wait tests on the shared
+// cluster: broker 2's log dir holding the topic's purgeable data at 95%,
+// its own ownership topic, and the config of broker 2's enforcing agent
+// (a lease of 3 s, a pass a second).
+type clusterWait struct {
+	c     *kafkatest.Cluster
+	src   *scantest.Source
+	own   string
+	admin *kafkaadmin.Enforce
+	cfg   enforcer.Config
+}
+
+func newClusterWait(t *testing.T, topic, own string) clusterWait {
+	c := sharedCluster(t)
+	src, at := clusterPurgeData(t, c, 2, topic)
+	admin := clusterAdmin(t, c, own)
+	t.Cleanup(func() {
+		if acls := topicACLs(t, admin, topic); len(acls) > 0 {
+			_ = admin.DeleteACLs(t.Context(), acls)
+		}
+	})
+	at(0.95)
+	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: purgeMechanics,
+		Protection: enforcer.ProtectionConfig{LeaseDuration: 3 * time.Second}}
+	return clusterWait{c: c, src: src, own: own, admin: admin, cfg: cfg}
+}
+
+// guard is a process of broker 2's agent with cfg, named instance; its
+// log is printed as name's if the test fails.
+func (w clusterWait) guard(t *testing.T, cfg enforcer.Config, instance, name string) *guard {
+	g := newGuard(t, w.c.Node(2), guardSpec{cfg: cfg, src: w.src, ownTopic: w.own, addrs: w.c.SASLAddrs(), instance: instance})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", name, g.logs.buf.String())
+		}
+	})
+	return g
+}
+
 // R7.3, R8.7 on the 3-node cluster (TestR7_3R8_7RecordWrittenDuringTheHistoryWaitIsNoHistory):
 // a process of broker 2's agent finds no record of its own in a cluster
 // that lists other brokers: it waits a lease and a pass for its purge
@@ -174,28 +214,10 @@ func TestR8_8OverwrittenInstanceNeverWritesBackItsOutdatedRecordOnARealBroker(t 
 // empty history, the record ended the wait at once (seed 4296: the next
 // process purged a second hour's cap).
 func TestR7_3R8_7RecordWrittenDuringTheHistoryWaitIsNoHistoryOnACluster(t *testing.T) {
-	c := sharedCluster(t)
-	const (
-		topic = "wait-record"
-		own   = "__kdg_test_wait_record"
-		lease = 3 * time.Second
-	)
-	src, at := clusterPurgeData(t, c, 2, topic)
-	admin := clusterAdmin(t, c, own)
-	t.Cleanup(func() {
-		if acls := topicACLs(t, admin, topic); len(acls) > 0 {
-			_ = admin.DeleteACLs(t.Context(), acls)
-		}
-	})
-	at(0.95)
-	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: purgeMechanics,
-		Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
-	first := newGuard(t, c.Node(2), guardSpec{cfg: cfg, src: src, ownTopic: own, addrs: c.SASLAddrs(), instance: "pod-a"})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the first process's log:\n%s", first.logs.buf.String())
-		}
-	})
+	const topic = "wait-record"
+	w := newClusterWait(t, topic, "__kdg_test_wait_record")
+	admin, cfg := w.admin, w.cfg
+	first := w.guard(t, cfg, "pod-a", "the first process")
 	ctx := t.Context()
 	// The ownership topic exists, empty (a record write may still fail
 	// while its partition has no leader: the next pass writes it).
@@ -226,14 +248,9 @@ func TestR7_3R8_7RecordWrittenDuringTheHistoryWaitIsNoHistoryOnACluster(t *testi
 	}
 
 	// It dies within its wait; the next process starts.
-	next := newGuard(t, c.Node(2), guardSpec{cfg: cfg, src: src, ownTopic: own, addrs: c.SASLAddrs(), instance: "pod-a"})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the next process's log:\n%s", next.logs.buf.String())
-		}
-	})
+	next := w.guard(t, cfg, "pod-a", "the next process")
 	started := time.Now()
-	wait := lease + cfg.Interval
+	wait := cfg.Protection.LeaseDuration + cfg.Interval
 	pass(t, next)
 	if v := metric(next.reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "purge_history"}); v != 1 {
 		t.Errorf("R7.3/enforcer_blocked{reason=purge_history} at the next process's first pass: blocked %v, want purge_history (it waits too)", blockedReasons(t, next))
@@ -278,40 +295,16 @@ func TestR7_3R8_7RecordWrittenDuringTheHistoryWaitIsNoHistoryOnACluster(t *testi
 // from, it ended the wait at once (seed 5728: 24 MiB purged on top of
 // the 56 MiB purged before the ownership topic was lost).
 func TestR7_3R8_8ObserveModeRecordEndsNoHistoryWaitOnACluster(t *testing.T) {
-	c := sharedCluster(t)
-	const (
-		topic = "observe-record"
-		own   = "__kdg_test_observe_record"
-		lease = 3 * time.Second
-	)
-	src, at := clusterPurgeData(t, c, 2, topic)
-	admin := clusterAdmin(t, c, own)
-	t.Cleanup(func() {
-		if acls := topicACLs(t, admin, topic); len(acls) > 0 {
-			_ = admin.DeleteACLs(t.Context(), acls)
-		}
-	})
-	at(0.95)
-	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: purgeMechanics,
-		Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
-	spec := func(cfg enforcer.Config, instance string) guardSpec {
-		return guardSpec{cfg: cfg, src: src, ownTopic: own, addrs: c.SASLAddrs(), instance: instance}
-	}
-	logOnFailure := func(name string, g *guard) {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s's log:\n%s", name, g.logs.buf.String())
-			}
-		})
-	}
+	const topic = "observe-record"
+	w := newClusterWait(t, topic, "__kdg_test_observe_record")
+	admin, cfg := w.admin, w.cfg
 	ctx := t.Context()
 	record := func() (enforcer.Record, error) {
 		recs, err := admin.LoadRecords(ctx)
 		return recs.Agents[2], err
 	}
 	kafkatest.Eventually(t, 30*time.Second, func() error { return admin.Prepare(ctx) })
-	first := newGuard(t, c.Node(2), spec(cfg, "pod-a"))
-	logOnFailure("pod-a's first process", first)
+	first := w.guard(t, cfg, "pod-a", "pod-a's first process")
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		pass(t, first)
 		r, err := record()
@@ -331,8 +324,7 @@ func TestR7_3R8_8ObserveModeRecordEndsNoHistoryWaitOnACluster(t *testing.T) {
 	// lease, then takes the broker over.
 	observe := cfg
 	observe.Enabled = false
-	b := newGuard(t, c.Node(2), spec(observe, "pod-b"))
-	logOnFailure("pod-b", b)
+	b := w.guard(t, observe, "pod-b", "pod-b")
 	pass(t, b)
 	if v := metric(b.reg, "kafka_disk_guard_protection_standby", nil); v != 1 {
 		t.Fatalf("the test needs pod-b standing by beside pod-a's lease: protection_standby %v", v)
@@ -359,10 +351,9 @@ func TestR7_3R8_8ObserveModeRecordEndsNoHistoryWaitOnACluster(t *testing.T) {
 	// holds a live lease, then takes the broker back: its wait for its
 	// history starts there.
 	mid := offsets(t, admin, topic, 2)
-	next := newGuard(t, c.Node(2), spec(cfg, "pod-a"))
-	logOnFailure("pod-a's next process", next)
+	next := w.guard(t, cfg, "pod-a", "pod-a's next process")
 	started := time.Now()
-	wait := lease + cfg.Interval
+	wait := cfg.Protection.LeaseDuration + cfg.Interval
 	var active time.Time // the start of its first pass that did not stand by
 	var purgedAt time.Time
 	kafkatest.Eventually(t, 30*time.Second, func() error {
