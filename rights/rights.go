@@ -200,6 +200,12 @@ func table() []Need {
 		Need{Relief, ScopeTopics, DescribeConfigs, "--execute: DescribeConfigs of the moved topics: a throttle already set"},
 		Need{Relief, ScopeTopics, AlterConfigs, "--execute: IncrementalAlterConfigs of the moved topics: *.replication.throttled.replicas"},
 	)
+	// --execute claims its throttle in the ownership topic before it sets
+	// a value (throttle-reassign-cli-<host>), and reads the other claims.
+	for _, n := range ownership(Relief) {
+		n.Calls = "--execute: " + n.Calls
+		t = append(t, n)
+	}
 	return t
 }
 

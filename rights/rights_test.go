@@ -193,6 +193,14 @@ func TestReliefRightsWithinTheGuards(t *testing.T) {
 			t.Errorf("relief needs %v, which the documented rights lack", a)
 		}
 	}
+	// --execute writes its throttle claim to the ownership topic and
+	// reads the others' first (a principal without them fails midway).
+	for _, op := range []Operation{Describe, Read, Write} {
+		a := ACL{Resource: Topic, Name: "__kafka_disk_guard_protection", Operation: op}
+		if !slices.Contains(need, a) {
+			t.Errorf("relief's rights lack %v", a)
+		}
+	}
 	if slices.Contains(Features(), Relief) {
 		t.Error("relief is an operator's command, not an agent feature")
 	}
