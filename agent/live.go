@@ -773,7 +773,7 @@ func (l *loop) fullScan(trigger string) {
 
 // releaseScanAt is the number of segments from which a full scan is
 // followed by a collection (releaseAfterScan). Below it the model is a
-// few MB (about 107 bytes a segment) and the runtime's minimum heap goal
+// few MB (about 100 bytes a segment) and the runtime's minimum heap goal
 // of 4 MB, not the model, sizes the heap.
 const releaseScanAt = 50_000
 

@@ -176,6 +176,35 @@ func TestR8_5LiftRestoresTheOriginalOfTheClaimInPlace(t *testing.T) {
 	}
 }
 
+// R8.5, R7.4: a lift (or a peer after the lease) restores the operator's
+// value, not another claim's: a claim made on a value the guard set
+// (taken for the operator's while the record holding it was lost) has
+// that claim's original as its own (GuardOriginal), as the agent's own
+// release already has. Restoring its recorded original put the other
+// claim's lowered value back, in no record once both were lifted.
+func TestR8_5LiftRestoresTheGuardOriginalOfAClaimMadeOnAGuardValue(t *testing.T) {
+	operators := "209715200"
+	first := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "5000000", Orig: &operators}
+	onFirst := first.Value
+	second := ConfigClaim{Topic: "events", Key: "local.retention.bytes", Value: "4000000", Orig: &onFirst}
+	recs := NewRecords()
+	recs.Agents[1] = Record{BrokerID: 1, Configs: []ConfigClaim{first}}
+	recs.Agents[3] = Record{BrokerID: 3, Configs: []ConfigClaim{second}}
+	recs.Lifts[1] = Lift{ID: "l1", BrokerID: 1, Topics: []string{"events"}}
+	recs.Lifts[3] = Lift{ID: "l3", BrokerID: 3, Topics: []string{"events"}}
+	for _, order := range [][]ConfigClaim{{first, second}, {second, first}} {
+		in := second.Value
+		a := &configAdmin{recs: recs, configs: map[string]*string{"events": &in}}
+		rel, err := ReleaseUnclaimed(t.Context(), a, nil, 0, order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := a.configs["events"]; v == nil || *v != operators {
+			t.Fatalf("R8.5/events' local.retention.bytes is %s after the lift (%+v), want the operator's %s", ShowValue(v), rel, operators)
+		}
+	}
+}
+
 // R7.4, R8.7: a remembered claim is shadowed (stale: not written back)
 // when another record's claim on the key holds its value, or its earlier
 // one, made on another original; not when that claim was made on its own

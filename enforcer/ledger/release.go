@@ -182,6 +182,9 @@ func restoreConfigs(ctx context.Context, a ReleaseAdmin, recs Records, configs [
 			out.ConfigsKept++
 			continue
 		}
+		// A claim made on a value the guard set restores that claim's
+		// original (as the agent's own release does, localret.go).
+		c.Orig = recs.GuardOriginal(c)
 		restored, wanted, err := restoreOrInherit(ctx, a, c)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore %s of topic %s: %w", c.Key, c.Topic, err))
