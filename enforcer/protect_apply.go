@@ -308,7 +308,9 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	e.prot.seq++
 	r.Seq = e.prot.seq
 	start := e.monotonic(e.clock.Now())
-	if err := e.admin.StoreRecord(ctx, r); err != nil {
+	err := e.admin.StoreRecord(ctx, r)
+	e.noteLostWrite(err)
+	if err != nil {
 		e.prot.dirty = true
 		// It may have taken effect (a reply lost): a peer's copy of it
 		// is newer than this agent's memory (restoreOwn).

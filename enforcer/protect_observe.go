@@ -109,7 +109,13 @@ type protectionState struct {
 	// ownership topic lost, or read a record saying so (LedgerLost);
 	// written into its record for a day (lostMark).
 	lostSeen time.Time
-	written  *Record
+	// lostWritten: a write of this agent's record succeeded while the
+	// ledger is lost (the topic created again takes writes), or failed
+	// but for the loss (its reply lost, it may have): until a read finds
+	// the ledger back, purges are recorded first as with a ledger
+	// (recordPurgesAhead).
+	lostWritten bool
+	written     *Record
 	// unconfirmed: the Updated of this agent's record writes that failed
 	// since its last successful one (each may have taken effect).
 	unconfirmed []time.Time
@@ -415,7 +421,7 @@ func (e *Enforcer) loadRecords(ctx context.Context) (ledger.Records, error) {
 	}
 	if e.prot.ledgerLost {
 		e.logger.Warn("protection ledger back", "topic", e.cfg.OwnershipTopic)
-		e.prot.ledgerLost = false
+		e.prot.ledgerLost, e.prot.lostWritten = false, false
 		e.leasesFromNow()
 	}
 	e.m.prot.ledgerLost.Set(0)
