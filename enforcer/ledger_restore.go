@@ -233,8 +233,13 @@ func (e *Enforcer) inheritOwn(get func(int32) (Record, bool), set func(int32, Re
 	if len(from) > 0 {
 		if e.prot.written != nil && slices.ContainsFunc(from, func(t time.Time) bool { return slices.ContainsFunc(e.prot.inherits, t.Equal) }) {
 			// What this process took over before and released since is
-			// not taken again with the later write.
+			// not taken again with the later write; a claim it took over
+			// and holds takes the later write's original.
+			e.takeLaterOriginals(cur) // localret_lost.go
 			adoptable = ledger.Without(cur, e.prot.takenOver)
+		}
+		if cur.Restored || len(cur.WrittenBack) > 0 {
+			e.holdCopiedConfigs() // localret_lost.go
 		}
 		e.prot.takenOver, _ = ledger.Adopt(e.prot.takenOver, adoptable)
 		e.prot.inherits = ledger.AddTimes(e.prot.inherits, from...)
@@ -317,6 +322,13 @@ func (e *Enforcer) writeEarlier(ctx context.Context, id int32, get func(int32) (
 			continue
 		}
 		m, more := ledger.Adopt(merged, r)
+		if s := cur.InheritedSeq(r.Started); cur.Inherited(r.Started) && s > 0 && s < r.Seq {
+			// The record's writer took over an older write of r's
+			// process (a peer's copy): r's originals are the newer ones.
+			if l, later := ledger.LaterOriginals(m, r); later {
+				m, more = l, true
+			}
+		}
 		if p, morePurges := ledger.MergePurges(m.Purged, r.Purged, e.clock.Now().Add(-24*time.Hour)); morePurges {
 			m.Purged, more = p, true
 		}

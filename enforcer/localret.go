@@ -374,6 +374,11 @@ func (pl *protectionPlanner) keepConfigClaims(w lowerings) []ConfigClaim {
 			// the claim leaves the record (spec R8.5: read back restored).
 		case !po.Records.GuardSet(c, cur):
 			pp.DroppedConfigs = append(pp.DroppedConfigs, ConfigChange{Topic: c.Topic, Key: c.Key, Value: cur, From: strPtr(c.Value)})
+		case !pl.wantNothing && !pl.suppressed(c.Topic) && !w.keep[c.Topic] && po.CopyHeld[[3]string{c.Topic, c.Key, c.Value}]:
+			// Taken over from a peer's copy within a lease: a later
+			// write of its process may name a newer original
+			// (localret_lost.go). Kept, restored once the hold ends.
+			out = append(out, c)
 		case pl.wantNothing || pl.suppressed(c.Topic) || !w.keep[c.Topic]:
 			release(c)
 		default:

@@ -98,3 +98,75 @@ func (e *Enforcer) holdsLastWrite(recs Records) bool {
 	return ok && e.prot.written != nil && cur.Updated.Equal(e.prot.written.Updated) &&
 		ledger.SameConfigs(cur.Configs, e.prot.written.Configs)
 }
+
+// A config claim this process took over from a peer's copy of an
+// earlier process's record (Record.Restored, or claims a peer wrote into
+// its record: WrittenBack) may be an older write's: the peer read the
+// record before that process's last write, and another peer that read the
+// later one writes it in at its next read (writeEarlier). The later
+// write may hold the same value on a newer original (an operator changed
+// the value and that process's claim took the newer one over,
+// Records.RestoresOver): restored at once, the copy's claim put its stale
+// original back over the operator's value, and the later claim, its value
+// gone, read as an operator's change (found by the simulation, seed
+// 47558: broker 3's agent restarted while the ownership topic was lost,
+// broker 2's agent wrote back its copy from before the original changed,
+// and the new process, calm, restored "not set" over the operator's
+// 209715200 in its first pass). So for a lease from taking such claims
+// over, the agent keeps them without restoring their originals
+// (keepConfigClaims), and a later write's original for a claim it took
+// over and holds with the same value is taken as its own
+// (takeLaterOriginals).
+
+// holdCopiedConfigs starts (or extends) the hold on the config claims
+// taken over from a peer's copy: a lease from now.
+func (e *Enforcer) holdCopiedConfigs() {
+	e.prot.copyUntil = e.monotonic(e.clock.Now()) + e.cfg.Protection.LeaseDuration
+}
+
+// copyHeld lists the config claims (topic, key, value) taken over from
+// an earlier process while the hold lasts (nil: none held).
+func (e *Enforcer) copyHeld() map[[3]string]bool {
+	if e.monotonic(e.clock.Now()) >= e.prot.copyUntil || len(e.prot.takenOver.Configs) == 0 {
+		return nil
+	}
+	out := map[[3]string]bool{}
+	for _, c := range e.prot.takenOver.Configs {
+		out[[3]string{c.Topic, c.Key, c.Value}] = true
+	}
+	return out
+}
+
+// takeLaterOriginals: cur, this agent's record as read, holds a later
+// write of an earlier process this one took over an older write of (a
+// peer wrote it in: writeEarlier, ledger.LaterOriginals). A config claim
+// of this agent's last record as it took it over (the same value and
+// original as taken over) that cur holds with the same value and another
+// original takes cur's original, in the record and in what it took over.
+func (e *Enforcer) takeLaterOriginals(cur Record) {
+	if e.prot.written == nil {
+		return
+	}
+	w, taken := *e.prot.written, e.prot.takenOver
+	changed := false
+	for i, c := range w.Configs {
+		t := slices.IndexFunc(taken.Configs, func(x ConfigClaim) bool {
+			return x.Topic == c.Topic && x.Key == c.Key && x.Value == c.Value && ledger.SameValue(x.Orig, c.Orig)
+		})
+		l := slices.IndexFunc(cur.Configs, func(x ConfigClaim) bool {
+			return x.Topic == c.Topic && x.Key == c.Key && x.Value == c.Value && !ledger.SameValue(x.Orig, c.Orig)
+		})
+		if t < 0 || l < 0 {
+			continue
+		}
+		if !changed {
+			w.Configs, taken.Configs, changed = slices.Clone(w.Configs), slices.Clone(taken.Configs), true
+		}
+		w.Configs[i].Orig, taken.Configs[t].Orig = cur.Configs[l].Orig, cur.Configs[l].Orig
+		e.logger.Warn("a later write of the earlier process this agent took over holds a claim it holds with another original: taken as its own",
+			"topic", c.Topic, "key", c.Key, "guard_value", c.Value, "original", ledger.ShowValue(cur.Configs[l].Orig), "was", ledger.ShowValue(c.Orig))
+	}
+	if changed {
+		e.prot.written, e.prot.takenOver, e.prot.dirty = &w, taken, true
+	}
+}

@@ -143,6 +143,9 @@ type protectionState struct {
 	// takenOver: the claims of the records they were taken over from.
 	inheritSeq ledger.Writes
 	takenOver  ledger.Record
+	// copyUntil: until when (monotonic) the config claims taken over
+	// from a peer's copy are kept, not restored (localret_lost.go).
+	copyUntil time.Duration
 	// earlier: by broker, the records of its agent's earlier processes
 	// whose claims no record of the broker read since names as
 	// inherited: written into its record until one does (adopt).
@@ -677,6 +680,7 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 		e.prot.operatorTopics, e.prot.operatorDropped = nil, nil
 	}
 	po.OperatorTopics, po.OperatorDropped = e.prot.operatorTopics, e.prot.operatorDropped
+	po.CopyHeld = e.copyHeld()
 	po.RefusedTopics = e.refusedTopics(o.Snapshot)
 	cands := o.lowerCandidates
 	topics := configTopics(po.Records, e.prot.virtual, cands)

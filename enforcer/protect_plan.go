@@ -66,6 +66,10 @@ type ProtectionObserved struct {
 	// OperatorDropped: the claims (topic, key, value) dropped for an
 	// operator's change in this episode.
 	OperatorDropped map[[3]string]bool
+	// CopyHeld: the claims (topic, key, value) taken over from a peer's
+	// copy of an earlier process's record within a lease: kept, not
+	// restored (localret_lost.go).
+	CopyHeld map[[3]string]bool
 	// RefusedTopics: topics whose lowering Kafka refused in this episode,
 	// their configs unchanged since: not lowered again.
 	RefusedTopics map[string]bool

@@ -113,3 +113,30 @@ func Without(r, x Record) Record {
 	})
 	return r
 }
+
+// LaterOriginals returns r with the original of each topic config claim
+// that a claim of later, a later write of the process whose older write
+// r's writer took over, holds with the same value and another original
+// taken from later, and whether any was. The later write is the newer
+// word on that claim: its process took a newer operator's value as the
+// original since the older write (Records.RestoresOver), and the older
+// copy, restored, put a stale original back over the operator's value
+// (found by the simulation, seed 47558).
+func LaterOriginals(r, later Record) (Record, bool) {
+	changed := false
+	configs := r.Configs
+	for i, x := range r.Configs {
+		j := slices.IndexFunc(later.Configs, func(c ConfigClaim) bool {
+			return c.Topic == x.Topic && c.Key == x.Key && c.Value == x.Value && !SameValue(c.Orig, x.Orig)
+		})
+		if j < 0 {
+			continue
+		}
+		if !changed {
+			configs, changed = slices.Clone(r.Configs), true
+		}
+		configs[i].Orig = later.Configs[j].Orig
+	}
+	r.Configs = configs
+	return r, changed
+}
