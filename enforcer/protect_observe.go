@@ -119,6 +119,13 @@ type protectionState struct {
 	// (recordPurgesAhead).
 	lostWritten bool
 	written     *Record
+	// writtenGone: bindings of written that a read of the topic ACLs
+	// made since it was written found absent: whoever deleted them, an
+	// identical binding in place later is not this agent's
+	// (keepOverwritten). This agent creates a binding only after writing
+	// the record that claims it (which clears this), or, that write
+	// failed, as set unrecorded.
+	writtenGone map[ACL]bool
 	// unconfirmed: the Updated of this agent's record writes that failed
 	// since its last successful one (each may have taken effect).
 	unconfirmed []time.Time
@@ -640,6 +647,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 		default:
 			po.ACLs, po.ACLsRead = acls, true
 			e.pruneUnrecorded(acls)
+			e.noteWrittenGone(acls)
 		}
 	}
 	if needQuota {

@@ -24,8 +24,13 @@ import (
 // lift would be taken for this agent's and deleted (spec R8.6; found by
 // the simulation, ledger_garbage seed 174). A lift that names the other
 // instance's record (Lift.Instance) voided that record, not this one:
-// what only this one claimed is kept. Config claims are kept either way
-// (below). Once per record written.
+// what only this one claimed is kept. Nor is a binding a read of the ACLs
+// made since the record was written found gone (writtenGone): the read
+// that prunes the set unrecorded (pruneUnrecorded) may have come before
+// this one saw the record over its own (seed 42119: agent-1 released
+// its bindings, its next record, without them, took effect with its reply
+// lost, and agent-1b took that one over). Config claims are kept either
+// way (below). Once per record written.
 func (e *Enforcer) keepOverwritten(recs Records) {
 	cur := recs.Agents[e.brokerID]
 	w := e.prot.written
@@ -47,7 +52,7 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 	cur.Bindings(nil, func(a ACL) { now.add(a) })
 	n := 0
 	w.Bindings(func(topic string) bool { return !voided(topic) }, func(a ACL) {
-		if !now.has(a) && !e.prot.unrecorded[a] {
+		if !now.has(a) && !e.prot.unrecorded[a] && !e.prot.writtenGone[a] {
 			e.prot.unrecorded[a] = true
 			n++
 		}
@@ -130,6 +135,37 @@ func sameKey(a, b ConfigClaim) bool { return a.Topic == b.Topic && a.Key == b.Ke
 // key made on c's original.
 func sameOriginalClaim(r Record, c ConfigClaim) bool {
 	return slices.ContainsFunc(r.Configs, func(x ConfigClaim) bool { return sameKey(x, c) && ledger.SameValue(x.Orig, c.Orig) })
+}
+
+// noteWrittenGone adds to writtenGone the bindings of this agent's last
+// written record that acls, a read of the topic ACLs made after it was
+// written, lacks. Absent at a read, such a binding is back later only
+// through another's call (an operator's, the other instance's): this
+// agent creates one after a record write, which clears the set, or as set
+// unrecorded (protectMore). Kept as set unrecorded when another
+// instance's record is found over this one, an operator's identical
+// binding made after the read would be taken for this agent's and deleted (seed 42119: agent-1 wrote its claims
+// releasing and deleted the bindings; the record without them took effect
+// with its reply lost and agent-1b took it over; the pass that read
+// agent-1b's record failed its ACL read, the next found the operator's
+// {orders literal User:* * WRITE DENY} in place, and deleted it).
+func (e *Enforcer) noteWrittenGone(acls []ACL) {
+	w := e.prot.written
+	if w == nil {
+		return
+	}
+	in := bindingIndex{}
+	for _, a := range acls {
+		in.add(a)
+	}
+	w.Bindings(nil, func(a ACL) {
+		if !in.has(a) {
+			if e.prot.writtenGone == nil {
+				e.prot.writtenGone = map[ACL]bool{}
+			}
+			e.prot.writtenGone[a] = true
+		}
+	})
 }
 
 // pruneUnrecorded forgets the bindings set unrecorded that a read after
