@@ -170,3 +170,56 @@ func (e *Enforcer) takeLaterOriginals(cur Record) {
 		e.prot.written, e.prot.takenOver, e.prot.dirty = &w, taken, true
 	}
 }
+
+// forgetOperatorChanged drops from this agent's memory of its peers'
+// records (what restoreLost writes back once the ownership topic is back)
+// every config claim whose value this pass found changed by an operator:
+// the value in place (cur, read after the records) is neither the claim's
+// own nor its original, and no claim of the records read sets it
+// (Records.GuardSet). Its owner drops such a claim at its next pass
+// (keepConfigClaims); a copy that kept it, written back after the topic
+// was lost with the owner's later record, put the stale claim back, and
+// the new process of the owner, finding the value again the claim's own
+// (a claim on the operator's value, lost for good with the topic, held the
+// same number), restored the stale original over the operator's value
+// (found by the simulation, seed 55749: broker 2's agent dropped its
+// claim on events at step 49 when the operator set 209715200, broker 3's
+// agent lowered that value to broker 2's number, the topic was reshaped
+// before any surviving agent read either write, and broker 1's copy of
+// broker 2's older record, written back at step 91, deleted the
+// operator's override at step 97). A value in place that is the claim's
+// original is kept in memory: an agent records a claim before it sets
+// the value (and a set may fail), so the claim may still be made.
+func (e *Enforcer) forgetOperatorChanged(recs Records, cur map[string]*string) {
+	mem := e.prot.remembered
+	if mem == nil || e.dryRun {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(mem.Agents)) {
+		r := mem.Agents[id]
+		if id == e.brokerID && !otherInstance(r, e.instance) {
+			continue // this agent's own: its passes drop the claim
+		}
+		var dropped []ConfigClaim
+		keep := slices.DeleteFunc(slices.Clone(r.Configs), func(c ConfigClaim) bool {
+			v, ok := cur[c.Topic]
+			if !ok || recs.GuardSet(c, v) || ledger.SameValue(v, c.Orig) {
+				return false
+			}
+			dropped = append(dropped, c)
+			return true
+		})
+		if len(dropped) == 0 {
+			continue
+		}
+		if len(keep) == 0 {
+			keep = nil
+		}
+		r.Configs = keep
+		mem.Agents[id] = r
+		for _, c := range dropped {
+			e.logger.Info("a peer's claim on a value an operator changed: left out of this agent's memory of its record (not written back if the ownership topic loses it)",
+				"broker_id", id, "topic", c.Topic, "key", c.Key, "guard_value", c.Value, "original", ledger.ShowValue(c.Orig), "value", ledger.ShowValue(cur[c.Topic]))
+		}
+	}
+}

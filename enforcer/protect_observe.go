@@ -727,6 +727,7 @@ func (e *Enforcer) readConfigs(ctx context.Context, o *Observed, po *ProtectionO
 		}
 		po.Records, po.Expired = e.prot.records.Clone(), e.expired(o.Now)
 	}
+	e.forgetOperatorChanged(po.Records, got) // localret_lost.go
 	return nil
 }
 
