@@ -340,7 +340,6 @@ func TestR7_3R8_7PeerWritesThePurgeHistoryIntoAFreshRecordOnACluster(t *testing.
 		}
 	})
 	at(0.95)
-	peerRecord(t, admin, 3) // broker 3's agent runs: the first process's wait ends
 	capacity := src.ScanOnce().LogDirs[0].Usage.CapacityBytes
 	caps := enforcer.PurgeConfig{MaxPercentPerPass: 10, MaxPercentPerHour: 10, MaxPercentPerDay: 10, OtherBytesPercent: 100}
 	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: caps,

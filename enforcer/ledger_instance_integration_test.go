@@ -166,9 +166,8 @@ func TestR8_8OverwrittenInstanceNeverWritesBackItsOutdatedRecordOnARealBroker(t 
 
 // clusterWait is the start of the history-wait tests on the shared
 // cluster: broker 2's log dir holding the topic's purgeable data at 95%,
-// its own ownership topic, holding broker 3's agent's record (peerRecord),
-// and the config of broker 2's enforcing agent (a lease of 3 s, a pass a
-// second).
+// its own ownership topic, and the config of broker 2's enforcing agent
+// (a lease of 3 s, a pass a second).
 type clusterWait struct {
 	c     *kafkatest.Cluster
 	src   *scantest.Source
@@ -187,7 +186,6 @@ func newClusterWait(t *testing.T, topic, own string) clusterWait {
 		}
 	})
 	at(0.95)
-	peerRecord(t, admin, 3)
 	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: purgeMechanics,
 		Protection: enforcer.ProtectionConfig{LeaseDuration: 3 * time.Second}}
 	return clusterWait{c: c, src: src, own: own, admin: admin, cfg: cfg}

@@ -162,7 +162,6 @@ func TestR7_3NoRecordAfterALossNoPeerRememberedCountsTheCapsSpentOnACluster(t *t
 		}
 	})
 	at(0.8995)
-	peerRecord(t, admin, 3) // broker 3's agent runs: the first process's wait ends
 	caps := enforcer.PurgeConfig{MaxPercentPerPass: 10, MaxPercentPerHour: 10, MaxPercentPerDay: 10, OtherBytesPercent: 100}
 	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: caps,
 		Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}

@@ -88,12 +88,9 @@ type protectionState struct {
 	// historyWait: this process's first read found no record of its
 	// own; until historyUntil (monotonic) it purges no unexpired data,
 	// waiting for a peer to write back a record the topic lost
-	// (restoreHistory); past it, until a read shows a peer's own record
-	// (peerWrote), at most until historyLimit (a day from the start).
+	// (restoreHistory).
 	historyWait  bool
 	historyUntil time.Duration
-	historyLimit time.Duration
-	historyPeer  bool // the wait for a peer's record was logged
 	// historyKnown: this process established its purge history before
 	// it stood by (it is in memory): a record of an instance that had
 	// not established its own (Record.PurgesUnknown), taken over from,

@@ -135,12 +135,8 @@ func TestR7_3R8_7EarlierProcessWrittenBackAfterTheWaitCountsTheCapsSpent(t *test
 	}
 	// Killed; the topic deleted and created again, empty; the agent
 	// restarts, and the peer reads nothing until the agent's wait ended.
-	// Broker 3's agent, restarted too, remembers no record and writes
-	// its own (without one, the agent's wait would go on: no peer's
-	// record in the topic).
 	f.mu.Lock()
 	f.records = ledger.NewRecords()
-	f.records.Agents[3] = Record{BrokerID: 3, Instance: "agent-3", Started: clock.wall, Updated: clock.wall, Renewed: clock.wall}
 	delete(f.acls, denyAll("a"))
 	f.mu.Unlock()
 	clock.tick(time.Second)

@@ -156,7 +156,7 @@ func (e *Enforcer) recordPurgesAhead(ctx context.Context, now time.Time, dels []
 		return slices.DeleteFunc(slices.Clone(dels), isPurge)
 	}
 	if waiting {
-		return hold("unexpired records not purged this pass: this process found no record of its own at its first ledger read and waits a lease and a pass, and a peer's record in the topic, for a peer to write back a record the ownership topic lost (its purge history)",
+		return hold("unexpired records not purged this pass: this process found no record of its own at its first ledger read and waits a lease and a pass for a peer to write back a record the ownership topic lost (its purge history)",
 			"wait", (e.cfg.Protection.LeaseDuration + e.cfg.Interval).String())
 	}
 	if lostFenced {
@@ -402,13 +402,7 @@ func (e *Enforcer) spendCapsUnknownHistory(o *Observed, why string) {
 //     step the agent restarted, and it purged a second hour's cap),
 //     unless a record it read says the topic was lost within the day
 //     (lostMark): then the caps count as spent (spendCapsUnknownHistory). A
-//     record this process wrote meanwhile does not end the wait, nor
-//     does a read that holds no peer's own record (peerWrote): no peer
-//     has had a pass on the topic as it is; the wait then goes on until
-//     one shows, at most a day (found by the simulation, seed 59828 of
-//     the default mix: a peer wrote the record back within the wait,
-//     the topic was lost again before this process's failing reads saw
-//     it, and its read at the wait's end found the topic empty). A
+//     record this process wrote meanwhile does not end the wait. A
 //     cluster that lists no other broker has no agent that could write
 //     the record back: no wait (peersListed).
 //
@@ -463,16 +457,12 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 				e.prot.purgesRestored = true
 				break
 			}
-			e.prot.historyWait, e.prot.historyPeer = true, false
+			e.prot.historyWait = true
 			e.prot.historyUntil = mono + e.cfg.Protection.LeaseDuration + e.cfg.Interval
-			e.prot.historyLimit = mono + 24*time.Hour
 			e.logger.Warn("no record of this agent in the ownership topic: unexpired data is not purged for a lease and a pass, while peers write back a record the topic may have lost (a fresh install waits too); expired data is deleted as before",
 				"topic", e.cfg.OwnershipTopic, "wait", (e.cfg.Protection.LeaseDuration + e.cfg.Interval).String(), "reason", BlockPurgeHistory)
 		}
 		if mono < e.prot.historyUntil {
-			return
-		}
-		if e.awaitingPeer(recs, mono) {
 			return
 		}
 		e.prot.historyWait = false
@@ -489,42 +479,6 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 		e.logger.Info("no record of this agent was written back: purging as a fresh install", "topic", e.cfg.OwnershipTopic)
 	}
 	o.Purged = e.purged(e.ev.lastMono)
-}
-
-// awaitingPeer reports whether the wait for this process's purge history,
-// past its lease and a pass with no record of its own, goes on: recs
-// holds no peer's own record (peerWrote), so no peer has had a pass on
-// the topic as it is (created, or lost again, after their last write):
-// none has written back this agent's record into it, nor marked the
-// loss it saw (lostMark). An empty topic is no evidence of a fresh
-// install: the wait goes on until a peer's record shows, at most a day
-// from its start (then no purge of an earlier process is in either
-// window).
-func (e *Enforcer) awaitingPeer(recs Records, mono time.Duration) bool {
-	if peerWrote(recs, e.brokerID) || mono >= e.prot.historyLimit {
-		return false
-	}
-	if !e.prot.historyPeer {
-		e.prot.historyPeer = true
-		e.logger.Warn("no record of this agent written back, and no peer's record in the ownership topic yet: unexpired data is not purged until a peer's record shows (at most a day), expired data is deleted as before",
-			"topic", e.cfg.OwnershipTopic, "reason", BlockPurgeHistory)
-	}
-	return true
-}
-
-// peerWrote reports whether recs holds a record another broker's agent
-// wrote itself (not a copy a peer wrote back): that agent read the topic
-// as it is and wrote back what it remembered of the others, or its
-// record carries the loss it saw (Record.LedgerLost). The topic cannot
-// lose a record without losing every other (it is deleted, or reshaped
-// and repaired, whole).
-func peerWrote(recs Records, self int32) bool {
-	for id, r := range recs.Agents {
-		if id != self && !r.Restored {
-			return true
-		}
-	}
-	return false
 }
 
 // historyUnknown reports whether this process has not established its
