@@ -643,8 +643,7 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 			return fmt.Errorf("list acls: %w", err)
 		default:
 			po.ACLs, po.ACLsRead = acls, true
-			e.pruneUnrecorded(acls)
-			e.noteWrittenGone(acls)
+			e.noteACLsRead(acls)
 		}
 	}
 	if needQuota {

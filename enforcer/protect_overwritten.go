@@ -138,7 +138,7 @@ func sameOriginalClaim(r Record, c ConfigClaim) bool {
 }
 
 // noteWrittenGone adds to writtenGone the bindings of this agent's last
-// written record that acls, a read of the topic ACLs made after it was
+// written record that in, a read of the topic ACLs made after it was
 // written, lacks. Absent at a read, such a binding is back later only
 // through another's call (an operator's, the other instance's): this
 // agent creates one after a record write, which clears the set, or as set
@@ -149,16 +149,8 @@ func sameOriginalClaim(r Record, c ConfigClaim) bool {
 // with its reply lost and agent-1b took it over; the pass that read
 // agent-1b's record failed its ACL read, the next found the operator's
 // {orders literal User:* * WRITE DENY} in place, and deleted it).
-func (e *Enforcer) noteWrittenGone(acls []ACL) {
-	w := e.prot.written
-	if w == nil {
-		return
-	}
-	in := bindingIndex{}
-	for _, a := range acls {
-		in.add(a)
-	}
-	w.Bindings(nil, func(a ACL) {
+func (e *Enforcer) noteWrittenGone(in bindingIndex) {
+	e.prot.written.Bindings(nil, func(a ACL) {
 		if !in.has(a) {
 			if e.prot.writtenGone == nil {
 				e.prot.writtenGone = map[ACL]bool{}
@@ -168,20 +160,31 @@ func (e *Enforcer) noteWrittenGone(acls []ACL) {
 	})
 }
 
-// pruneUnrecorded forgets the bindings set unrecorded that a read after
-// their creation finds gone: a creation that failed before taking effect,
-// one an operator deleted since, or one another instance released after
-// writing over this agent's record. Remembered, an operator's identical
-// binding made later would be taken for this agent's and deleted (spec
-// R8.6; found by the simulation, operator_acls seed 319).
-func (e *Enforcer) pruneUnrecorded(acls []ACL) {
-	if len(e.prot.unrecorded) == 0 {
+// noteACLsRead takes a read of the topic ACLs: the bindings set
+// unrecorded it lacks are forgotten (pruneUnrecorded), those of the last
+// written record it lacks noted (noteWrittenGone). The read is indexed
+// once, and only when either has something to check.
+func (e *Enforcer) noteACLsRead(acls []ACL) {
+	if len(e.prot.unrecorded) == 0 && e.prot.written == nil {
 		return
 	}
 	in := bindingIndex{}
 	for _, a := range acls {
 		in.add(a)
 	}
+	e.pruneUnrecorded(in)
+	if e.prot.written != nil {
+		e.noteWrittenGone(in)
+	}
+}
+
+// pruneUnrecorded forgets the bindings set unrecorded that a read after
+// their creation finds gone: a creation that failed before taking effect,
+// one an operator deleted since, or one another instance released after
+// writing over this agent's record. Remembered, an operator's identical
+// binding made later would be taken for this agent's and deleted (spec
+// R8.6; found by the simulation, operator_acls seed 319).
+func (e *Enforcer) pruneUnrecorded(in bindingIndex) {
 	for a := range e.prot.unrecorded {
 		if !in.has(a) {
 			delete(e.prot.unrecorded, a)
