@@ -223,6 +223,63 @@ func TestR7_3R8_7NoRecordAtStartWaitsALeaseAndAPassOnACluster(t *testing.T) {
 	t.Logf("waited %s (lease and a pass %s) before purging as a fresh install", purgedAt.Round(time.Millisecond), wait)
 }
 
+// R7.3, R8.7 on the 3-node cluster (TestR7_3R8_7HistoryWaitStartsAgainOnATopicCreatedAgain):
+// the ownership topic is deleted and created again between two passes of
+// a process waiting for its record. Kafka gives the new topic another
+// topic ID, which the agent reads (Records.Topic): its wait starts again
+// on the new topic (a WARN line), so a lease and a pass after the wait
+// began it still purges no unexpired data
+// (enforcer_blocked{reason="purge_history"} stays 1).
+func TestR7_3R8_7HistoryWaitStartsAgainOnATopicCreatedAgainOnACluster(t *testing.T) {
+	c := sharedCluster(t)
+	const (
+		topic = "history-recreated"
+		own   = "__kdg_test_history_recreated"
+		lease = 5 * time.Second
+	)
+	src, at := clusterPurgeData(t, c, 2, topic)
+	at(0.8995)
+	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: purgeMechanics,
+		Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
+	g := newGuard(t, c.Node(2), guardSpec{cfg: cfg, src: src, ownTopic: own, addrs: c.SASLAddrs()})
+	wait := lease + cfg.Interval
+	// A pass reads the ownership topic when its last read is an interval
+	// old.
+	readPass := func() { time.Sleep(cfg.Interval + 100*time.Millisecond); pass(t, g) }
+	pass(t, g) // creates the topic (its first read finds none)
+	readPass() // reads it: the wait counts from here
+	began := time.Now()
+	before, err := g.admin.LoadRecords(t.Context())
+	if err != nil || before.Topic == "" {
+		t.Fatalf("the ownership topic read with no identity (%q, %v): the rule needs Kafka's topic ID", before.Topic, err)
+	}
+	deleteTopicAndWait(t, c.Admin(t), own)
+	if err := clusterAdmin(t, c, own).Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var after enforcer.Records
+	kafkatest.Eventually(t, 30*time.Second, func() error {
+		after, err = g.admin.LoadRecords(t.Context())
+		return err
+	})
+	if after.Topic == "" || after.Topic == before.Topic {
+		t.Fatalf("R8.7/the topic created again reads with identity %q, before %q: want another one", after.Topic, before.Topic)
+	}
+	readPass() // reads the new topic: the wait starts again
+	const again = "the ownership topic was created again while this agent waited for its record: the wait starts again on it"
+	if n := len(g.logs.lines(again)); n != 1 {
+		t.Errorf("R7.3/%d WARN lines say the wait starts again, want 1", n)
+	}
+	time.Sleep(time.Until(began.Add(wait + 200*time.Millisecond)))
+	pass(t, g) // past the first wait's end, within the second
+	if v := metric(g.reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); v != 0 {
+		t.Errorf("R7.3/purged %v unexpired bytes a lease and a pass after the wait began, the topic created again within it", v)
+	}
+	if v := metric(g.reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "purge_history"}); v != 1 {
+		t.Errorf("R7.3/enforcer_blocked{reason=purge_history} %v past the first wait's end, want 1 (blocked %v)", v, blockedReasons(t, g))
+	}
+}
+
 // R8.7 on the 3-node cluster (TestR8_7PeerWritesBackTheClaimsOfAnEarlierFreshProcess):
 // broker 2's agent protects within a lease of its start, so its record is
 // Fresh; the peer on broker 1 reads it. The ownership topic is deleted and

@@ -91,6 +91,9 @@ type protectionState struct {
 	// (restoreHistory).
 	historyWait  bool
 	historyUntil time.Duration
+	// historyTopic: the ownership topic (Records.Topic) the wait is
+	// counted on; another one read restarts the wait.
+	historyTopic string
 	// historyKnown: this process established its purge history before
 	// it stood by (it is in memory): a record of an instance that had
 	// not established its own (Record.PurgesUnknown), taken over from,

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -173,5 +174,63 @@ func TestR7_3R8_7StandbyKeepsStandingByWhenTheRecordVanishes(t *testing.T) {
 	}
 	if r := x.f.records.Agents[1]; r.Instance != "pod-a" {
 		t.Fatalf("R8.7/broker 1's record names %q, want pod-a's written back from memory", r.Instance)
+	}
+}
+
+// R7.3, R8.7: the wait for this agent's record counts on one ownership
+// topic: a topic created again within the wait (deleted by an operator
+// and created again by a peer, a duplicate or this agent) starts it again,
+// since no peer has had a lease and a pass to write the record back into
+// it (found by the simulation, seed 59828 of the default mix: the topic
+// was deleted and created again between two of the waiting agent's
+// reads, its wait ended on the new, empty topic, and it purged a second
+// hour's cap before the peer's write-back landed: 64 MiB in an hour
+// against 51 MiB).
+func TestR7_3R8_7HistoryWaitStartsAgainOnATopicCreatedAgain(t *testing.T) {
+	clock, s, f, cfg := purgeCapSetup()
+	f.records.Topic = "topic-1"
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	clock.tick(time.Second)
+	clock.at(s)
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if first := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); first != 200 {
+		t.Fatalf("first pass purged %v, want 200 (the pass's cap)", first)
+	}
+	lost := f.records.Agents[1]
+	// Killed; the topic deleted and created again, empty.
+	f.records = ledger.NewRecords()
+	f.records.Topic = "topic-2"
+	// The new process's writes fail until its first wait's end (the
+	// topic under-replicated): it has written nothing a loss could take,
+	// as the agent of the seed, whose calls failed meanwhile.
+	f.storeErr = errors.New("not enough replicas")
+	clock = &monoClock{wall: clock.wall.Add(10 * time.Second)}
+	e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	for pass := range 16 { // 160 s: past the lease (1m) and a pass, twice
+		clock.tick(DefaultInterval)
+		clock.at(s)
+		_ = e.Reconcile(t.Context())
+		f.mu.Lock()
+		switch pass {
+		case 4: // 50 s: within the wait (it ends at 80 s), the topic is created again
+			f.records = ledger.NewRecords()
+			f.records.Topic = "topic-3"
+		case 7: // 80 s: the first wait's end; the writes land again
+			f.storeErr = nil
+		case 8: // 90 s: a peer that remembers the record writes it back
+			lost.Restored = true
+			f.records.Agents[1] = lost
+		}
+		f.mu.Unlock()
+		if pass == 7 { // 80 s: the first wait's end
+			if b := gather(t, reg, "kafka_disk_guard_enforcer_blocked", map[string]string{"reason": "purge_history"}); b != 1 {
+				t.Errorf("R7.3/enforcer_blocked{reason=purge_history} is %v a lease and a pass after the first read, the topic created again 30 s before, want 1", b)
+			}
+		}
+	}
+	if got := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); got != 0 {
+		t.Fatalf("R7.3/the new process purged %v unexpired bytes (200 before the restart; hour cap 500), want 0: its wait ended on a topic no peer had had a lease and a pass to write the record back into", got)
 	}
 }

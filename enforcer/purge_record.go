@@ -396,8 +396,9 @@ func (e *Enforcer) spendCapsUnknownHistory(o *Observed, why string) {
 //     be told apart at once: unexpired data is not purged for a lease
 //     and a pass (enforcer_blocked{reason="purge_history"}), in which
 //     every live peer that remembers the record writes it back
-//     (restoreLost), marked Restored (the case above); then, with still
-//     no record, this agent purges as a fresh install (found by the
+//     (restoreLost), marked Restored (the case above); the wait starts
+//     again on a topic created again meanwhile (waitForHistory); then,
+//     with still no record, this agent purges as a fresh install (found by the
 //     simulation, ledger_delete, seed 530: the topic was deleted in the
 //     step the agent restarted, and it purged a second hour's cap),
 //     unless a record it read says the topic was lost within the day
@@ -457,11 +458,8 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 				e.prot.purgesRestored = true
 				break
 			}
-			e.prot.historyWait = true
-			e.prot.historyUntil = mono + e.cfg.Protection.LeaseDuration + e.cfg.Interval
-			e.logger.Warn("no record of this agent in the ownership topic: unexpired data is not purged for a lease and a pass, while peers write back a record the topic may have lost (a fresh install waits too); expired data is deleted as before",
-				"topic", e.cfg.OwnershipTopic, "wait", (e.cfg.Protection.LeaseDuration + e.cfg.Interval).String(), "reason", BlockPurgeHistory)
 		}
+		e.waitForHistory(recs.Topic, mono)
 		if mono < e.prot.historyUntil {
 			return
 		}
@@ -479,6 +477,32 @@ func (e *Enforcer) restoreHistory(ctx context.Context, o *Observed, recs Records
 		e.logger.Info("no record of this agent was written back: purging as a fresh install", "topic", e.cfg.OwnershipTopic)
 	}
 	o.Purged = e.purged(e.ev.lastMono)
+}
+
+// waitForHistory starts restoreHistory's wait for this agent's record, or
+// starts it again on an ownership topic created since it began (by this
+// agent, a peer, a duplicate or an operator): no peer has had a lease and
+// a pass to write the record back into that one (found by the simulation,
+// seed 59828 of the default mix: the topic was deleted and created again
+// within the wait, between two of this agent's reads, and the wait ended
+// on the new, empty topic before any peer had read it; a second hour's cap
+// was purged). A wait begun on a read that did not know the topic (this
+// agent's first read created it) starts again, silently, on the first
+// read that does; a source that never knows it (Records.Topic empty)
+// never restarts it.
+func (e *Enforcer) waitForHistory(topic string, mono time.Duration) {
+	wait := e.cfg.Protection.LeaseDuration + e.cfg.Interval
+	switch {
+	case !e.prot.historyWait:
+		e.logger.Warn("no record of this agent in the ownership topic: unexpired data is not purged for a lease and a pass, while peers write back a record the topic may have lost (a fresh install waits too); expired data is deleted as before",
+			"topic", e.cfg.OwnershipTopic, "wait", wait.String(), "reason", BlockPurgeHistory)
+	case topic == e.prot.historyTopic:
+		return
+	case e.prot.historyTopic != "":
+		e.logger.Warn("the ownership topic was created again while this agent waited for its record: the wait starts again on it",
+			"topic", e.cfg.OwnershipTopic, "wait", wait.String(), "reason", BlockPurgeHistory)
+	}
+	e.prot.historyWait, e.prot.historyUntil, e.prot.historyTopic = true, mono+wait, topic
 }
 
 // historyUnknown reports whether this process has not established its

@@ -490,6 +490,10 @@ var ErrLedgerMissing = fmt.Errorf("%w: the ownership topic does not exist", ErrL
 // Records is the ownership topic's content: every broker's latest record
 // and lift.
 type Records struct {
+	// Topic: the identity of the ownership topic read (Kafka's topic
+	// ID): a topic deleted and created again reads with another one.
+	// Empty when the source does not know it.
+	Topic  string
 	Agents map[int32]Record
 	Lifts  map[int32]Lift
 	// Undecodable: brokers whose latest record or lift could not be
@@ -569,7 +573,7 @@ func ApplyRecord(out Records, key, value []byte) {
 
 // Clone copies the maps (records are values).
 func (rs Records) Clone() Records {
-	out := Records{Agents: maps.Clone(rs.Agents), Lifts: maps.Clone(rs.Lifts), Undecodable: maps.Clone(rs.Undecodable)}
+	out := Records{Topic: rs.Topic, Agents: maps.Clone(rs.Agents), Lifts: maps.Clone(rs.Lifts), Undecodable: maps.Clone(rs.Undecodable)}
 	if out.Agents == nil {
 		out.Agents = map[int32]Record{}
 	}

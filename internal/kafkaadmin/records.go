@@ -96,6 +96,9 @@ func (e *Enforce) LoadRecords(ctx context.Context) (ledger.Records, error) {
 		e.ledger.valid = false
 		return ledger.NewRecords(), err
 	}
+	if md[0].Uuid != (sarama.Uuid{}) {
+		out.Topic = md[0].Uuid.String()
+	}
 	l := &e.ledger
 	l.valid, l.topicID, l.next, l.recs = true, md[0].Uuid, max(hw, from), out.Clone()
 	return out, nil

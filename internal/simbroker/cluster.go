@@ -42,6 +42,7 @@ type Cluster struct {
 	quota      int64
 	overrides  map[string]map[string]string
 	own        ownershipTopic
+	ownCreated int             // the ownership topic's creations so far (ownershipTopic.id)
 	folded     *ledger.Records // partition 0 as last read (nil: written since)
 	// cordons: each broker's dynamic cordoned.log.dirs (cordon.go).
 	cordons map[int32][]string
@@ -111,6 +112,7 @@ const batchBytes = 4096
 
 type ownershipTopic struct {
 	exists     bool
+	id         int    // which creation of the topic (Records.Topic)
 	partitions [][]kv // each partition's records, in offset order
 }
 
@@ -445,7 +447,8 @@ func (c *Cluster) DeleteOwnershipTopic() { c.own, c.folded = ownershipTopic{}, n
 // RecreateOwnershipTopic deletes the ownership topic and creates it again
 // empty with n partitions (as infrastructure-as-code would).
 func (c *Cluster) RecreateOwnershipTopic(n int) {
-	c.own, c.folded = ownershipTopic{exists: true, partitions: make([][]kv, n)}, nil
+	c.ownCreated++
+	c.own, c.folded = ownershipTopic{exists: true, id: c.ownCreated, partitions: make([][]kv, n)}, nil
 }
 
 // AppendOwnershipRecord writes a raw record to the ownership topic's
@@ -486,7 +489,8 @@ func (c *Cluster) OwnershipPartitions() int { return len(c.own.partitions) }
 
 func (c *Cluster) ensureOwnership() {
 	if !c.own.exists {
-		c.own, c.folded = ownershipTopic{exists: true, partitions: make([][]kv, 1)}, nil
+		c.ownCreated++
+		c.own, c.folded = ownershipTopic{exists: true, id: c.ownCreated, partitions: make([][]kv, 1)}, nil
 	}
 }
 
@@ -543,6 +547,7 @@ func (c *Cluster) readOwnership() (ledger.Records, error) {
 		return ledger.NewRecords(), err
 	}
 	out := f.Clone()
+	out.Topic = "topic-" + strconv.Itoa(c.own.id)
 	for id, r := range out.Agents {
 		// A fresh copy of what the enforcer could change in place.
 		r.Why, r.LogDirs, r.Owned, r.Configs = slices.Clone(r.Why), slices.Clone(r.LogDirs), slices.Clone(r.Owned), slices.Clone(r.Configs)
