@@ -51,11 +51,16 @@ func TestR8_5TopicLiftWrittenForOneBrokerFirstRestoresTheOperatorsValue(t *testi
 		if len(recs.Agents[1].ConfigClaims()) != 0 || len(recs.Agents[1].ReleasingConfigs()) != 1 {
 			return fmt.Errorf("broker 1's claims %+v", recs.Agents[1].Configs)
 		}
+		// The passes before the lift may have lowered it further (more
+		// of them on a slow machine): the releasing claim's value is the
+		// agent's last.
+		v := recs.Agents[1].ReleasingConfigs()[0].Value
+		lowered = &v
 		return nil
 	})
 	g.waitReconciles(t, 4)
 	if v := localRetentionOf(t, g.admin, topic); v == nil || *v != *lowered {
-		t.Fatalf("R8.5/local.retention.bytes %s while broker 3's claim holds the key, want the agent's %s", showValue(v), *lowered)
+		t.Fatalf("R8.5/local.retention.bytes %s while broker 3's claim holds the key, want the agent's %s (its releasing claim's)", showValue(v), *lowered)
 	}
 
 	res, err := ledger.LiftProtection(t.Context(), g.admin, ledger.LiftRequest{Topic: topic, By: "operator@test", Reason: "test", Now: time.Now()})
