@@ -86,15 +86,7 @@ func TestR7_3R8_7NoRecordAtStartWaitsForAPeerToWriteItBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock, s, f, cfg := purgeCapSetup()
-			e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
-			clock.tick(time.Second)
-			clock.at(s)
-			if err := e.Reconcile(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if first := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); first != 200 {
-				t.Fatalf("first pass purged %v, want 200 (the pass's cap)", first)
-			}
+			firstProcessPurges(t, cfg, s, f, clock)
 			lost := f.records.Agents[1]
 			if !tc.writeBack {
 				lost = Record{}
@@ -105,7 +97,7 @@ func TestR7_3R8_7NoRecordAtStartWaitsForAPeerToWriteItBack(t *testing.T) {
 				f.live = []int32{1}
 			}
 			clock = &monoClock{wall: clock.wall.Add(10 * time.Second)}
-			e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+			e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
 			for pass := range 16 { // 160 s: past the lease (1m) and a pass
 				clock.tick(DefaultInterval)
 				clock.at(s)
@@ -189,15 +181,7 @@ func TestR7_3R8_7StandbyKeepsStandingByWhenTheRecordVanishes(t *testing.T) {
 func TestR7_3R8_7HistoryWaitStartsAgainOnATopicCreatedAgain(t *testing.T) {
 	clock, s, f, cfg := purgeCapSetup()
 	f.records.Topic = "topic-1"
-	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
-	clock.tick(time.Second)
-	clock.at(s)
-	if err := e.Reconcile(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if first := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); first != 200 {
-		t.Fatalf("first pass purged %v, want 200 (the pass's cap)", first)
-	}
+	firstProcessPurges(t, cfg, s, f, clock)
 	lost := f.records.Agents[1]
 	// Killed; the topic deleted and created again, empty.
 	f.records = ledger.NewRecords()
@@ -207,7 +191,7 @@ func TestR7_3R8_7HistoryWaitStartsAgainOnATopicCreatedAgain(t *testing.T) {
 	// as the agent of the seed, whose calls failed meanwhile.
 	f.storeErr = errors.New("not enough replicas")
 	clock = &monoClock{wall: clock.wall.Add(10 * time.Second)}
-	e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
 	for pass := range 16 { // 160 s: past the lease (1m) and a pass, twice
 		clock.tick(DefaultInterval)
 		clock.at(s)

@@ -2,7 +2,6 @@ package enforcer
 
 import (
 	"testing"
-	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
@@ -21,15 +20,7 @@ import (
 // install: 72 MiB in an hour against 51 MiB).
 func TestR7_3NoRecordAfterALossNoPeerRememberedCountsTheCapsSpent(t *testing.T) {
 	clock, s, f, cfg := purgeCapSetup()
-	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
-	clock.tick(time.Second)
-	clock.at(s)
-	if err := e.Reconcile(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if first := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); first != 200 {
-		t.Fatalf("first pass purged %v, want 200 (the pass's cap)", first)
-	}
+	firstProcessPurges(t, cfg, s, f, clock)
 	// The topic is reshaped; broker 2's agent starts while it is lost.
 	f.mu.Lock()
 	f.ledgerErr = ledger.ErrLedgerLost
@@ -56,7 +47,7 @@ func TestR7_3NoRecordAfterALossNoPeerRememberedCountsTheCapsSpent(t *testing.T) 
 	if _, ok := f.records.Agents[1]; ok {
 		t.Fatal("the test needs no record of broker 1 written back (no live process remembers it)")
 	}
-	e, reg, _ = evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
 	for range 16 { // 160 s: past the wait (a lease and a pass)
 		clock.tick(DefaultInterval)
 		clock.at(s)

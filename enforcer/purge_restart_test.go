@@ -25,6 +25,21 @@ func purgeCapSetup() (*monoClock, *agent.Snapshot, *fakeAdmin, Config) {
 	return clock, s, newFakeAdmin(s), cfg
 }
 
+// firstProcessPurges runs a first process of broker 1's agent for one
+// pass on purgeCapSetup's log dir: it purges the pass's cap (200 bytes).
+func firstProcessPurges(t *testing.T, cfg Config, s *agent.Snapshot, f *fakeAdmin, clock *monoClock) {
+	t.Helper()
+	e, reg, _ := evidenceEnforcer(t, cfg, s, f, newFakeEvidence(s), clock)
+	clock.tick(time.Second)
+	clock.at(s)
+	if err := e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if first := gather(t, reg, "kafka_disk_guard_unexpired_deleted_bytes_total", nil); first != 200 {
+		t.Fatalf("first pass purged %v, want 200 (the pass's cap)", first)
+	}
+}
+
 // R7.3: a purge is in the agent's record before it is made, so an agent
 // killed right after the pass that purged restarts with the purge counted
 // (found by the simulation, classes burst and agent_kill, seed 15: the
