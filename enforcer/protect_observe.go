@@ -655,6 +655,8 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 			return fmt.Errorf("describe client quotas: %w", err)
 		}
 		po.DefaultProducerByteRate, po.QuotaRead = rate, true
+		e.noteQuotaRead(rate)
+		po.UnrecordedQuota = e.prot.unrecordedQuota
 	}
 	if cfg.Strategy == StrategyACL {
 		po.AllowEveryone = e.allowEveryone(ctx, o.Now)

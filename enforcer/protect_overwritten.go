@@ -178,6 +178,17 @@ func (e *Enforcer) noteACLsRead(acls []ACL) {
 	}
 }
 
+// noteQuotaRead takes a read of the default producer quota (rate, 0:
+// none): the quota set unrecorded is forgotten when another value is in
+// place, as pruneUnrecorded forgets bindings. Remembered, an operator's
+// identical quota set later would be taken for this agent's and removed
+// (spec R8.6).
+func (e *Enforcer) noteQuotaRead(rate int64) {
+	if e.prot.unrecordedQuota > 0 && rate != e.prot.unrecordedQuota {
+		e.prot.unrecordedQuota = 0
+	}
+}
+
 // pruneUnrecorded forgets the bindings set unrecorded that a read after
 // their creation finds gone: a creation that failed before taking effect,
 // one an operator deleted since, or one another instance released after
