@@ -317,7 +317,7 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 		e.prot.unconfirmed = append(e.prot.unconfirmed, r.Updated)
 		return fmt.Errorf("write the protection record: %w", err)
 	}
-	e.prot.dirty, e.prot.unconfirmed, e.prot.writtenGone = false, nil, nil
+	e.prot.dirty, e.prot.unconfirmed, e.prot.writtenGone, e.prot.writtenQuotaGone = false, nil, nil, false
 	if !r.Renewed.IsZero() && r.Instance == e.instance {
 		e.prot.renewed, e.prot.renewedMono = true, start
 		if !e.prot.stamped.renewed.Equal(r.Renewed) {

@@ -126,6 +126,10 @@ type protectionState struct {
 	// the record that claims it (which clears this), or, that write
 	// failed, as set unrecorded.
 	writtenGone map[ACL]bool
+	// writtenQuotaGone: a read of the default producer quota made since
+	// written was written found another value in place than the quota
+	// it claims or releases (as writtenGone; keepOverwritten).
+	writtenQuotaGone bool
 	// unconfirmed: the Updated of this agent's record writes that failed
 	// since its last successful one (each may have taken effect).
 	unconfirmed []time.Time
@@ -655,6 +659,8 @@ func (e *Enforcer) readProtection(ctx context.Context, o *Observed) error {
 			return fmt.Errorf("describe client quotas: %w", err)
 		}
 		po.DefaultProducerByteRate, po.QuotaRead = rate, true
+		e.noteQuotaRead(rate)
+		po.UnrecordedQuota = e.prot.unrecordedQuota
 	}
 	if cfg.Strategy == StrategyACL {
 		po.AllowEveryone = e.allowEveryone(ctx, o.Now)

@@ -29,8 +29,9 @@ import (
 // that prunes the set unrecorded (pruneUnrecorded) may have come before
 // this one saw the record over its own (seed 42119: agent-1 released
 // its bindings, its next record, without them, took effect with its reply
-// lost, and agent-1b took that one over). Config claims are kept either
-// way (below). Once per record written.
+// lost, and agent-1b took that one over); nor, likewise, the quota when a
+// read of it made since found another value in place (writtenQuotaGone).
+// Config claims are kept either way (below). Once per record written.
 func (e *Enforcer) keepOverwritten(recs Records) {
 	cur := recs.Agents[e.brokerID]
 	w := e.prot.written
@@ -79,7 +80,7 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 		}
 	}
 	q := max(w.Quota(), w.ReleasingQuota())
-	if q > 0 && cur.Quota() != q && cur.ReleasingQuota() != q && !voided("") {
+	if q > 0 && cur.Quota() != q && cur.ReleasingQuota() != q && !voided("") && !e.prot.writtenQuotaGone {
 		e.prot.unrecordedQuota = q
 	}
 	if n > 0 || e.prot.unrecordedQuota > 0 {
@@ -175,6 +176,24 @@ func (e *Enforcer) noteACLsRead(acls []ACL) {
 	e.pruneUnrecorded(in)
 	if e.prot.written != nil {
 		e.noteWrittenGone(in)
+	}
+}
+
+// noteQuotaRead takes a read of the default producer quota (rate, 0:
+// none): the quota set unrecorded is forgotten when another value is in
+// place, as pruneUnrecorded forgets bindings, and the last written
+// record's quota noted gone (writtenQuotaGone) when it is not in place,
+// as noteWrittenGone notes bindings. Remembered, an operator's identical
+// quota set later would be taken for this agent's and removed (spec
+// R8.6).
+func (e *Enforcer) noteQuotaRead(rate int64) {
+	if e.prot.unrecordedQuota > 0 && rate != e.prot.unrecordedQuota {
+		e.prot.unrecordedQuota = 0
+	}
+	if w := e.prot.written; w != nil {
+		if q := max(w.Quota(), w.ReleasingQuota()); q > 0 && rate != q {
+			e.prot.writtenQuotaGone = true
+		}
 	}
 }
 
