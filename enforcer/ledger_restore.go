@@ -414,6 +414,9 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 	case own == nil && ok:
 		own = &r // read at this process's start, not written since
 	}
+	if own == e.prot.written && own != nil {
+		own = e.withoutWrittenGone(own)
+	}
 	if cur, ok := get(e.brokerID); own != nil && worthRestoring(*own) && !e.dryRun && !e.prot.standby {
 		switch {
 		case !ok:

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
+	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
 // storeReplyLost is an admin whose StoreRecord, while lose is set, takes
@@ -98,5 +99,59 @@ func TestR8_6R8_8OverwrittenInstanceKeepsNoBindingAReadFoundGone(t *testing.T) {
 	}
 	if !f.acls[denyAll("a")] {
 		t.Errorf("R8.6/the operator's binding %v, made after pod-a released its identical claim, was deleted", denyAll("a"))
+	}
+}
+
+// R8.6, R8.7: the record written again from memory after the ownership
+// topic lost it names no binding a read of the ACLs made since it was
+// written found gone (writtenGone). Here the agent wrote its claim
+// releasing and deleted the binding; its next record, without the
+// claim, took effect with its reply lost; the operator then made the
+// identical binding while no record claimed it, and the topic was
+// deleted and created again. Written back from the last confirmed
+// record, the releasing claim took the operator's binding for this
+// agent's, and it was deleted. Found by the simulation, seed 85469
+// (agent-2's releasing DENY WRITE User:* claims written back; the
+// operator's {compacted literal User:* * WRITE DENY} deleted).
+func TestR8_6R8_7WrittenBackRecordNamesNoBindingAReadFoundGone(t *testing.T) {
+	full, calm := protectSnaps()
+	f := newFakeAdmin(full())
+	lossy := &storeReplyLost{fakeAdmin: f}
+	clock := &clockAt{t0}
+	cfg := Config{Enabled: true, Interval: time.Second, Protection: ProtectionConfig{LeaseDuration: 10 * time.Second}, BrokerID: new(int32(1))}
+	s := calm()
+	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), Deps{Snapshots: &staticSource{snap: s, ch: make(chan struct{}, 1)},
+		Admin: lossy, Clock: clock, Evidence: newFakeEvidence(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passAt(t, e, clock, full())
+	if !f.acls[denyAll("a")] {
+		t.Fatalf("a not protected: %v", f.acls)
+	}
+	passAfter(t, e, clock, time.Second, calm()) // the claims written releasing, the bindings deleted
+	if f.acls[denyAll("a")] || len(f.records.Agents[1].Releasing()) == 0 {
+		t.Fatalf("the test needs the bindings released, the record still naming them releasing: %v %+v", f.acls, f.records.Agents[1])
+	}
+	lossy.lose = true
+	if err := tryPassAfter(t, e, clock, time.Second, calm()); err == nil {
+		t.Fatal("the test needs the next record write to fail")
+	}
+	lossy.lose = false
+	if r := f.records.Agents[1]; r.Claims() {
+		t.Fatalf("the test needs the record without the claims in the topic (the write whose reply was lost): %+v", r)
+	}
+	// The operator freezes topic a: no record claims the binding. Then
+	// the ownership topic is deleted and created again.
+	f.acls[denyAll("a")] = true
+	f.records = ledger.NewRecords()
+	for range 5 {
+		passAfter(t, e, clock, time.Second, calm())
+	}
+	if !f.acls[denyAll("a")] {
+		t.Errorf("R8.6/the operator's binding %v, made after this agent released its identical claim, was deleted (record %+v)", denyAll("a"), f.records.Agents[1])
+	}
+	if r := f.records.Agents[1]; r.Claims() {
+		t.Errorf("R8.6/the record written back claims the operator's binding: %+v", r)
 	}
 }

@@ -161,6 +161,49 @@ func (e *Enforcer) noteWrittenGone(in bindingIndex) {
 	})
 }
 
+// withoutWrittenGone is w, this agent's last written record, without the
+// topics of its ACL claims whose bindings a read of the ACLs made since
+// it was written all found gone (writtenGone): the record written again
+// from memory after the ownership topic lost it (restoreOwn). Written
+// back, such a claim (a releasing one, its bindings deleted by this
+// agent, the record without it written with its reply lost) names an
+// identical binding an operator made since, while no record claimed it,
+// as this agent's: released, or taken back as protection in place (spec
+// R8.6; found by the simulation, seed 85469: agent-2 released its DENY
+// WRITE User:* bindings, its next records failed or took effect with
+// their replies lost, the operator created {compacted literal User:* *
+// WRITE DENY}, the topic was lost, and agent-2 wrote its releasing
+// claims back; agent-3 then deleted the binding).
+func (e *Enforcer) withoutWrittenGone(w *Record) *Record {
+	if len(e.prot.writtenGone) == 0 {
+		return w
+	}
+	gone := func(shape *ledger.Shape, topic string) bool {
+		bs := shape.Bindings(topic)
+		return len(bs) > 0 && !slices.ContainsFunc(bs, func(a ACL) bool { return !e.prot.writtenGone[a] })
+	}
+	r := *w
+	r.Owned = nil
+	changed := false
+	for _, o := range w.Owned {
+		if o.Kind == ledger.OwnedACL && o.Shape != nil {
+			kept := slices.DeleteFunc(slices.Clone(o.Topics), func(t string) bool { return gone(o.Shape, t) })
+			if len(kept) < len(o.Topics) {
+				changed = true
+				if len(kept) == 0 {
+					continue
+				}
+				o.Topics = kept
+			}
+		}
+		r.Owned = append(r.Owned, o)
+	}
+	if !changed {
+		return w
+	}
+	return &r
+}
+
 // noteACLsRead takes a read of the topic ACLs: the bindings set
 // unrecorded it lacks are forgotten (pruneUnrecorded), those of the last
 // written record it lacks noted (noteWrittenGone). The read is indexed
