@@ -34,10 +34,15 @@ type lostLedger struct {
 	throttles map[string]*lostThrottle
 	// at: when each lost record was lost.
 	at map[int32]time.Time
-	// readers: the agents alive at a loss whose process had read the
-	// ledger before it (and alive since): each can tell the loss from a
-	// fresh install (it finds the topic missing, or a record it read
-	// gone) and says so in its record (Record.LedgerLost).
+	// readers: the enforcing agents alive at a loss whose process had
+	// read the ledger before it (and alive since): each can tell the loss
+	// from a fresh install (it finds the topic missing, or a record it
+	// read gone) and says so in its record (Record.LedgerLost). An agent
+	// in observe mode is none: it writes no peer's record back and no
+	// mark of the loss (enforcer/ledger_restore.go), as it is no holder
+	// (seed 87305: the waiver waited for agent-1b, in observe mode, and
+	// I4 counted the purges of broker 2's record, lost with every
+	// enforcing process that knew it, against its next process).
 	readers map[string]bool
 }
 
@@ -55,7 +60,7 @@ func (s *sim) loseLedger() {
 		s.lost = lostLedger{recs: map[int32]ledger.Record{}, holders: map[int32]map[string]bool{}, at: map[int32]time.Time{}, readers: map[string]bool{}}
 	}
 	for _, a := range s.agents {
-		if a.deadTill < 0 && !s.uninstalled && a.tracked != nil && a.tracked.read {
+		if a.enabled && a.deadTill < 0 && !s.uninstalled && a.tracked != nil && a.tracked.read {
 			s.lost.readers[a.name] = true
 		}
 	}

@@ -143,3 +143,62 @@ func TestI4PurgesOfARecordLostCountFromTheLossOnceItsReadersDieUnheard(t *testin
 		})
 	}
 }
+
+// I4 across a loss of the ledger whose only live reader is in observe
+// mode: that agent read the ledger before the loss, but writes neither a
+// peer's record back nor a mark of the loss (Record.LedgerLost), so it
+// tells no process of the purges; it is no reader, as it is no holder,
+// and the waiver applies as when no reader lived (found by the
+// simulation, seed 87305 of the default mix: the waiver waited for
+// agent-1b, in observe mode, after every enforcing process that knew
+// broker 2's record had died unheard, and I4 counted its purges against
+// the next process's 24 MiB as a fresh install). An enforcing reader
+// alive could tell: then every purge counts.
+func TestI4AnObserveModeAgentIsNoReaderOfALostLedger(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		enforcing bool
+		waived    bool
+	}{
+		{name: "observe mode", waived: true},
+		{name: "enforcing", enforcing: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTestSim(t)
+			s.unattributedConfigs, s.unattributedCordons = map[string]bool{}, map[string]bool{}
+			s.decodable, s.unattributedQuota = map[int32]ledger.Record{}, map[int64]bool{}
+			for _, a := range s.agents {
+				a.deadTill = 1000 // the enforcing processes that knew the record died
+			}
+			reader := &agentSim{name: "agent-1b", broker: 1, enabled: c.enforcing, deadTill: -1, second: true,
+				tracked: &trackedAdmin{read: true, instance: "agent-1b"}}
+			s.agents = append(s.agents, reader)
+			purge := func(mib int64) {
+				s.c.Deletions = append(s.c.Deletions, simbroker.Deletion{At: s.now, Broker: 2, Topic: "orders", Unexpired: mib << 20, Bytes: mib << 20})
+			}
+			purge(40)
+			rec := ledger.Record{BrokerID: 2, Owned: []ledger.Owned{ledger.QuotaOwned(1 << 20)},
+				Purged: []ledger.PurgeBucket{{LogDir: "/var/lib/kafka/broker-2", End: s.now.Add(10 * time.Minute), Bytes: 40 << 20}}}
+			if err := s.c.Admin(2, "agent-2").StoreRecord(t.Context(), rec); err != nil {
+				t.Fatal(err)
+			}
+			s.now = s.now.Add(time.Minute)
+			s.loseLedger()
+			s.c.DeleteOwnershipTopic()
+			s.settleLost()
+			s.settlePendingForget()
+			if _, ok := s.lost.recs[2]; ok {
+				t.Fatal("the test needs broker 2's record remembered by no live agent")
+			}
+			s.now = s.now.Add(5 * time.Minute)
+			purge(24) // broker 2's next process, as a fresh install
+			f := s.checkDeletions()
+			switch {
+			case c.waived && f != nil:
+				t.Errorf("I4 counted purges only an observe-mode agent read of: %v", f)
+			case !c.waived && (f == nil || f.Invariant != "I4"):
+				t.Errorf("I4 waived purges an enforcing reader could tell of (64 MiB in the hour): %v", f)
+			}
+		})
+	}
+}
