@@ -99,3 +99,51 @@ func takenOverWithOwnStamp(t *testing.T, purgesUnknown bool) (*leaseFixture, *En
 	pass(a)
 	return x, a, reg
 }
+
+// R8.8 (found by the simulation, seed 53479 of the default mix): the
+// other instance holds broker 1's record with no claims and purges
+// nothing (PurgesUnknown: an observe-mode duplicate, as agent-1b there,
+// which had taken the record over while agent-1 was dead), its stamp a
+// lease and more old. The enforcing instance's process restarts: it has
+// no memory of that stamp. Its log dir fills the next pass. A record that
+// claims nothing and under which nothing is purged fences nothing: the
+// new process acts at once and protects (before the fix it stood by a
+// lease from its first read, with its log dir at 99% and nothing
+// protecting it).
+func TestR8_8NewProcessDoesNotStandByForARecordThatClaimsAndPurgesNothing(t *testing.T) {
+	x, _, _ := takenOverWithOwnStamp(t, true)
+	f := x.f
+	// Calm again: pod-a releases; pod-b, observing, writes the record
+	// without claims under its name, still with the old stamp.
+	for e := range x.srcs {
+		x.srcs[e].set(x.calm)
+	}
+	for e := range x.srcs {
+		for range 3 {
+			x.clock.tick(10 * time.Second)
+			x.pass(e)
+		}
+	}
+	r := f.records.Agents[1]
+	r.Instance, r.PurgesUnknown, r.Owned, r.Configs, r.LogDirs = "pod-b", true, nil, nil, nil
+	f.records.Agents[1] = r
+	if r.Claims() || r.Renewed.IsZero() {
+		t.Fatalf("the test needs pod-b's record without claims, with a lease stamp: %+v", r)
+	}
+	if f.acls[denyAll("a")] {
+		t.Fatal("the test needs the protection released on calm")
+	}
+	// pod-a's process restarts and reads the record; the log dir fills.
+	a2, reg2 := x.instance("pod-a")
+	x.clock.tick(10 * time.Second)
+	x.pass(a2)
+	x.fill()
+	x.clock.tick(10 * time.Second)
+	x.pass(a2)
+	if v := gather(t, reg2, "kafka_disk_guard_protection_standby", nil); v != 0 {
+		t.Errorf("R8.8/pod-a's new process stands by (standby %v) for a record that claims and purges nothing", v)
+	}
+	if !f.acls[denyAll("a")] {
+		t.Errorf("R8.8/pod-a's log dir is full and unprotected: its new process stood by for a record that claims and purges nothing")
+	}
+}

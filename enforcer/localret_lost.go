@@ -191,8 +191,12 @@ func (e *Enforcer) takeLaterOriginals(cur Record) {
 // original is kept in memory: an agent records a claim before it sets
 // the value (and a set may fail), so the claim may still be made.
 func (e *Enforcer) forgetOperatorChanged(recs Records, cur map[string]*string) {
+	if e.dryRun {
+		return
+	}
+	e.forgetEarlierOperatorChanged(recs, cur)
 	mem := e.prot.remembered
-	if mem == nil || e.dryRun {
+	if mem == nil {
 		return
 	}
 	for _, id := range slices.Sorted(maps.Keys(mem.Agents)) {
@@ -220,6 +224,64 @@ func (e *Enforcer) forgetOperatorChanged(recs Records, cur map[string]*string) {
 		for _, c := range dropped {
 			e.logger.Info("a peer's claim on a value an operator changed: left out of this agent's memory of its record (not written back if the ownership topic loses it)",
 				"broker_id", id, "topic", c.Topic, "key", c.Key, "guard_value", c.Value, "original", ledger.ShowValue(c.Orig), "value", ledger.ShowValue(cur[c.Topic]))
+		}
+	}
+}
+
+// operatorUnder reports whether cur, a value another record's claim on
+// c's key sets, was lowered from an operator's value that is neither c's
+// value nor its original: the operator changed the value after c was made
+// (the claim's owner dropped c at its next pass), and the other claim
+// lowered the operator's value (found by the simulation, seed 40631 of the
+// default mix: the operator set events' local.retention.bytes while the
+// ownership topic was lost and no peer read the configs; once it was back,
+// broker 1's new process lowered the operator's value, and broker 3's
+// agent, whose memory kept broker 1's earlier process's claim, wrote that
+// claim back; adopted, it restored its stale original over the
+// operator's value).
+func operatorUnder(recs Records, c ConfigClaim, cur *string) bool {
+	if cur == nil || *cur == c.Value || (c.Prev != nil && *cur == *c.Prev) {
+		return false
+	}
+	o, ok := recs.ValueClaim(c.Topic, c.Key, *cur)
+	if !ok {
+		return false
+	}
+	under := recs.GuardOriginal(o)
+	return !ledger.SameValue(under, c.Orig) && (under == nil || *under != c.Value)
+}
+
+// forgetEarlierOperatorChanged drops, as forgetOperatorChanged does, the
+// config claims an operator changed from the records of earlier
+// processes this agent remembers (writeEarlier): written back, such a
+// claim is adopted by the broker's new process, which restores its stale
+// original over the operator's value (seed 40631).
+func (e *Enforcer) forgetEarlierOperatorChanged(recs Records, cur map[string]*string) {
+	for _, id := range slices.Sorted(maps.Keys(e.prot.earlier)) {
+		list := e.prot.earlier[id]
+		for i, r := range list {
+			var dropped []ConfigClaim
+			keep := slices.DeleteFunc(slices.Clone(r.Configs), func(c ConfigClaim) bool {
+				v, ok := cur[c.Topic]
+				if !ok || ledger.SameValue(v, c.Orig) || (recs.GuardSet(c, v) && !operatorUnder(recs, c, v)) {
+					return false
+				}
+				dropped = append(dropped, c)
+				return true
+			})
+			if len(dropped) == 0 {
+				continue
+			}
+			if len(keep) == 0 {
+				keep = nil
+			}
+			list = slices.Clone(list)
+			list[i].Configs = keep
+			e.prot.earlier[id] = list
+			for _, c := range dropped {
+				e.logger.Info("an earlier process's claim on a value an operator changed: left out of what this agent writes back",
+					"broker_id", id, "topic", c.Topic, "key", c.Key, "guard_value", c.Value, "original", ledger.ShowValue(c.Orig), "value", ledger.ShowValue(cur[c.Topic]))
+			}
 		}
 	}
 }

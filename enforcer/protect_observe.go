@@ -534,10 +534,17 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 		// 261 and 1097: the standby took over at once, with no purge
 		// history, while the other instance ran and had purged).
 		e.prot.standby = e.monotonic(now)-e.prot.self.since < e.cfg.Protection.LeaseDuration
-	case !ok || !other || r.Renewed.IsZero() || tookOverWrite(e.prot.written, r, e.instance):
+	case !ok || !other || r.Renewed.IsZero() || (!e.dryRun && !r.Claims() && r.PurgesUnknown) || tookOverWrite(e.prot.written, r, e.instance):
 		// A write of the other instance this process took over since
 		// (a peer's copy of it written back after the topic was lost)
-		// is no renewal of that instance's lease.
+		// is no renewal of that instance's lease. A record that claims
+		// nothing and under which nothing is purged (PurgesUnknown)
+		// fences nothing: an enforcing process does not stand by for
+		// its stamp, which a new process cannot age (found by the
+		// simulation, seed 53479 of the default mix: agent-1 restarted
+		// beside the observe-mode agent-1b, which held broker 1's record
+		// with its stamp of minutes before, and stood by a lease with
+		// its log dir at 99%, nothing protecting it).
 		e.prot.standby, e.prot.self = false, leaseSeen{}
 	default:
 		mono := e.monotonic(now)
