@@ -204,14 +204,20 @@ func (s *sim) mustProtect(id int32, since int) bool {
 // pass after its renewal, the log dir reached the protect band three
 // passes later, and agent-1 took over at the lease's end, a pass after
 // I6 required protection). An instance alive since before the episode
-// acts for the broker, bound as a is.
+// acts for the broker, bound as a is, unless its clock is off: I6 binds
+// no agent with a jumped clock (mustProtect; its snapshot, stamped on the
+// cluster's clock, is stale to it: it protects nothing anew and renews
+// no lease, spec R8.1), and a stands by for it as for a dead one (seed
+// 80610: agent-1b, acting for broker 1, renewed last at step 16, its
+// clock jumped 5 minutes at step 17, the log dir reached the protect band
+// at step 19, and agent-1 took over at the lease's end).
 func (s *sim) standsBy(a *agentSim, since int) bool {
 	t := a.tracked
 	if t.otherRenewed.IsZero() || s.step > t.otherReadAt+int(lease/step) {
 		return false
 	}
 	for _, o := range s.agents {
-		if o != a && o.broker == a.broker && (o.deadTill >= 0 || o.since >= since) {
+		if o != a && o.broker == a.broker && (o.deadTill >= 0 || o.since >= since || o.clock != nil && o.clock.offset != 0) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package simulation
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
@@ -227,6 +228,82 @@ func TestR8_8StandbyForADeadInstanceProtectsOnceItsLeaseRunsOut(t *testing.T) {
 	}
 	// From the pass after its takeover's, I6 binds agent-1 again.
 	if f := next(first); f != nil || !s.mustProtect(1, s.protectSince[1]) {
+		t.Errorf("step %d, a pass after agent-1's takeover: %v, bound %v", s.step, f, s.mustProtect(1, s.protectSince[1]))
+	}
+}
+
+// Broker 1's agent standing by for its other instance (R8.8), whose
+// clock jumped with its lease live, changes nothing until that lease has
+// run out: the jumped instance, its snapshot stale, protects nothing anew
+// and renews no lease (R8.1), and I6 binds neither until agent-1 takes
+// over (found by the simulation, seed 80610: agent-1b, acting for broker
+// 1, renewed last at step 16, its clock jumped 5 minutes at step 17,
+// broker 1 reached the protect band at step 19, and I6 required agent-1's
+// quota at step 20, three passes before its takeover).
+func TestR8_8StandbyForAClockJumpedInstanceProtectsOnceItsLeaseRunsOut(t *testing.T) {
+	s := newTestSim(t)
+	s.classes[Duplicate] = true
+	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
+	s.agents = append(s.agents, second)
+	s.startAgent(second)
+	first := s.agents[0]
+	next := func(agents ...*agentSim) *Failure {
+		s.step++
+		s.now = s.now.Add(step)
+		s.c.Step(s.now, producer)
+		for _, a := range agents {
+			s.pass(a)
+		}
+		return s.check()
+	}
+	// agent-1 dies; agent-1b takes broker 1 over, in the purge band (it
+	// claims a lowered local retention: a record); agent-1 restarts and
+	// stands by for it.
+	s.c.SetFill(1, capacity*87/100-int64(s.c.Usage(1)*capacity))
+	first.deadTill = 1 << 30
+	for range int(lease/step) + 3 {
+		next(second)
+	}
+	first.deadTill = s.step + 1
+	for range 4 {
+		if f := next(first, second); f != nil {
+			t.Fatal(f)
+		}
+	}
+	recs, _ := s.c.Records()
+	if r := recs.Agents[1]; r.Instance != "agent-1b" || first.tracked.otherRenewed.IsZero() {
+		t.Fatalf("the test needs agent-1b acting for broker 1 and agent-1 reading its renewals: %+v", r)
+	}
+	// agent-1b's clock jumps 5 minutes (as injectClusterFaults does);
+	// broker 1 reaches the protect band two passes later.
+	second.clock.offset = 5 * time.Minute
+	s.lastFault[1] = s.step + 1
+	for range 2 {
+		if f := next(first, second); f != nil {
+			t.Fatal(f)
+		}
+	}
+	s.c.SetFill(1, s.c.Fill(1)+capacity*95/100-int64(s.c.Usage(1)*capacity))
+	takeover := first.tracked.otherReadAt + int(lease/step)
+	if takeover <= s.step+2 {
+		t.Fatalf("the test needs agent-1's lease to run out after the band's first two passes: takeover at step %d, band at %d", takeover, s.step+1)
+	}
+	for s.step < takeover-1 {
+		if f := next(first, second); f != nil {
+			t.Fatalf("step %d, agent-1 standing by until step %d: %v", s.step, takeover, f)
+		}
+		if s.unprotected(1) == "" {
+			t.Fatalf("step %d: broker 1 protected before agent-1's takeover at step %d: the test shows nothing", s.step, takeover)
+		}
+	}
+	if f := next(first, second); f != nil || s.step != takeover {
+		t.Fatalf("step %d (takeover %d): %v", s.step, takeover, f)
+	}
+	if what := s.unprotected(1); what != "" {
+		t.Errorf("step %d, agent-1 took over: %s", s.step, what)
+	}
+	// From the pass after its takeover's, I6 binds agent-1 again.
+	if f := next(first, second); f != nil || !s.mustProtect(1, s.protectSince[1]) {
 		t.Errorf("step %d, a pass after agent-1's takeover: %v, bound %v", s.step, f, s.mustProtect(1, s.protectSince[1]))
 	}
 }
