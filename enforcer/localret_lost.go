@@ -204,20 +204,11 @@ func (e *Enforcer) forgetOperatorChanged(recs Records, cur map[string]*string) {
 		if id == e.brokerID && !otherInstance(r, e.instance) {
 			continue // this agent's own: its passes drop the claim
 		}
-		var dropped []ConfigClaim
-		keep := slices.DeleteFunc(slices.Clone(r.Configs), func(c ConfigClaim) bool {
-			v, ok := cur[c.Topic]
-			if !ok || recs.GuardSet(c, v) || ledger.SameValue(v, c.Orig) {
-				return false
-			}
-			dropped = append(dropped, c)
-			return true
+		keep, dropped := splitClaims(r.Configs, cur, func(c ConfigClaim, v *string) bool {
+			return !recs.GuardSet(c, v) && !ledger.SameValue(v, c.Orig)
 		})
 		if len(dropped) == 0 {
 			continue
-		}
-		if len(keep) == 0 {
-			keep = nil
 		}
 		r.Configs = keep
 		mem.Agents[id] = r
@@ -260,20 +251,11 @@ func (e *Enforcer) forgetEarlierOperatorChanged(recs Records, cur map[string]*st
 	for _, id := range slices.Sorted(maps.Keys(e.prot.earlier)) {
 		list := e.prot.earlier[id]
 		for i, r := range list {
-			var dropped []ConfigClaim
-			keep := slices.DeleteFunc(slices.Clone(r.Configs), func(c ConfigClaim) bool {
-				v, ok := cur[c.Topic]
-				if !ok || ledger.SameValue(v, c.Orig) || (recs.GuardSet(c, v) && !operatorUnder(recs, c, v)) {
-					return false
-				}
-				dropped = append(dropped, c)
-				return true
+			keep, dropped := splitClaims(r.Configs, cur, func(c ConfigClaim, v *string) bool {
+				return !ledger.SameValue(v, c.Orig) && !(recs.GuardSet(c, v) && !operatorUnder(recs, c, v))
 			})
 			if len(dropped) == 0 {
 				continue
-			}
-			if len(keep) == 0 {
-				keep = nil
 			}
 			list = slices.Clone(list)
 			list[i].Configs = keep
@@ -284,4 +266,22 @@ func (e *Enforcer) forgetEarlierOperatorChanged(recs Records, cur map[string]*st
 			}
 		}
 	}
+}
+
+// splitClaims splits config claims on the topics cur holds a value for
+// into those kept and those drop(claim, value in place) leaves out (keep
+// is nil when none is kept).
+func splitClaims(cs []ConfigClaim, cur map[string]*string, drop func(ConfigClaim, *string) bool) (keep, dropped []ConfigClaim) {
+	keep = slices.DeleteFunc(slices.Clone(cs), func(c ConfigClaim) bool {
+		v, ok := cur[c.Topic]
+		if !ok || !drop(c, v) {
+			return false
+		}
+		dropped = append(dropped, c)
+		return true
+	})
+	if len(keep) == 0 {
+		keep = nil
+	}
+	return keep, dropped
 }
