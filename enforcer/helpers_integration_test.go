@@ -226,6 +226,14 @@ func newGuard(t testing.TB, b *kafkatest.Broker, s guardSpec) *guard {
 		addrs = []string{b.SASLAddr}
 	}
 	g := &guard{reg: prometheus.NewRegistry(), logs: &logBuf{}, src: src, admin: newAdminOn(t, addrs, b.GuardConfig(), s.ownTopic)}
+	created := time.Now()
+	t.Cleanup(func() {
+		if t.Failed() {
+			g.logs.mu.Lock()
+			defer g.logs.mu.Unlock()
+			t.Logf("the log of the agent %q on node %d created at %s:\n%s", s.instance, b.NodeID, created.Format("15:04:05.000"), g.logs.buf.String())
+		}
+	})
 	var w io.Writer = g.logs
 	if s.echo {
 		w = io.MultiWriter(g.logs, os.Stderr)

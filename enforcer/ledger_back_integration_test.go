@@ -64,11 +64,6 @@ func TestR8_7LeasesCountAgainWhenTheLedgerIsBackOnACluster(t *testing.T) {
 	cfg := enforcer.Config{Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
 	owner := nodeAgent(t, c, 2, cfg, own, &fixedCapacity{v: full}, topic)
 	peer := nodeAgent(t, c, 1, cfg, own, &fixedCapacity{v: 1 << 40}, topic)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("broker 2's agent's log:\n%s\nthe peer's log:\n%s", owner.logs.buf.String(), peer.logs.buf.String())
-		}
-	})
 	scanSrc(owner)
 	scanSrc(peer)
 	denied := func() bool {
@@ -345,11 +340,6 @@ func TestR7_3R8_7PeerWritesThePurgeHistoryIntoAFreshRecordOnACluster(t *testing.
 	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: caps,
 		Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
 	old := newGuard(t, c.Node(2), guardSpec{cfg: cfg, src: src, ownTopic: own, addrs: c.SASLAddrs()})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the first process's log:\n%s", old.logs.buf.String())
-		}
-	})
 	peer := nodeAgent(t, c, 1, enforcer.Config{Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}, own, &fixedCapacity{v: 1 << 40}, topic)
 	scanSrc(peer)
 	ctx := t.Context()
@@ -392,11 +382,6 @@ func TestR7_3R8_7PeerWritesThePurgeHistoryIntoAFreshRecordOnACluster(t *testing.
 	backCfg := cfg
 	backCfg.Interval = lease / 2
 	back := newGuard(t, c.Node(2), guardSpec{cfg: backCfg, src: src, ownTopic: own, addrs: c.SASLAddrs()})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the new process's log:\n%s\nthe peer's log:\n%s", back.logs.buf.String(), peer.logs.buf.String())
-		}
-	})
 	mid := offsets(t, admin, topic, 2)
 	started := time.Now()
 	var fresh enforcer.Record
@@ -516,11 +501,6 @@ func TestR8_7OwnMemoryWinsOverACopyAfterTheClockWentBackOnACluster(t *testing.T)
 		Protection: enforcer.ProtectionConfig{LeaseDuration: time.Minute}}
 	agent := newGuard(t, c.Node(2), guardSpec{cfg: cfg, src: src, clock: clock, ownTopic: own, addrs: c.SASLAddrs()})
 	peer := nodeAgent(t, c, 1, enforcer.Config{Protection: cfg.Protection}, own, &fixedCapacity{v: 1 << 40}, a, b)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("broker 2's agent's log:\n%s\nthe peer's log:\n%s", agent.logs.buf.String(), peer.logs.buf.String())
-		}
-	})
 	ctx := t.Context()
 	denied := func(tp string) bool {
 		return hasACL(topicACLs(t, admin, tp), enforcer.AnyPrincipal, enforcer.OpWrite, enforcer.PermDeny)

@@ -339,11 +339,6 @@ func TestR8_7PeerWritesBackAnEarlierFreshProcessesClaimsOnACluster(t *testing.T)
 	backCfg := cfg
 	backCfg.Interval = cfg.Protection.LeaseDuration / 2
 	back := nodeAgent(t, c, 2, backCfg, own, backCap, topic)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the new process's log:\n%s\nthe peer's log:\n%s", back.logs.buf.String(), peer.logs.buf.String())
-		}
-	})
 	scan(back)
 	var fresh enforcer.Record
 	kafkatest.Eventually(t, 30*time.Second, func() error {
@@ -485,8 +480,5 @@ func TestR7_3R8_7StandbyKeepsStandingByWhenTheRecordVanishesOnARealBroker(t *tes
 	pass(t, b)
 	if v := metric(b.reg, "kafka_disk_guard_protection_standby", nil); v != 1 {
 		t.Errorf("R8.8/pod-b stopped standing by after pod-a wrote its record back")
-	}
-	if t.Failed() {
-		t.Logf("pod-a's log:\n%s\npod-b's log:\n%s", a.logs.buf.String(), b.logs.buf.String())
 	}
 }

@@ -69,11 +69,6 @@ func TestR8_8OverwrittenInstanceNeverWritesBackItsOutdatedRecordOnARealBroker(t 
 		wrap: func(a *kafkaadmin.Enforce) enforcer.Admin { store = &failingStore{Enforce: a}; return store }})
 	b := newGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: own, instance: "pod-b"})
 	dropTopicACLs(t, a, topic)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("pod-a's log:\n%s\npod-b's log:\n%s", a.logs.buf.String(), b.logs.buf.String())
-		}
-	})
 	ctx := t.Context()
 	record := func() (enforcer.Record, bool) {
 		t.Helper()
@@ -191,16 +186,9 @@ func newClusterWait(t *testing.T, topic, own string) clusterWait {
 	return clusterWait{c: c, src: src, own: own, admin: admin, cfg: cfg}
 }
 
-// guard is a process of broker 2's agent with cfg, named instance; its
-// log is printed as name's if the test fails.
-func (w clusterWait) guard(t *testing.T, cfg enforcer.Config, instance, name string) *guard {
-	g := newGuard(t, w.c.Node(2), guardSpec{cfg: cfg, src: w.src, ownTopic: w.own, addrs: w.c.SASLAddrs(), instance: instance})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s's log:\n%s", name, g.logs.buf.String())
-		}
-	})
-	return g
+// guard is a process of broker 2's agent with cfg, named instance.
+func (w clusterWait) guard(t *testing.T, cfg enforcer.Config, instance string) *guard {
+	return newGuard(t, w.c.Node(2), guardSpec{cfg: cfg, src: w.src, ownTopic: w.own, addrs: w.c.SASLAddrs(), instance: instance})
 }
 
 // R7.3, R8.7 on the 3-node cluster (TestR7_3R8_7RecordWrittenDuringTheHistoryWaitIsNoHistory):
@@ -217,7 +205,7 @@ func TestR7_3R8_7RecordWrittenDuringTheHistoryWaitIsNoHistoryOnACluster(t *testi
 	const topic = "wait-record"
 	w := newClusterWait(t, topic, "__kdg_test_wait_record")
 	admin, cfg := w.admin, w.cfg
-	first := w.guard(t, cfg, "pod-a", "the first process")
+	first := w.guard(t, cfg, "pod-a")
 	ctx := t.Context()
 	// The ownership topic exists, empty (a record write may still fail
 	// while its partition has no leader: the next pass writes it).
@@ -248,7 +236,7 @@ func TestR7_3R8_7RecordWrittenDuringTheHistoryWaitIsNoHistoryOnACluster(t *testi
 	}
 
 	// It dies within its wait; the next process starts.
-	next := w.guard(t, cfg, "pod-a", "the next process")
+	next := w.guard(t, cfg, "pod-a")
 	started := time.Now()
 	wait := cfg.Protection.LeaseDuration + cfg.Interval
 	pass(t, next)
@@ -304,7 +292,7 @@ func TestR7_3R8_8ObserveModeRecordEndsNoHistoryWaitOnACluster(t *testing.T) {
 		return recs.Agents[2], err
 	}
 	kafkatest.Eventually(t, 30*time.Second, func() error { return admin.Prepare(ctx) })
-	first := w.guard(t, cfg, "pod-a", "pod-a's first process")
+	first := w.guard(t, cfg, "pod-a")
 	kafkatest.Eventually(t, 30*time.Second, func() error {
 		pass(t, first)
 		r, err := record()
@@ -324,7 +312,7 @@ func TestR7_3R8_8ObserveModeRecordEndsNoHistoryWaitOnACluster(t *testing.T) {
 	// lease, then takes the broker over.
 	observe := cfg
 	observe.Enabled = false
-	b := w.guard(t, observe, "pod-b", "pod-b")
+	b := w.guard(t, observe, "pod-b")
 	pass(t, b)
 	if v := metric(b.reg, "kafka_disk_guard_protection_standby", nil); v != 1 {
 		t.Fatalf("the test needs pod-b standing by beside pod-a's lease: protection_standby %v", v)
@@ -351,7 +339,7 @@ func TestR7_3R8_8ObserveModeRecordEndsNoHistoryWaitOnACluster(t *testing.T) {
 	// holds a live lease, then takes the broker back: its wait for its
 	// history starts there.
 	mid := offsets(t, admin, topic, 2)
-	next := w.guard(t, cfg, "pod-a", "pod-a's next process")
+	next := w.guard(t, cfg, "pod-a")
 	started := time.Now()
 	wait := cfg.Protection.LeaseDuration + cfg.Interval
 	var active time.Time // the start of its first pass that did not stand by
@@ -406,11 +394,6 @@ func TestR8_8InstanceNeverStandsByForItsOwnLeaseStampOnARealBroker(t *testing.T)
 	cfg := enforcer.Config{Enabled: true, Interval: time.Second, Purge: caps, Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
 	a := newGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: own, instance: "pod-a"})
 	dropTopicACLs(t, a, topic)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("pod-a's log:\n%s", a.logs.buf.String())
-		}
-	})
 	ctx := t.Context()
 	record := func() enforcer.Record {
 		t.Helper()

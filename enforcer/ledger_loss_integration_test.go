@@ -64,11 +64,6 @@ func TestR7_3R8_8StandbyTakingOverFromALostRecordCountsTheCapsSpentOnARealBroker
 	cfg := enforcer.Config{Enabled: true, Interval: time.Second, Purge: caps, Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
 	a := newGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: own, instance: "pod-a"})
 	b := newGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: own, instance: "pod-b"})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("pod-a's log:\n%s\npod-b's log:\n%s", a.logs.buf.String(), b.logs.buf.String())
-		}
-	})
 	ctx := t.Context()
 	pass(t, a)
 	recs, err := a.admin.LoadRecords(ctx)
@@ -166,11 +161,6 @@ func TestR7_3NoRecordAfterALossNoPeerRememberedCountsTheCapsSpentOnACluster(t *t
 	cfg := enforcer.Config{Enabled: true, BrokerID: ptr(int32(2)), Interval: time.Second, Purge: caps,
 		Protection: enforcer.ProtectionConfig{LeaseDuration: lease}}
 	old := newGuard(t, c.Node(2), guardSpec{cfg: cfg, src: src, ownTopic: own, addrs: c.SASLAddrs()})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("broker 2's first process's log:\n%s", old.logs.buf.String())
-		}
-	})
 	ctx := t.Context()
 	// It waits a lease and a pass (no record of its own at start), then
 	// purges up to its caps.
@@ -203,11 +193,6 @@ func TestR7_3NoRecordAfterALossNoPeerRememberedCountsTheCapsSpentOnACluster(t *t
 	peer := nodeAgent(t, c, 1, enforcer.Config{Interval: time.Second, Protection: enforcer.ProtectionConfig{LeaseDuration: lease}},
 		own, &fixedCapacity{v: 1 << 40}, topic)
 	scanSrc(peer)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("broker 1's agent's log:\n%s", peer.logs.buf.String())
-		}
-	})
 	pass(t, peer)
 	if v := metric(peer.reg, "kafka_disk_guard_protection_ledger_lost", nil); v != 1 {
 		t.Fatalf("the test needs the ledger lost for broker 1's agent: protection_ledger_lost %v", v)
@@ -233,11 +218,6 @@ func TestR7_3NoRecordAfterALossNoPeerRememberedCountsTheCapsSpentOnACluster(t *t
 	// the earlier purge counted as on its way out.
 	at(0.99)
 	back := newGuard(t, c.Node(2), guardSpec{cfg: cfg, src: src, ownTopic: own, addrs: c.SASLAddrs()})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("broker 2's new process's log:\n%s", back.logs.buf.String())
-		}
-	})
 	mid := offsets(t, admin, topic, 2)
 	started := time.Now()
 	wait := lease + cfg.Interval
@@ -313,11 +293,6 @@ func TestR8_7PeerWritesBackALaterCopyOverAnOlderOneOnACluster(t *testing.T) {
 	two := nodeAgent(t, c, 2, cfg, own, capacity, a)
 	peer1 := nodeAgent(t, c, 1, cfg, own, &fixedCapacity{v: 1 << 40}, a, b)
 	peer3 := nodeAgent(t, c, 3, cfg, own, &fixedCapacity{v: 1 << 40}, a, b)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("broker 2's agent's log:\n%s\nbroker 1's:\n%s\nbroker 3's:\n%s", two.logs.buf.String(), peer1.logs.buf.String(), peer3.logs.buf.String())
-		}
-	})
 	ctx := t.Context()
 	denied := func(tp string) bool {
 		return hasACL(topicACLs(t, admin, tp), enforcer.AnyPrincipal, enforcer.OpWrite, enforcer.PermDeny)
@@ -438,11 +413,6 @@ func TestR8_5HandBackNeverToAValueOfAnotherOriginalOnTheTieredBroker(t *testing.
 	src := uploadedTieredTopic(t, b, topic)(0.87)
 	cfg := enforcer.Config{Enabled: true, Interval: 500 * time.Millisecond, Protection: enforcer.ProtectionConfig{LeaseDuration: 5 * time.Minute}}
 	g := newGuard(t, b, guardSpec{cfg: cfg, src: src, ownTopic: own})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the agent's log:\n%s", g.logs.buf.String())
-		}
-	})
 	ctx := t.Context()
 	step := func() {
 		src.ScanOnce()

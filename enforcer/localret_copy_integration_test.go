@@ -38,15 +38,6 @@ func TestR7_4R8_5ClaimTakenOverFromAnOlderCopyRestoresTheLaterWritesOriginalOnTh
 	peerCfg.BrokerID = new(int32(2))
 	first := newGuard(t, b, guardSpec{cfg: cfg, src: src(0.87), ownTopic: own})
 	peer := newGuard(t, b, guardSpec{cfg: peerCfg, src: src(0.10), ownTopic: own})
-	var next *guard
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the agent's first process's log:\n%s\nthe peer's:\n%s", first.logs.buf.String(), peer.logs.buf.String())
-			if next != nil {
-				t.Logf("the agent's next process's log:\n%s", next.logs.buf.String())
-			}
-		}
-	})
 	step := func(g *guard) {
 		scanSrc(g)
 		pass(t, g)
@@ -99,7 +90,7 @@ func TestR7_4R8_5ClaimTakenOverFromAnOlderCopyRestoresTheLaterWritesOriginalOnTh
 	if err := first.admin.StoreRecord(t.Context(), older); err != nil {
 		t.Fatal(err)
 	}
-	next = newGuard(t, b, guardSpec{cfg: cfg, src: src(0.10), ownTopic: own})
+	next := newGuard(t, b, guardSpec{cfg: cfg, src: src(0.10), ownTopic: own})
 	step(next)
 	if r := record(); !r.Inherited(later.Started) || r.Started.Equal(later.Started) {
 		t.Fatalf("the test needs the next process taking the copy over: %+v", r)

@@ -53,11 +53,6 @@ func TestR8_6R8_8OverwrittenInstanceKeepsNoBindingAReadFoundGoneOnARealBroker(t 
 		wrap: func(a *kafkaadmin.Enforce) enforcer.Admin { store = &replyLostStore{Enforce: a}; return store }})
 	b := newGuard(t, shared, guardSpec{cfg: cfg, src: src, ownTopic: own, instance: "pod-b"})
 	dropTopicACLs(t, a, topic)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("pod-a's log:\n%s\npod-b's log:\n%s", a.logs.buf.String(), b.logs.buf.String())
-		}
-	})
 	ctx := t.Context()
 	record := func() enforcer.Record {
 		t.Helper()

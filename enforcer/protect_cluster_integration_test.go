@@ -95,9 +95,6 @@ func TestR8_1KilledAgentIsLiftedByAPeerWithinTheLease(t *testing.T) {
 		}
 		return nil
 	})
-	if t.Failed() {
-		t.Logf("agent log:\n%s", agent.logs.buf.String())
-	}
 }
 
 // R8.1: two agents claiming the same DENY give it up at the same moment,
