@@ -44,6 +44,11 @@ type lostLedger struct {
 	// I4 counted the purges of broker 2's record, lost with every
 	// enforcing process that knew it, against its next process).
 	readers map[string]bool
+	// undecodable: the brokers whose record did not decode when the
+	// topic, readable, was last lost (not their lift alone): an uninstall
+	// while the topic is lost leaves their claims as it would with the
+	// topic there (unattributeUndecodable).
+	undecodable map[int32]bool
 }
 
 // lostRecord is a lost record and the agents that remember it.
@@ -77,6 +82,13 @@ func (s *sim) loseLedger() {
 	ownOnly := err != nil
 	if err != nil {
 		recs = s.c.Partition0()
+	} else {
+		s.lost.undecodable = map[int32]bool{}
+		for id := range recs.Undecodable {
+			if !recs.UndecodableLift[id] {
+				s.lost.undecodable[id] = true
+			}
+		}
 	}
 	for id, r := range recs.Agents {
 		if !r.Claims() {

@@ -177,6 +177,62 @@ func TestUndecodableClaimsStayUnattributedWhenTheLedgerGoesAfterTheUninstall(t *
 	}
 }
 
+// An uninstall while the topic is lost leaves what a record that did not
+// decode at the loss claims, as it would with the topic there (R8.7,
+// "Left alone"): its agent's last decodable record's bindings are
+// unattributed, and I3 and I1 waive them (found by the simulation, seed
+// 74353 of the default mix: broker 2's record did not decode, compaction
+// had removed its last readable one, the topic was reshaped, the
+// operator's DENY READ User:mallory made the ALLOW READ User:* of broker
+// 2's absence shape on events the producer's only READ, and once settled
+// I3 took it for the guard's binding outliving the operator's change).
+func TestUndecodableClaimsStayUnattributedWhenTheUninstallFindsTheLedgerLost(t *testing.T) {
+	s := newTestSimSeed(t, 3)
+	if !s.allowEveryone() {
+		t.Fatal("the test needs allow.everyone.if.no.acl.found (seed 3's cluster)")
+	}
+	var allows []ledger.ACL
+	for _, op := range ledger.OpsButWrite {
+		allows = append(allows, ledger.LiteralACL("events", ledger.AnyPrincipal, op, ledger.PermAllow))
+	}
+	agent2 := s.c.Admin(2, "agent-2")
+	if err := agent2.CreateACLs(t.Context(), allows); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent2.StoreRecord(t.Context(), ledger.Record{BrokerID: 2, Owned: ledger.OwnedFromBindings(allows)}); err != nil {
+		t.Fatal(err)
+	}
+	s.decodable = map[int32]ledger.Record{}
+	s.settleLost() // the last decodable record
+	for range 2 {  // compaction leaves no decodable value under the key
+		s.c.AppendOwnershipRecord(ledger.RecordKey(2), []byte("garbage"))
+	}
+	s.loseLedger()
+	s.c.RecreateOwnershipTopic(3)
+	s.settleLost()
+	s.op.createACL(t.Context(), ledger.LiteralACL("events", "User:mallory", ledger.OpRead, ledger.PermDeny))
+	s.uninstalled = true
+	for _, a := range s.agents {
+		s.forget(a)
+	}
+	s.quiet, s.step = true, s.opts.Steps+settleSteps
+	if !s.settled() {
+		t.Fatal("the test needs the settling passes done")
+	}
+	if !s.c.Authorize(producer, "events", ledger.OpRead) {
+		t.Fatal("the test needs the producer's READ on events through broker 2's ALLOW READ User:*")
+	}
+	if f := s.check(); f != nil {
+		t.Errorf("broker 2's bindings, its record undecodable when the topic was lost before the uninstall: %v", f)
+	}
+	s.loseLedger()
+	s.c.DeleteOwnershipTopic() // the operator deletes the reshaped topic
+	s.settleLost()
+	if f := s.checkEnd(); f != nil {
+		t.Errorf("broker 2's bindings once the reshaped topic is deleted: %v", f)
+	}
+}
+
 // A lost record whose claims no live agent remembers is lost for good
 // even when a record of its broker is back in the topic: a peer's older
 // copy, read before the owner's last write, lacks them. They are
