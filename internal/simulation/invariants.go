@@ -198,8 +198,10 @@ func (s *sim) mustProtect(id int32, since int) bool {
 
 // standsBy: agent a stands by, in the episode begun at since, for its
 // broker's other instance (R8.8), which died with its lease live: a
-// takes over a lease after the read that first showed the last renewal
-// (on its own clock), changing nothing until then: I6 binds it from the
+// takes over a lease after the read that first showed the last renewal,
+// or the other instance's record again after a read of its own (a
+// takeover carrying the same stamp: seed 69603), on its own clock,
+// changing nothing until then: I6 binds it from the
 // pass after its takeover's (seed 34072: agent-1b, acting for broker 1, killed a
 // pass after its renewal, the log dir reached the protect band three
 // passes later, and agent-1 took over at the lease's end, a pass after

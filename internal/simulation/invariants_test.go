@@ -307,3 +307,93 @@ func TestR8_8StandbyForAClockJumpedInstanceProtectsOnceItsLeaseRunsOut(t *testin
 		t.Errorf("step %d, a pass after agent-1's takeover: %v, bound %v", s.step, f, s.mustProtect(1, s.protectSince[1]))
 	}
 }
+
+// Broker 1's agent standing by for its other instance (R8.8), whose
+// clock jumped, counts the lease from the read that showed that
+// instance's takeover, even when the takeover carries the stamp its own
+// record carried: a record without claims keeps its lease (its purges of
+// the day), taking over renews none, and the enforcer, having read its
+// own record since, stands by a lease for an instance that may purge
+// under it (followInstance). I6 binds agent-1 only once that lease has
+// run out (found by the simulation, seed 69603: agent-1b, its clock 2
+// hours ahead, and agent-1 took broker 1 from each other in turn with
+// the stamp 12:07:00; broker 1 reached the protect band 3 passes after
+// agent-1b's last takeover, and I6 required agent-1's protection on the
+// lease agent-1 had read that stamp under at step 52).
+func TestR8_8StandbyForAClockJumpedInstanceTakingOverWithTheSameStampCountsFromTheTakeover(t *testing.T) {
+	s := newTestSim(t)
+	s.classes[Duplicate] = true
+	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
+	s.agents = append(s.agents, second)
+	s.startAgent(second)
+	second.clock.offset = 2 * time.Hour // its passes renew nothing: none are run
+	first := s.agents[0]
+	next := func() *Failure {
+		s.step++
+		s.now = s.now.Add(step)
+		s.c.Step(s.now, producer)
+		s.pass(first)
+		return s.check()
+	}
+	for range 3 {
+		if f := next(); f != nil {
+			t.Fatal(f)
+		}
+	}
+	// agent-1b's record for broker 1: no claims, purges of the day (and
+	// one older, which agent-1's record, written on taking over, drops),
+	// its stamp a lease old.
+	stamp := s.now.Add(-2 * lease)
+	end := s.now.Truncate(ledger.PurgeBucketWidth).Add(ledger.PurgeBucketWidth)
+	taken := ledger.Record{Version: 2, BrokerID: 1, Instance: "agent-1b", Strategy: string(enforcer.StrategyACL),
+		Renewed: stamp, LeaseMs: lease.Milliseconds(), Started: s.now.Add(-time.Hour), Seq: 1,
+		Purged: []ledger.PurgeBucket{{LogDir: "/var/lib/kafka/broker-1", End: end.Add(-25 * time.Hour), Bytes: 1 << 20},
+			{LogDir: "/var/lib/kafka/broker-1", End: end, Bytes: 1 << 20}}}
+	takeOver := func() {
+		t.Helper()
+		taken.Seq++
+		taken.Updated = s.now.Add(second.clock.offset)
+		if err := s.c.Admin(1, "agent-1b").StoreRecord(t.Context(), taken); err != nil {
+			t.Fatal(err)
+		}
+	}
+	takeOver()
+	// agent-1 stands by a lease for it, then takes broker 1 over with
+	// that stamp (renewing none without claims) and reads its record.
+	for range int(lease/step) + 3 {
+		if f := next(); f != nil {
+			t.Fatal(f)
+		}
+	}
+	recs, _ := s.c.Records()
+	if r := recs.Agents[1]; r.Instance != "agent-1" || !r.Renewed.Equal(stamp) || r.Claims() {
+		t.Fatalf("the test needs agent-1 holding broker 1 with agent-1b's stamp %v and no claims: %+v", stamp, r)
+	}
+	// agent-1b takes broker 1 back with that stamp; broker 1 reaches the
+	// protect band the next pass.
+	takeOver()
+	if f := next(); f != nil {
+		t.Fatal(f)
+	}
+	s.c.SetFill(1, s.c.Fill(1)+capacity*95/100-int64(s.c.Usage(1)*capacity))
+	takeover := s.step + int(lease/step)
+	for s.step < takeover-1 {
+		if f := next(); f != nil {
+			t.Fatalf("step %d, agent-1 standing by until step %d: %v", s.step, takeover, f)
+		}
+		if s.unprotected(1) == "" {
+			t.Fatalf("step %d: broker 1 protected before agent-1's takeover at step %d: the test shows nothing", s.step, takeover)
+		}
+	}
+	for range 2 {
+		if f := next(); f != nil {
+			t.Fatalf("step %d (takeover %d): %v", s.step, takeover, f)
+		}
+	}
+	if what := s.unprotected(1); what != "" {
+		t.Errorf("step %d, agent-1 took over at step %d: %s", s.step, takeover, what)
+	}
+	if !s.mustProtect(1, s.protectSince[1]) {
+		t.Errorf("step %d, after agent-1's takeover at step %d: I6 does not bind it", s.step, takeover)
+	}
+}

@@ -449,7 +449,15 @@ func (s *sim) pass(a *agentSim) {
 	if err := a.enf.Reconcile(ctx); err != nil {
 		s.tracef("%s pass: %v", a.name, trim(err.Error()))
 	}
-	if r := a.tracked.seen.Agents[a.broker]; r.Instance != a.name && !r.Renewed.Equal(a.tracked.otherRenewed) {
+	// A read of a record naming this instance forgets the other's
+	// renewal, as the enforcer does (followInstance): the other
+	// instance's takeover with the stamp this one's record carried (a
+	// record without claims keeps its lease; taking over renews none) is
+	// stood by for a lease from the read that shows it (seed 69603).
+	switch r := a.tracked.seen.Agents[a.broker]; {
+	case r.Instance == a.name:
+		a.tracked.otherRenewed = time.Time{}
+	case !r.Renewed.Equal(a.tracked.otherRenewed):
 		a.tracked.otherRenewed, a.tracked.otherReadAt = r.Renewed, s.step
 	}
 	var unexpired int64

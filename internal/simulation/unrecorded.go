@@ -31,9 +31,9 @@ type trackedAdmin struct {
 	// read: the process read the ledger successfully once.
 	read bool
 	// otherRenewed: the lease renewal of another instance's record for
-	// the agent's broker (duplicate_agent) its reads last showed, and
-	// otherReadAt the step this process first read it (invariants.go,
-	// standsBy).
+	// the agent's broker (duplicate_agent) its reads last showed (zero
+	// once a read shows its own record there), and otherReadAt the step
+	// this process first read it (invariants.go, standsBy).
 	otherRenewed time.Time
 	otherReadAt  int
 }
