@@ -663,18 +663,32 @@ func flatten(tps []TopicProtection) []ACL {
 
 // unionOwned is what a record claims while it grows from a to b: both
 // sets of claims (a topic whose shape changes claims both shapes until
-// the old bindings are released).
+// the old bindings are released). A shape's held and releasing claims
+// stay apart, and a topic either side holds is held, not releasing.
+// Merged into a's releasing claim of the same shape, the topics b
+// protects anew were recorded releasing only before their bindings were
+// created (found by the simulation, seed 77959: agent-2's record, still
+// releasing an ALLOW shape on events, grew to protect bursts, compacted
+// and events with it; the planned record's write took effect with its
+// reply lost, the ownership topic was lost, and the record written again
+// from memory had the bindings releasing; a peer's older copy, written
+// back, held them, so agent-2 dropped its claim, and the copy's agent
+// then wrote its own record over the copy: no record named them).
 func unionOwned(a, b []Owned) []Owned {
+	type key struct {
+		claim     string
+		releasing bool // an ACL claim's: held and releasing ones apart
+	}
 	type acc struct {
 		o      Owned
 		topics map[string]bool
 	}
-	var order []string
-	m := map[string]*acc{}
+	var order []key
+	m := map[key]*acc{}
 	for _, o := range append(slices.Clone(a), b...) {
-		k := o.Kind + "|" + o.Entity + "|" + o.Key
+		k := key{claim: o.Kind + "|" + o.Entity + "|" + o.Key}
 		if o.Kind == OwnedACL && o.Shape != nil {
-			k += "|" + o.Shape.Key()
+			k = key{claim: k.claim + "|" + o.Shape.Key(), releasing: o.Releasing}
 		}
 		x, ok := m[k]
 		if !ok {
@@ -692,6 +706,12 @@ func unionOwned(a, b []Owned) []Owned {
 	for _, k := range order {
 		x := m[k]
 		if x.o.Kind == OwnedACL {
+			if held, ok := m[key{claim: k.claim}]; k.releasing && ok {
+				maps.DeleteFunc(x.topics, func(t string, _ bool) bool { return held.topics[t] })
+				if len(x.topics) == 0 {
+					continue
+				}
+			}
 			x.o.Topics = slices.Sorted(maps.Keys(x.topics))
 		}
 		out = append(out, x.o)
