@@ -437,7 +437,14 @@ func (e *Enforcer) restoreOwn(prev *Records, get func(int32) (Record, bool), set
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record in the ownership topic is a copy of the other instance's that this agent took over (a peer restored it from memory): its own written again",
 				"topic", e.cfg.OwnershipTopic, "other_instance", cur.Instance)
-		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated):
+		case e.prot.written != nil && cur.Instance == e.instance && cur.Updated.Before(e.prot.written.Updated) && !e.unconfirmedWrite(cur):
+			// A write of this process whose reply was lost is its latest,
+			// whatever the times say: the wall clock may have gone back
+			// between the two (found by the simulation, seed 79475: agent-1's
+			// clock went back 10 minutes, its write claiming a lowered local
+			// retention took effect with its reply lost, the record before it
+			// was written over it, and the value an operator's lift handed
+			// back to that claim stayed in no record).
 			set(e.brokerID, *e.prot.written)
 			e.prot.dirty = true
 			e.logger.Warn("this agent's record in the ownership topic is older than the one it wrote last (a peer restored it from memory): written again", "topic", e.cfg.OwnershipTopic)

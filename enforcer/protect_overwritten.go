@@ -73,7 +73,9 @@ func (e *Enforcer) keepOverwritten(recs Records) {
 		// key when this agent acts (seed 7144). A claim on the key with
 		// the same original restores what this one would (the other
 		// instance took it over, or lowered further on the same operator's
-		// value): not kept.
+		// value): not kept. One being given up with another value does
+		// not: its release ends, restoring nothing, once its own value is
+		// not in place (givenUpOver).
 		if !sameOriginalClaim(cur, c) && !slices.ContainsFunc(e.prot.keptConfigs, func(k ConfigClaim) bool { return sameKey(k, c) }) {
 			e.prot.keptConfigs = append(e.prot.keptConfigs, c)
 			n++
@@ -112,7 +114,21 @@ func (e *Enforcer) mergeKept(recs Records) Records {
 	cur.Configs = slices.Clone(cur.Configs)
 	added := false
 	for _, c := range e.prot.keptConfigs {
-		if !claimsKey(cur, c) && !recs.OtherOriginalSets(c.Topic, c.Key, c.Value, c.Orig) {
+		if recs.OtherOriginalSets(c.Topic, c.Key, c.Value, c.Orig) {
+			continue
+		}
+		if i, ok := givenUpOver(cur, c); ok {
+			// The record's only claim on the key is being given up, on
+			// the same original, with another value: the kept claim
+			// takes its place, that value as its earlier one (either
+			// value in place is the guard's, and its release restores
+			// the original).
+			c.Prev = strPtr(cur.Configs[i].Value)
+			cur.Configs[i] = c
+			added = true
+			continue
+		}
+		if !claimsKey(cur, c) {
 			cur.Configs = append(cur.Configs, c)
 			added = true
 		}
@@ -133,9 +149,35 @@ func claimsKey(r Record, c ConfigClaim) bool {
 func sameKey(a, b ConfigClaim) bool { return a.Topic == b.Topic && a.Key == b.Key }
 
 // sameOriginalClaim reports whether r holds a claim on c's topic config
-// key made on c's original.
+// key made on c's original, not one being given up with another value
+// (givenUpOver).
 func sameOriginalClaim(r Record, c ConfigClaim) bool {
-	return slices.ContainsFunc(r.Configs, func(x ConfigClaim) bool { return sameKey(x, c) && ledger.SameValue(x.Orig, c.Orig) })
+	return slices.ContainsFunc(r.Configs, func(x ConfigClaim) bool {
+		return sameKey(x, c) && ledger.SameValue(x.Orig, c.Orig) && (!x.Releasing || x.Value == c.Value)
+	})
+}
+
+// givenUpOver returns the index of r's only claim on c's topic config
+// key when it is being given up, made on c's original, with another
+// value, and c has no earlier value of its own. Such a claim of the
+// record written over this agent's (a peer's copy of an older write
+// written into the other instance's record, found by the simulation,
+// seeds 64780 and 87491: that instance restarted while the ownership
+// topic was lost) restores nothing once its value is not in place
+// (keepReleasingConfigs): the value this agent's kept claim set, in no
+// record, was taken for an operator's and stayed lowered for good.
+func givenUpOver(r Record, c ConfigClaim) (int, bool) {
+	i := -1
+	for j, x := range r.Configs {
+		if !sameKey(x, c) {
+			continue
+		}
+		if i >= 0 || !x.Releasing || x.Value == c.Value || !ledger.SameValue(x.Orig, c.Orig) || c.Prev != nil {
+			return 0, false
+		}
+		i = j
+	}
+	return i, i >= 0
 }
 
 // noteWrittenGone adds to writtenGone the bindings of this agent's last
