@@ -42,6 +42,7 @@ func (e *Enforcer) observe(ctx context.Context) (o Observed, phases []any, err e
 	snap := e.src.Snapshot()
 	o = Observed{Now: now, Snapshot: snap, ScheduleDue: e.scheduleDue(now), FractionDone: e.fractionDone(now),
 		Stale: snap == nil || now.Sub(snap.Time) > e.cfg.StaleAfter}
+	e.prot.untrusted = !trusted(o)
 	e.eligibleSince = trackEligible(e.eligibleSince, snap, now)
 	o.EligibleSince = e.eligibleSince
 	if snap == nil {

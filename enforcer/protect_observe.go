@@ -71,6 +71,12 @@ type protectionState struct {
 	// this agent stands by (spec R8.8).
 	self    leaseSeen
 	standby bool
+	// untrusted: this pass's inputs are not trusted (trusted: at the
+	// pass's start, its snapshot is stale: its clock jumped ahead, or the
+	// scans stopped): it protects nothing anew and renews no lease (R8.1),
+	// so it takes no other instance's record over (followInstance);
+	// untrustedHold: it stands by for that reason.
+	untrusted, untrustedHold bool
 	// overwritten: the Updated of this agent's last written record
 	// whose claims another instance wrote over (protect_overwritten.go);
 	// keptConfigs: the config claims of that record kept, merged back
@@ -575,6 +581,7 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 		}
 		e.prot.standby = mono-e.prot.self.since < lease
 	}
+	e.prot.standby = e.prot.standby || e.holdUntrusted(r, ok && other)
 	if e.prot.standby {
 		// Taking over later, this agent counts the purges the active
 		// instance recorded (the caps are the log dir's, spec R7.3).
@@ -582,14 +589,40 @@ func (e *Enforcer) followInstance(recs Records, now time.Time) {
 		e.prot.purgesRestored = false
 	}
 	e.m.prot.standby.Set(gauge(e.prot.standby))
+	e.logStandby(was, r)
+}
+
+// logStandby says when this agent starts standing by for the other
+// instance's lease (holdUntrusted says its own), and when it takes over.
+func (e *Enforcer) logStandby(was bool, r Record) {
 	switch {
-	case e.prot.standby && !was:
+	case e.prot.standby && !was && !e.prot.untrustedHold:
 		e.logger.Warn("another agent instance acts for this broker: standing by (changing nothing) until its lease expires",
 			"broker_id", e.brokerID, "instance", e.instance, "active_instance", r.Instance, "lease", r.Lease().String())
 	case was && !e.prot.standby:
 		e.logger.Warn("the other agent instance for this broker stopped renewing its lease: taking over",
 			"broker_id", e.brokerID, "instance", e.instance, "previous_instance", r.Instance)
 	}
+}
+
+// holdUntrusted: an instance that cannot trust its inputs takes no other
+// instance's record over (other), lease run out or not: acting, it would
+// protect nothing anew and renew no lease (R8.1), and the other instance,
+// alive and healthy, would stand by a lease for it. It stays passive and
+// says so; what the record claims is lifted by peers once its lease runs
+// out, as a dead agent's (found by the simulation, seed 69603: agent-1b,
+// its clock 2 hours ahead, took broker 1's record without claims over
+// from agent-1, which renews no lease without claims, every lease, and
+// agent-1 stood by with its log dir at 99%). A copy of this process's own
+// record written back under the other's name is no takeover.
+func (e *Enforcer) holdUntrusted(r Record, other bool) bool {
+	hold := !e.prot.standby && other && e.prot.untrusted && !tookOverWrite(e.prot.written, r, e.instance)
+	if hold && !e.prot.untrustedHold {
+		e.logger.Warn("this agent instance cannot trust its inputs (its snapshot is stale): it does not take its broker's record over from the other instance, and stands by (changing nothing) until it can",
+			"broker_id", e.brokerID, "instance", e.instance, "active_instance", r.Instance)
+	}
+	e.prot.untrustedHold = hold
+	return hold
 }
 
 // expired lists the other agents whose protection is to be lifted: a

@@ -212,14 +212,20 @@ func (s *sim) mustProtect(id int32, since int) bool {
 // no lease, spec R8.1), and a stands by for it as for a dead one (seed
 // 80610: agent-1b, acting for broker 1, renewed last at step 16, its
 // clock jumped 5 minutes at step 17, the log dir reached the protect band
-// at step 19, and agent-1 took over at the lease's end).
+// at step 19, and agent-1 took over at the lease's end). Only for a clock
+// ahead (a clock behind leaves the snapshots fresh: that instance acts),
+// and only while that instance took no record over since its clock
+// jumped (aheadTakeover): one that cannot trust its inputs takes none
+// over (the enforcer's followInstance; seed 69603: agent-1b, 2 hours
+// ahead, took broker 1 over from agent-1 every lease, and agent-1 stood
+// by).
 func (s *sim) standsBy(a *agentSim, since int) bool {
 	t := a.tracked
 	if t.otherRenewed.IsZero() || s.step > t.otherReadAt+int(lease/step) {
 		return false
 	}
 	for _, o := range s.agents {
-		if o != a && o.broker == a.broker && (o.deadTill >= 0 || o.since >= since || o.clock != nil && o.clock.offset != 0) {
+		if o != a && o.broker == a.broker && (o.deadTill >= 0 || o.since >= since || o.clock != nil && o.clock.offset > 0 && !o.aheadTakeover) {
 			return true
 		}
 	}

@@ -397,3 +397,113 @@ func TestR8_8StandbyForAClockJumpedInstanceTakingOverWithTheSameStampCountsFromT
 		t.Errorf("step %d, after agent-1's takeover at step %d: I6 does not bind it", s.step, takeover)
 	}
 }
+
+// I6's standby allowance for broker 1's other instance whose clock
+// jumped covers only an instance whose snapshots the jump made stale (a
+// clock ahead: it protects nothing anew and renews no lease, R8.1), and
+// only for the record it held when its clock jumped: such an instance
+// takes no record over (the enforcer's followInstance, R8.8), so agent-1
+// standing by for one that did is bound by I6 (found by the simulation,
+// seed 69603: agent-1b, 2 hours ahead, took broker 1 over from agent-1
+// every lease, and agent-1 stood by with its log dir at 99%). A clock
+// behind leaves the snapshots fresh: that instance acts, and protects.
+func TestR8_8StandbyAllowanceForAClockJumpedInstanceCoversOnlyTheRecordItHeld(t *testing.T) {
+	s := newTestSim(t)
+	s.classes[Duplicate] = true
+	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
+	s.agents = append(s.agents, second)
+	s.startAgent(second)
+	first := s.agents[0]
+	s.step = 10
+	first.tracked.otherRenewed, first.tracked.otherReadAt = s.now, s.step
+	since := s.step
+	for _, c := range []struct {
+		offset   time.Duration
+		takeover bool
+		want     bool
+	}{
+		{2 * time.Hour, false, true},
+		{5 * time.Minute, false, true},
+		{2 * time.Hour, true, false},
+		{-10 * time.Minute, false, false},
+		{0, false, false},
+	} {
+		second.clock.offset, second.aheadTakeover = c.offset, c.takeover
+		if got := s.standsBy(first, since); got != c.want {
+			t.Errorf("agent-1b's clock off by %s, took the record over while ahead %v: agent-1 stands by %v, want %v", c.offset, c.takeover, got, c.want)
+		}
+	}
+}
+
+// Broker 1's agent acts for it with a record that claims nothing and
+// keeps the stamp of its purges, renewed by none; the broker's other
+// instance, its clock 2 hours ahead, runs beside it. That instance
+// cannot trust its inputs and takes the record over at no point (R8.8,
+// the enforcer's followInstance): agent-1 never stands by, and protects
+// when the log dir fills; I6 binds it throughout (found by the
+// simulation, seed 69603: agent-1b took broker 1 over every lease, its
+// purge buckets 2 hours later, and agent-1 stood by with its log dir at
+// 99%).
+func TestR8_8InstanceWithItsClockAheadTakesNoRecordOverAndI6BindsTheOther(t *testing.T) {
+	s := newTestSim(t)
+	s.classes[Duplicate] = true
+	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
+	s.agents = append(s.agents, second)
+	s.startAgent(second)
+	second.clock.offset = 2 * time.Hour
+	first := s.agents[0]
+	next := func(agents ...*agentSim) *Failure {
+		s.step++
+		s.now = s.now.Add(step)
+		s.c.Step(s.now, producer)
+		for _, a := range agents {
+			s.pass(a)
+		}
+		return s.check()
+	}
+	for range 3 {
+		if f := next(first); f != nil {
+			t.Fatal(f)
+		}
+	}
+	// An earlier record of agent-1b for broker 1: no claims, purges of
+	// the day, its stamp a lease old; agent-1 takes it over with it.
+	stamp := s.now.Add(-2 * lease)
+	end := s.now.Truncate(ledger.PurgeBucketWidth).Add(ledger.PurgeBucketWidth)
+	old := ledger.Record{Version: 2, BrokerID: 1, Instance: "agent-1b", Strategy: string(enforcer.StrategyACL),
+		Renewed: stamp, LeaseMs: lease.Milliseconds(), Started: s.now.Add(-time.Hour), Seq: 1, Updated: s.now,
+		Purged: []ledger.PurgeBucket{{LogDir: "/var/lib/kafka/broker-1", End: end.Add(-25 * time.Hour), Bytes: 1 << 20},
+			{LogDir: "/var/lib/kafka/broker-1", End: end, Bytes: 1 << 20}}}
+	if err := s.c.Admin(1, "agent-1b").StoreRecord(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	for range int(lease/step) + 3 {
+		if f := next(first); f != nil {
+			t.Fatal(f)
+		}
+	}
+	recs, _ := s.c.Records()
+	if r := recs.Agents[1]; r.Instance != "agent-1" || r.Renewed.IsZero() || r.Claims() {
+		t.Fatalf("the test needs agent-1 holding broker 1 with a stamp and no claims: %+v", r)
+	}
+	// agent-1b runs beside it, 2 hours ahead, for a lease and a half.
+	for range int(lease/step)*3/2 + 1 {
+		if f := next(first, second); f != nil {
+			t.Fatalf("step %d: %v", s.step, f)
+		}
+	}
+	recs, _ = s.c.Records()
+	if r := recs.Agents[1]; r.Instance != "agent-1" || second.aheadTakeover {
+		t.Errorf("step %d: agent-1b, 2 hours ahead, took broker 1's record over: %+v", s.step, r)
+	}
+	// The log dir reaches the protect band: agent-1 protects, bound by I6.
+	s.c.SetFill(1, s.c.Fill(1)+capacity*95/100-int64(s.c.Usage(1)*capacity))
+	for range 3 {
+		if f := next(first, second); f != nil {
+			t.Fatalf("step %d: %v", s.step, f)
+		}
+	}
+	if what := s.unprotected(1); what != "" || !s.mustProtect(1, s.protectSince[1]) {
+		t.Errorf("step %d: %s (I6 binds agent-1: %v)", s.step, what, s.mustProtect(1, s.protectSince[1]))
+	}
+}

@@ -226,6 +226,10 @@ type agentSim struct {
 	since    int // the step it (re)started at
 	rate     int64
 	second   bool // the broker's second instance (duplicate_agent)
+	// aheadTakeover: the agent took its broker's record over from
+	// another instance while its clock was ahead (its snapshots stale to
+	// it), since its clock last changed (standsBy).
+	aheadTakeover bool
 }
 
 // startSkew is how long after the step's time the agent's process
@@ -381,6 +385,7 @@ func (s *sim) startAgent(a *agentSim) {
 	// The process starts (enforcer.New reads the clock) a little after
 	// the step's time (startSkew); its passes run on the step's time.
 	a.clock = &simClock{now: s.now.Add(a.startSkew()), start: s.now}
+	a.aheadTakeover = false
 	a.src = &snapSource{}
 	a.admin = s.c.Admin(id, a.name)
 	s.orphan(a) // a restart: what the dead process set unrecorded
@@ -446,8 +451,20 @@ func (s *sim) pass(a *agentSim) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	before := len(s.c.Deletions)
+	held := "" // the broker's record's instance before a pass with the clock ahead
+	if a.clock.offset > 0 {
+		if recs, err := s.c.Records(); err == nil {
+			held = recs.Agents[a.broker].Instance
+		}
+	}
 	if err := a.enf.Reconcile(ctx); err != nil {
 		s.tracef("%s pass: %v", a.name, trim(err.Error()))
+	}
+	if held != "" && held != a.name {
+		if recs, err := s.c.Records(); err == nil && recs.Agents[a.broker].Instance == a.name {
+			s.tracef("%s takes broker %d's record over from %s, its clock %s ahead", a.name, a.broker, held, a.clock.offset)
+			a.aheadTakeover = true
+		}
 	}
 	// A read of a record naming this instance forgets the other's
 	// renewal, as the enforcer does (followInstance): the other
@@ -501,7 +518,7 @@ func (s *sim) enterQuiet() {
 			a.deadTill = s.step
 		}
 		if a.clock != nil && a.clock.offset != 0 {
-			a.clock.offset = 0
+			a.clock.offset, a.aheadTakeover = 0, false
 		}
 	}
 	clear(s.failNext)
@@ -661,7 +678,7 @@ func (s *sim) injectClusterFaults() {
 		a := s.agents[r.IntN(len(s.agents))]
 		if a.clock != nil {
 			d := []time.Duration{-10 * time.Minute, 5 * time.Minute, 2 * time.Hour, 0}[r.IntN(4)]
-			a.clock.offset = d
+			a.clock.offset, a.aheadTakeover = d, false
 			s.tracef("%s clock offset now %s", a.name, d)
 			s.lastFault[a.broker] = s.step
 		}
