@@ -434,7 +434,16 @@ func (pl *protectionPlanner) releaseBindings() {
 	Record{Owned: me.Releasing()}.Bindings(nil, func(a ACL) { wasReleasing.add(a) })
 	var heldElsewhere map[ACL]bool // asked only of bindings released already
 	if len(wasReleasing) > 0 {
-		heldElsewhere = pl.others.LiveBindings()
+		// A copy a peer wrote back after a loss of the ownership topic
+		// (Restored) is no holder to leave a binding to: its agent may
+		// have given the binding up since, and its own record written
+		// over the copy names it no more. The claim stays releasing (its
+		// release keeps the binding while the copy holds it) until that
+		// agent's own record, or the copy's lift, says (found while
+		// fixing seed 77959: the bindings were left in no record).
+		holders := Records{Agents: maps.Clone(pl.others.Agents), Lifts: pl.others.Lifts}
+		maps.DeleteFunc(holders.Agents, func(_ int32, r Record) bool { return r.Restored })
+		heldElsewhere = holders.LiveBindings()
 	}
 	release := map[string][]ACL{}
 	var releasing []ACL
