@@ -304,23 +304,15 @@ func (pl *protectionPlanner) lowering(goals []DirGoal) bool {
 // honoured until the episode (protection or lowering) ends, seen by this
 // pass or by any pass since the record was written (CalmSeen: its reads
 // may have failed through the calm), or it is withdrawn; a peer's
-// (expired lease) means: protect again only on trusted inputs. That holds
-// past the pass that acknowledges it: while the record as read holds
-// nothing since (the ledger, so a restart knows it too), a pass on
-// untrusted inputs wants nothing (seed 69603: an instance 2 hours ahead
-// put back, from its stale snapshot, what its peers had just lifted).
+// (expired lease) means: protect again only on trusted inputs.
 func (pl *protectionPlanner) answerLift(episode bool) {
 	po, rec := pl.po, &pl.rec
-	last, liftExists := po.Records.Lifts[po.BrokerID]
+	_, liftExists := po.Records.Lifts[po.BrokerID]
 	if rec.Suppressed != nil && (!episode || !liftExists || po.CalmSeen) {
 		rec.Suppressed = nil
 	}
 	l, ok := po.Records.PendingLift(po.BrokerID)
 	if !ok {
-		if liftExists && last.ID != "" && last.ID == pl.me.Ack && last.Kind != LiftOperator && !trusted(pl.o) &&
-			len(pl.me.Held()) == 0 && len(pl.me.ConfigClaims()) == 0 {
-			pl.wantNothing = true
-		}
 		return
 	}
 	pl.pp.Acked = &l
