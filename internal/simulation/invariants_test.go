@@ -48,6 +48,30 @@ func TestInvariantsCatch(t *testing.T) {
 	}
 }
 
+// newDuplicateSim is newTestSim with broker 1's second agent instance,
+// agent-1b, started beside agent-1 (the duplicate_agent class).
+func newDuplicateSim(t *testing.T) (s *sim, first, second *agentSim) {
+	t.Helper()
+	s = newTestSim(t)
+	s.classes[Duplicate] = true
+	second = &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
+	s.agents = append(s.agents, second)
+	s.startAgent(second)
+	return s, s.agents[0], second
+}
+
+// passStep advances one step, runs the passes of agents, and checks the
+// invariants.
+func (s *sim) passStep(agents ...*agentSim) *Failure {
+	s.step++
+	s.now = s.now.Add(step)
+	s.c.Step(s.now, producer)
+	for _, a := range agents {
+		s.pass(a)
+	}
+	return s.check()
+}
+
 func newTestSim(t *testing.T) *sim {
 	t.Helper()
 	return newTestSimSeed(t, 1)
@@ -165,21 +189,8 @@ func TestOperatorBindingIdenticalToAGoneUnattributedOneIsTheOperators(t *testing
 // last renewal, broker 1 reached the protect band three passes later,
 // and I6 required agent-1's protection a pass before its takeover).
 func TestR8_8StandbyForADeadInstanceProtectsOnceItsLeaseRunsOut(t *testing.T) {
-	s := newTestSim(t)
-	s.classes[Duplicate] = true
-	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
-	s.agents = append(s.agents, second)
-	s.startAgent(second)
-	first := s.agents[0]
-	next := func(agents ...*agentSim) *Failure {
-		s.step++
-		s.now = s.now.Add(step)
-		s.c.Step(s.now, producer)
-		for _, a := range agents {
-			s.pass(a)
-		}
-		return s.check()
-	}
+	s, first, second := newDuplicateSim(t)
+	next := s.passStep
 	// agent-1 dies; agent-1b takes broker 1 over, in the purge band (it
 	// claims a lowered local retention: a record); agent-1 restarts and
 	// stands by for it.
@@ -241,21 +252,8 @@ func TestR8_8StandbyForADeadInstanceProtectsOnceItsLeaseRunsOut(t *testing.T) {
 // broker 1 reached the protect band at step 19, and I6 required agent-1's
 // quota at step 20, three passes before its takeover).
 func TestR8_8StandbyForAClockJumpedInstanceProtectsOnceItsLeaseRunsOut(t *testing.T) {
-	s := newTestSim(t)
-	s.classes[Duplicate] = true
-	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
-	s.agents = append(s.agents, second)
-	s.startAgent(second)
-	first := s.agents[0]
-	next := func(agents ...*agentSim) *Failure {
-		s.step++
-		s.now = s.now.Add(step)
-		s.c.Step(s.now, producer)
-		for _, a := range agents {
-			s.pass(a)
-		}
-		return s.check()
-	}
+	s, first, second := newDuplicateSim(t)
+	next := s.passStep
 	// agent-1 dies; agent-1b takes broker 1 over, in the purge band (it
 	// claims a lowered local retention: a record); agent-1 restarts and
 	// stands by for it.
@@ -321,13 +319,8 @@ func TestR8_8StandbyForAClockJumpedInstanceProtectsOnceItsLeaseRunsOut(t *testin
 // agent-1b's last takeover, and I6 required agent-1's protection on the
 // lease agent-1 had read that stamp under at step 52).
 func TestR8_8StandbyForAClockJumpedInstanceTakingOverWithTheSameStampCountsFromTheTakeover(t *testing.T) {
-	s := newTestSim(t)
-	s.classes[Duplicate] = true
-	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
-	s.agents = append(s.agents, second)
-	s.startAgent(second)
+	s, first, second := newDuplicateSim(t)
 	second.clock.offset = 2 * time.Hour // its passes renew nothing: none are run
-	first := s.agents[0]
 	next := func() *Failure {
 		s.step++
 		s.now = s.now.Add(step)
@@ -408,12 +401,7 @@ func TestR8_8StandbyForAClockJumpedInstanceTakingOverWithTheSameStampCountsFromT
 // every lease, and agent-1 stood by with its log dir at 99%). A clock
 // behind leaves the snapshots fresh: that instance acts, and protects.
 func TestR8_8StandbyAllowanceForAClockJumpedInstanceCoversOnlyTheRecordItHeld(t *testing.T) {
-	s := newTestSim(t)
-	s.classes[Duplicate] = true
-	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
-	s.agents = append(s.agents, second)
-	s.startAgent(second)
-	first := s.agents[0]
+	s, first, second := newDuplicateSim(t)
 	s.step = 10
 	first.tracked.otherRenewed, first.tracked.otherReadAt = s.now, s.step
 	since := s.step
@@ -445,22 +433,9 @@ func TestR8_8StandbyAllowanceForAClockJumpedInstanceCoversOnlyTheRecordItHeld(t 
 // purge buckets 2 hours later, and agent-1 stood by with its log dir at
 // 99%).
 func TestR8_8InstanceWithItsClockAheadTakesNoRecordOverAndI6BindsTheOther(t *testing.T) {
-	s := newTestSim(t)
-	s.classes[Duplicate] = true
-	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
-	s.agents = append(s.agents, second)
-	s.startAgent(second)
+	s, first, second := newDuplicateSim(t)
 	second.clock.offset = 2 * time.Hour
-	first := s.agents[0]
-	next := func(agents ...*agentSim) *Failure {
-		s.step++
-		s.now = s.now.Add(step)
-		s.c.Step(s.now, producer)
-		for _, a := range agents {
-			s.pass(a)
-		}
-		return s.check()
-	}
+	next := s.passStep
 	for range 3 {
 		if f := next(first); f != nil {
 			t.Fatal(f)

@@ -382,12 +382,7 @@ func TestPeerMemoryIsTheLastReadNotAnEarlierWriteBack(t *testing.T) {
 // agent-1b's local retention claim back (found by the simulation, seed
 // 6399: agent-1b's lowered value left over the operator's 209715200).
 func TestSecondInstanceStartedInTheSameStepIsAnotherProcess(t *testing.T) {
-	s := newTestSim(t)
-	s.classes[Duplicate] = true
-	second := &agentSim{name: "agent-1b", broker: 1, enabled: true, deadTill: -1, second: true}
-	s.agents = append(s.agents, second)
-	s.startAgent(second)
-	first := s.agents[0]
+	s, first, second := newDuplicateSim(t)
 	s.c.SetFill(1, capacity*97/100-int64(s.c.Usage(1)*capacity))
 	next := func(agents ...*agentSim) {
 		s.step++
