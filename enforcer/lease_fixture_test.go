@@ -69,6 +69,30 @@ func (x *leaseFixture) pass(e *Enforcer) {
 }
 
 // lso is partition a-0's log start offset.
+// protectedThenCalm starts pod-a, which protects in the protect band
+// and, calm again, releases its claims: its record keeps the lease of its
+// purges, not renewed without claims.
+func (x *leaseFixture) protectedThenCalm() (*Enforcer, *prometheus.Registry) {
+	x.t.Helper()
+	a, reg := x.instance("pod-a")
+	x.clock.tick(10 * time.Second)
+	x.pass(a)
+	x.fill()
+	for range 3 {
+		x.clock.tick(10 * time.Second)
+		x.pass(a)
+	}
+	if !x.f.acls[denyAll("a")] {
+		x.t.Fatal("the test needs pod-a's protection in the protect band")
+	}
+	x.srcs[a].set(x.calm)
+	for range 3 {
+		x.clock.tick(10 * time.Second)
+		x.pass(a)
+	}
+	return a, reg
+}
+
 func (x *leaseFixture) lso() int64 { return x.f.lso[TopicPartition{"a", 0}] }
 
 // purgingWithAStandby starts pod-a and pod-b on x, fills the log dir and

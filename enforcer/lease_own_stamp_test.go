@@ -59,24 +59,7 @@ func takenOverWithOwnStamp(t *testing.T, purgesUnknown bool) (*leaseFixture, *En
 	t.Helper()
 	x := newLeaseFixture(t, 9700, 10*time.Second)
 	f, clock, pass := x.f, x.clock, x.pass
-	a, reg := x.instance("pod-a")
-	clock.tick(10 * time.Second)
-	pass(a)
-	x.fill()
-	for range 3 {
-		clock.tick(10 * time.Second)
-		pass(a)
-	}
-	if !f.acls[denyAll("a")] {
-		t.Fatal("the test needs pod-a's protection in the protect band")
-	}
-	// Calm: pod-a releases its claims; its record keeps the lease of its
-	// purges, not renewed without claims.
-	x.srcs[a].set(x.calm)
-	for range 3 {
-		clock.tick(10 * time.Second)
-		pass(a)
-	}
+	a, reg := x.protectedThenCalm()
 	stamp := f.records.Agents[1].Renewed
 	if r := f.records.Agents[1]; r.Claims() || stamp.IsZero() || r.Instance != "pod-a" {
 		t.Fatalf("the test needs pod-a's record without claims, with its lease: %+v", r)

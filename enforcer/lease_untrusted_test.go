@@ -24,22 +24,7 @@ import (
 func TestR8_8InstanceThatCannotTrustItsInputsTakesNoRecordOver(t *testing.T) {
 	x := newLeaseFixture(t, 9700, 10*time.Second)
 	f, clock, pass := x.f, x.clock, x.pass
-	a, _ := x.instance("pod-a")
-	clock.tick(10 * time.Second)
-	pass(a)
-	x.fill()
-	for range 3 {
-		clock.tick(10 * time.Second)
-		pass(a)
-	}
-	if !f.acls[denyAll("a")] {
-		t.Fatal("the test needs pod-a's protection in the protect band")
-	}
-	x.srcs[a].set(x.calm)
-	for range 3 {
-		clock.tick(10 * time.Second)
-		pass(a)
-	}
+	a, _ := x.protectedThenCalm()
 	if r := f.records.Agents[1]; r.Claims() || r.Renewed.IsZero() || r.Instance != "pod-a" {
 		t.Fatalf("the test needs pod-a's record without claims, with the lease of its purges: %+v", r)
 	}
