@@ -60,6 +60,28 @@ func newDuplicateSim(t *testing.T) (s *sim, first, second *agentSim) {
 	return s, s.agents[0], second
 }
 
+// secondActsFirstStandsBy: agent-1 dies; agent-1b takes broker 1 over,
+// in the purge band (it claims a lowered local retention: a record);
+// agent-1 restarts and stands by for it, reading its renewals.
+func secondActsFirstStandsBy(t *testing.T, s *sim, first, second *agentSim) {
+	t.Helper()
+	s.c.SetFill(1, capacity*87/100-int64(s.c.Usage(1)*capacity))
+	first.deadTill = 1 << 30
+	for range int(lease/step) + 3 {
+		s.passStep(second)
+	}
+	first.deadTill = s.step + 1
+	for range 4 {
+		if f := s.passStep(first, second); f != nil {
+			t.Fatal(f)
+		}
+	}
+	recs, _ := s.c.Records()
+	if r := recs.Agents[1]; r.Instance != "agent-1b" || first.tracked.otherRenewed.IsZero() {
+		t.Fatalf("the test needs agent-1b acting for broker 1 and agent-1 reading its renewals: %+v", r)
+	}
+}
+
 // passStep advances one step, runs the passes of agents, and checks the
 // invariants.
 func (s *sim) passStep(agents ...*agentSim) *Failure {
@@ -191,24 +213,7 @@ func TestOperatorBindingIdenticalToAGoneUnattributedOneIsTheOperators(t *testing
 func TestR8_8StandbyForADeadInstanceProtectsOnceItsLeaseRunsOut(t *testing.T) {
 	s, first, second := newDuplicateSim(t)
 	next := s.passStep
-	// agent-1 dies; agent-1b takes broker 1 over, in the purge band (it
-	// claims a lowered local retention: a record); agent-1 restarts and
-	// stands by for it.
-	s.c.SetFill(1, capacity*87/100-int64(s.c.Usage(1)*capacity))
-	first.deadTill = 1 << 30
-	for range int(lease/step) + 3 {
-		next(second)
-	}
-	first.deadTill = s.step + 1
-	for range 4 {
-		if f := next(first, second); f != nil {
-			t.Fatal(f)
-		}
-	}
-	recs, _ := s.c.Records()
-	if r := recs.Agents[1]; r.Instance != "agent-1b" || first.tracked.otherRenewed.IsZero() {
-		t.Fatalf("the test needs agent-1b acting for broker 1 and agent-1 reading its renewals: %+v", r)
-	}
+	secondActsFirstStandsBy(t, s, first, second)
 	// agent-1b dies with its lease live; broker 1 reaches the protect
 	// band two passes later.
 	second.deadTill = 1 << 30
@@ -254,24 +259,7 @@ func TestR8_8StandbyForADeadInstanceProtectsOnceItsLeaseRunsOut(t *testing.T) {
 func TestR8_8StandbyForAClockJumpedInstanceProtectsOnceItsLeaseRunsOut(t *testing.T) {
 	s, first, second := newDuplicateSim(t)
 	next := s.passStep
-	// agent-1 dies; agent-1b takes broker 1 over, in the purge band (it
-	// claims a lowered local retention: a record); agent-1 restarts and
-	// stands by for it.
-	s.c.SetFill(1, capacity*87/100-int64(s.c.Usage(1)*capacity))
-	first.deadTill = 1 << 30
-	for range int(lease/step) + 3 {
-		next(second)
-	}
-	first.deadTill = s.step + 1
-	for range 4 {
-		if f := next(first, second); f != nil {
-			t.Fatal(f)
-		}
-	}
-	recs, _ := s.c.Records()
-	if r := recs.Agents[1]; r.Instance != "agent-1b" || first.tracked.otherRenewed.IsZero() {
-		t.Fatalf("the test needs agent-1b acting for broker 1 and agent-1 reading its renewals: %+v", r)
-	}
+	secondActsFirstStandsBy(t, s, first, second)
 	// agent-1b's clock jumps 5 minutes (as injectClusterFaults does);
 	// broker 1 reaches the protect band two passes later.
 	second.clock.offset = 5 * time.Minute
