@@ -76,15 +76,11 @@ type Mover struct {
 
 	// Owned by Run's goroutine.
 	peers map[int32]peerSeen
+	mono  monotonicReader   // the clock the peers' leases run on
 	skips map[string]string // log dir: the reason last logged
 	// own: this process's throttle claim as it last wrote or read it
 	// (nil: none, or removed by this process).
 	own *ledger.ThrottleClaim
-}
-
-type peerSeen struct {
-	renewed time.Time // the claim's Renewed when first seen so
-	at      time.Time // when this mover first saw it (its own clock)
 }
 
 // NewMover builds the mover. It performs no I/O.
@@ -419,7 +415,7 @@ func RestoreThrottle(ctx context.Context, a MoveAdmin, c ledger.ThrottleClaim) e
 }
 
 // restorePeers restores the throttle of another broker whose claim was
-// not renewed for its lease on this mover's clock.
+// not renewed for its lease on this mover's monotonic clock.
 func (mv *Mover) restorePeers(ctx context.Context, recs Records, self int32) error {
 	var errs []error
 	// In the brokers' order, not the map's: the simulation replays a seed
@@ -478,15 +474,10 @@ func (mv *Mover) logSkips(plan MovePlan) {
 }
 
 // expired reports whether broker id's claim has gone unrenewed for its
-// lease on this mover's clock (a renewal seen restarts the count).
+// lease on this mover's monotonic clock (a renewal seen restarts the
+// count; peer_lease.go).
 func (mv *Mover) expired(id int32, c ledger.ThrottleClaim) bool {
-	now := mv.d.Clock.Now()
-	seen, ok := mv.peers[id]
-	if !ok || !seen.renewed.Equal(c.Renewed) {
-		mv.peers[id] = peerSeen{renewed: c.Renewed, at: now}
-		return false
-	}
-	return now.Sub(seen.at) >= c.Lease()
+	return leaseRunOut(mv.peers, id, c.Renewed, c.Lease(), mv.mono.read(mv.d.Clock))
 }
 
 // runPasses runs pass at once and then at every tick until ctx ends,

@@ -90,6 +90,7 @@ type Reassigner struct {
 
 	// Owned by Run's goroutine.
 	peers    map[string]peerSeen
+	mono     monotonicReader // the clock the peers' leases run on
 	lastSkip string
 	// own: this process's claim as it last wrote or read it (nil: none,
 	// or removed by this process).
@@ -436,13 +437,13 @@ func (r *Reassigner) store(ctx context.Context, c ledger.ReassignClaim) error {
 }
 
 // restorePeers restores another owner's claim unrenewed for its lease on
-// this agent's clock, once none of its partitions is being reassigned
-// (lifting the throttle earlier would unthrottle the copy). A claim it
-// marked releasing is its own to finish: once so marked, the owner's
-// process no longer takes it for its own (restoreOwn), so when the ledger
-// loses it (spec R8.7) this agent writes it back from memory and restores
-// its values (found by the simulation, ledger_reshape seed 1863 with
-// relief: a topic's throttled replicas left for good).
+// this agent's monotonic clock, once none of its partitions is being
+// reassigned (lifting the throttle earlier would unthrottle the copy). A
+// claim it marked releasing is its own to finish: once so marked, the
+// owner's process no longer takes it for its own (restoreOwn), so when
+// the ledger loses it (spec R8.7) this agent writes it back from memory
+// and restores its values (found by the simulation, ledger_reshape seed
+// 1863 with relief: a topic's throttled replicas left for good).
 func (r *Reassigner) restorePeers(ctx context.Context, recs Records, self string) error {
 	var errs []error
 	if err := r.restoreReleasing(ctx, &recs, self); err != nil {
@@ -511,15 +512,10 @@ func (r *Reassigner) restoreReleasing(ctx context.Context, recs *Records, self s
 }
 
 // expired reports whether owner's claim has gone unrenewed for its lease
-// on this agent's clock.
+// on this agent's monotonic clock (a renewal seen restarts the count;
+// peer_lease.go).
 func (r *Reassigner) expired(owner string, c ledger.ReassignClaim) bool {
-	now := r.d.Clock.Now()
-	seen, ok := r.peers[owner]
-	if !ok || !seen.renewed.Equal(c.Renewed) {
-		r.peers[owner] = peerSeen{renewed: c.Renewed, at: now}
-		return false
-	}
-	return now.Sub(seen.at) >= c.Lease()
+	return leaseRunOut(r.peers, owner, c.Renewed, c.Lease(), r.mono.read(r.d.Clock))
 }
 
 // skip reports why nothing starts (reason "": something may), logging a
