@@ -164,7 +164,7 @@ func (mv *Mover) Pass(ctx context.Context) error {
 		return errors.Join(peerErr, mv.start(ctx, p, mine, held))
 	case held && p.inFlight == 0:
 		return errors.Join(peerErr, mv.release(ctx, mine))
-	case held && mv.d.Clock.Now().Sub(mine.Renewed) > mv.cfg.Protection.LeaseDuration/3:
+	case held && renewDue(mv.d.Clock.Now(), mine.Renewed, mv.cfg.Protection.LeaseDuration):
 		mine.Renewed, mine.Instance = mv.d.Clock.Now(), mv.d.Instance
 		return errors.Join(peerErr, mv.store(ctx, mine))
 	}

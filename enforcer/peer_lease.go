@@ -49,3 +49,12 @@ func leaseRunOut[K comparable](peers map[K]peerSeen, k K, renewed time.Time, lea
 	}
 	return mono-seen.at >= lease
 }
+
+// renewDue reports whether an own throttle claim last renewed at renewed
+// is renewed now: a third of its lease has passed on the wall clock, or
+// the wall clock reads before the renewal (it went back; waiting for it
+// to catch up would leave peers, who time the claim on their monotonic
+// clocks, to restore a claim still in use).
+func renewDue(now, renewed time.Time, lease time.Duration) bool {
+	return now.Sub(renewed) > lease/3 || now.Before(renewed)
+}

@@ -118,3 +118,44 @@ func TestR3_8R8_5MoverTimesAPeersClaimOnItsMonotonicClock(t *testing.T) {
 		t.Errorf("R3.8: broker 2's claim kept a lease after it was first seen: throttle %q set %v, claims %v", f.value, f.set, f.claims)
 	}
 }
+
+// R3.8 with R8.5: the reassigner renews its own claim while Kafka
+// reassigns, also when its wall clock went back past the last renewal:
+// peers time the claim on their monotonic clocks, so a renewal left
+// until the wall clock caught up would have them restore (unthrottle) a
+// claim still in use once its lease ran out.
+func TestR3_8R8_5ReassignerRenewsItsClaimAfterTheClockWentBack(t *testing.T) {
+	r, _, st, clock, _, logs := reassignFixture(t, 0)
+	if err := r.Pass(t.Context()); err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	first, ok := st.recs.Reassigns["broker-1"]
+	if !ok {
+		t.Fatalf("the test needs a reassignment claimed: %v\n%s", st.recs.Reassigns, logs)
+	}
+	clock.t = clock.t.Add(-10 * time.Minute)
+	if err := r.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.recs.Reassigns["broker-1"]; !got.Renewed.Equal(clock.t) {
+		t.Errorf("R8.5: claim renewed at %v not renewed while the reassignment runs, the wall clock gone back to %v", first.Renewed, clock.t)
+	}
+}
+
+// R3.8 with R8.5: the mover, too, renews its own claim while moves are in
+// flight when its wall clock went back past the last renewal.
+func TestR3_8R8_5MoverRenewsItsClaimAfterTheClockWentBack(t *testing.T) {
+	f := &fakeMoves{claims: map[int32]ledger.ThrottleClaim{}}
+	clock := &clockAt{time.Unix(1e9, 0)}
+	mv, _, logs := newTestMover(t, true, f, fakeDirs{future: true}, &staticSource{snap: jbodSnapshot(600)}, clock)
+	renewed := clock.t.Add(-time.Second)
+	f.claims[1] = ledger.ThrottleClaim{BrokerID: 1, Key: ThrottleKey, Value: "20971520", LeaseMs: 60000, Renewed: renewed, Instance: "test"}
+	f.value, f.set = "20971520", true
+	clock.t = clock.t.Add(-10 * time.Minute)
+	if err := mv.Pass(t.Context()); err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	if got := f.claims[1]; !got.Renewed.Equal(clock.t) {
+		t.Errorf("R8.5: claim renewed at %v not renewed while a move is in flight, the wall clock gone back to %v: %+v\n%s", renewed, clock.t, got, logs)
+	}
+}

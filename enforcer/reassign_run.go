@@ -192,7 +192,7 @@ func (r *Reassigner) tend(ctx context.Context, c ledger.ReassignClaim) error {
 	}
 	r.m.inProgress.Set(float64(len(busy)))
 	if len(busy) > 0 && !c.Releasing {
-		if r.d.Clock.Now().Sub(c.Renewed) > r.cfg.Protection.LeaseDuration/3 || c.Instance != r.d.Instance {
+		if renewDue(r.d.Clock.Now(), c.Renewed, r.cfg.Protection.LeaseDuration) || c.Instance != r.d.Instance {
 			c.Renewed, c.Instance = r.d.Clock.Now(), r.d.Instance
 			return r.store(ctx, c)
 		}
