@@ -104,6 +104,7 @@ func (e *Enforcer) restoreLost(ctx context.Context, recs Records) Records {
 		e.logger.Warn("another agent's record is missing from the ownership topic: written back as this agent last read it",
 			"broker_id", id, "topic", e.cfg.OwnershipTopic, "claims", r.Claims())
 	}
+	e.earlierWithoutShadowed(recs) // localret_lost.go
 	for _, id := range slices.Sorted(maps.Keys(e.prot.earlier)) {
 		if recs.Undecodable[id] > 0 && !recs.UndecodableLift[id] {
 			continue

@@ -21,7 +21,9 @@ import (
 // original over the operator's value (found by the simulation,
 // ledger_delete, seeds 1589, 658 and 1881). So a remembered claim that
 // shares its value with a claim the topic holds made on another original
-// is dropped before the record is written back (Records.Shadowed).
+// is dropped before the record is written back (Records.Shadowed), and so
+// is one of an earlier process's record before it is written into its
+// broker's record (earlierWithoutShadowed, seed 80719).
 
 // withoutShadowed drops from this agent's memory of the records (prev,
 // and its own record as last written) every config claim that recs, the
@@ -31,33 +33,10 @@ import (
 // when the topic does not hold its last write. It returns the filtered
 // copy of prev (nil stays nil).
 func (e *Enforcer) withoutShadowed(prev *Records, recs Records) *Records {
-	filter := func(id int32, r Record) (Record, []ConfigClaim) {
-		var dropped []ConfigClaim
-		keep := slices.DeleteFunc(slices.Clone(r.Configs), func(c ConfigClaim) bool {
-			if recs.Shadowed(id, c) {
-				dropped = append(dropped, c)
-				return true
-			}
-			return false
-		})
-		if len(dropped) > 0 {
-			if len(keep) == 0 {
-				keep = nil
-			}
-			r.Configs = keep
-		}
-		return r, dropped
-	}
-	note := func(id int32, dropped []ConfigClaim) {
-		for _, c := range dropped {
-			e.logger.Warn("a remembered claim of a record the ownership topic lost holds the value of a claim made since on another original (the value was changed while the topic was lost): dropped, not written back",
-				"broker_id", id, "topic", c.Topic, "key", c.Key, "guard_value", c.Value, "original", ledger.ShowValue(c.Orig))
-		}
-	}
 	if w := e.prot.written; w != nil && !e.dryRun && !e.holdsLastWrite(recs) {
-		if r, dropped := filter(e.brokerID, *w); len(dropped) > 0 {
+		if r, dropped := withoutShadowedIn(recs, e.brokerID, *w); len(dropped) > 0 {
 			e.prot.written = &r
-			note(e.brokerID, dropped)
+			e.noteShadowed(e.brokerID, dropped)
 		}
 	}
 	if prev == nil || e.dryRun {
@@ -68,7 +47,7 @@ func (e *Enforcer) withoutShadowed(prev *Records, recs Records) *Records {
 		if cur, ok := recs.Agents[id]; ok && !cur.Fresh {
 			continue // not written back (a Fresh one: claims adopted into it)
 		}
-		r, dropped := filter(id, prev.Agents[id])
+		r, dropped := withoutShadowedIn(recs, id, prev.Agents[id])
 		if len(dropped) == 0 {
 			continue
 		}
@@ -78,13 +57,70 @@ func (e *Enforcer) withoutShadowed(prev *Records, recs Records) *Records {
 		}
 		out.Agents[id] = r
 		if id != e.brokerID || e.prot.written == nil {
-			note(id, dropped)
+			e.noteShadowed(id, dropped)
 		}
 	}
 	if out == nil {
 		return prev
 	}
 	return out
+}
+
+// earlierWithoutShadowed drops from the records of earlier processes this
+// agent remembers (e.prot.earlier, which writeEarlier writes into their
+// broker's record, Fresh or not) every config claim that recs, the
+// records as read and written back, show stale (Records.Shadowed), as
+// withoutShadowed does for the records written back whole: written in and
+// adopted, such a claim restored its stale original over the operator's
+// value (found by the simulation, seed 80719: broker 3's agent lowered
+// events' local.retention.bytes from the operator's 209715200; the topic
+// was reshaped, the operator set 104857600 and broker 3's agent
+// restarted; once the topic was back, broker 1's new process lowered
+// 104857600 to broker 3's number, broker 2 wrote back its copy of broker
+// 3's record without the stale claim, broker 3's new process took that
+// copy over, and agent-1b, whose copy was a later write of broker 3's
+// earlier process, wrote the claim into the record: adopted, it put
+// 209715200 back once calm).
+func (e *Enforcer) earlierWithoutShadowed(recs Records) {
+	for _, id := range slices.Sorted(maps.Keys(e.prot.earlier)) {
+		list := slices.Clone(e.prot.earlier[id])
+		for i, r := range list {
+			if kept, dropped := withoutShadowedIn(recs, id, r); len(dropped) > 0 {
+				list[i] = kept
+				e.noteShadowed(id, dropped)
+			}
+		}
+		e.prot.earlier[id] = list
+	}
+}
+
+// withoutShadowedIn returns r, broker id's record as remembered, without
+// the config claims recs show stale (Records.Shadowed), and those.
+func withoutShadowedIn(recs Records, id int32, r Record) (Record, []ConfigClaim) {
+	var dropped []ConfigClaim
+	keep := slices.DeleteFunc(slices.Clone(r.Configs), func(c ConfigClaim) bool {
+		if recs.Shadowed(id, c) {
+			dropped = append(dropped, c)
+			return true
+		}
+		return false
+	})
+	if len(dropped) > 0 {
+		if len(keep) == 0 {
+			keep = nil
+		}
+		r.Configs = keep
+	}
+	return r, dropped
+}
+
+// noteShadowed logs the remembered claims of broker id's record dropped
+// as stale (withoutShadowedIn).
+func (e *Enforcer) noteShadowed(id int32, dropped []ConfigClaim) {
+	for _, c := range dropped {
+		e.logger.Warn("a remembered claim of a record the ownership topic lost holds the value of a claim made since on another original (the value was changed while the topic was lost): dropped, not written back",
+			"broker_id", id, "topic", c.Topic, "key", c.Key, "guard_value", c.Value, "original", ledger.ShowValue(c.Orig))
+	}
 }
 
 // holdsLastWrite: recs hold this agent's record as it last wrote it,
