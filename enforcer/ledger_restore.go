@@ -204,9 +204,10 @@ func (e *Enforcer) writeLater(ctx context.Context, id int32, r Record, set func(
 // builds on it. So is an earlier process's record found at the first
 // read. A record an older peer wrote into this process's Fresh record
 // (not Fresh, no WrittenBack) is adopted too, within the Fresh window.
-// Observe mode adopts nothing but names what it inherits: the record it
-// writes over its broker's other instance's takes that instance's place
-// (found by the simulation, ledger_delete seed 1452: the claims a peer
+// Observe mode adopts nothing but names what it inherits once a record it
+// writes over its broker's other instance's, planned on those claims,
+// takes that instance's place (observeInherits; found by the simulation,
+// ledger_delete seed 1452: the claims a peer
 // had lifted after the other instance's lease were written into the
 // observe-mode record, which lifted them again, with the operator's own
 // binding on the topic since).
@@ -579,4 +580,50 @@ func (r remembering) LoadRecords(ctx context.Context) (Records, error) {
 		return recs, err
 	}
 	return r.e.restoreLost(ctx, recs), nil
+}
+
+// processesNamed is what a record this process writes names: its start,
+// and the earlier processes (with their writes) whose claims it took
+// over (Record.Inherits, InheritsSeq; in observe mode observeInherits).
+func (e *Enforcer) processesNamed() (time.Time, []time.Time, ledger.Writes) {
+	if e.dryRun {
+		inherits, seqs := e.observeInherits()
+		return e.prot.started, inherits, seqs
+	}
+	return e.prot.started, e.prot.inherits, e.prot.inheritSeq
+}
+
+// observeInherits is what a record written in observe mode names as
+// taken over (Record.Inherits, InheritsSeq): the processes, and their
+// writes, that its earlier records named, and those the record it is
+// written over holds the claims of (this broker's record as last read,
+// whose claims its plan carries and lifts). Observe mode adopts nothing
+// (inheritOwn): a process it took over at a read is named only once a
+// record planned on the claims is written. Named when read, a record
+// written after the ownership topic lost the one taken over named a
+// write whose claims it neither held nor lifted, and the peers that
+// remembered that write, taking it for inherited, never wrote it back
+// (found by the simulation, seeds 61012 and 65964: agent-1b, observing,
+// took broker 1 over from agent-1, whose record claimed a lowered
+// local.retention.bytes of events, and the topic was deleted before
+// agent-1b's next pass; its record, written on the empty topic, named
+// agent-1's write, and the value stayed lowered in no record).
+func (e *Enforcer) observeInherits() ([]time.Time, ledger.Writes) {
+	var list []time.Time
+	var seqs ledger.Writes
+	name := func(r Record, ts []time.Time) {
+		for _, t := range ts {
+			if t.IsZero() || t.Equal(e.prot.started) {
+				continue
+			}
+			list = ledger.AddTimes(list, t)
+			seqs = seqs.With(t, r.InheritedSeq(t))
+		}
+	}
+	if w := e.prot.written; w != nil {
+		name(*w, w.Inherits)
+	}
+	base := e.clusterRecord()
+	name(base, append(base.Processes(), base.WrittenBack...))
+	return list, seqs
 }

@@ -301,7 +301,7 @@ func (e *Enforcer) storeRecord(ctx context.Context, r Record) error {
 	// Written before any read, or after a first read without a record
 	// of its own: nothing its earlier process claimed is known to it.
 	r.Fresh = e.isFresh()
-	r.Started, r.Inherits, r.InheritsSeq = e.prot.started, e.prot.inherits, e.prot.inheritSeq
+	r.Started, r.Inherits, r.InheritsSeq = e.processesNamed()
 	r.Restored, r.WrittenBack = restored, nil // a peer's copy not read yet keeps its mark
 	r.LedgerLost = e.lostMark(e.prot.pass)
 	r.PurgesUnknown = e.historyUnknown()
