@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafka-disk-guard/kafka-disk-guard/agent"
 	"github.com/kafka-disk-guard/kafka-disk-guard/enforcer/ledger"
 )
 
@@ -25,11 +24,7 @@ func TestR8_7QuotaLeftToACopyAPeerWroteBackIsReleasedByTheCopysAgent(t *testing.
 	x, _ := enforcerAs(t, 1, cfg, full(), f, clock)
 	y, _ := enforcerAs(t, 2, cfg, full(), f, clock)
 	z, _ := enforcerAs(t, 3, cfg, calm(), f, clock)
-	step := func(e *Enforcer, s func() *agent.Snapshot) {
-		t.Helper()
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, e, clock, s())
-	}
+	step := secondSteps(t, clock)
 	step(x, full)
 	step(y, full)
 	if f.quota != 1024 || f.records.Agents[1].Quota() != 1024 || f.records.Agents[2].Quota() != 1024 {

@@ -30,11 +30,7 @@ func TestR8_7CopyAPeerWroteBackHoldsNoBindingAnotherAgentReleases(t *testing.T) 
 	x, _ := enforcerAs(t, 1, cfg, full(), f, clock)
 	y, _ := enforcerAs(t, 2, cfg, full(), f, clock)
 	z, _ := enforcerAs(t, 3, cfg, calm(), f, clock)
-	step := func(e *Enforcer, s func() *agent.Snapshot) {
-		t.Helper()
-		clock.t = clock.t.Add(time.Second)
-		passAt(t, e, clock, s())
-	}
+	step := secondSteps(t, clock)
 	step(x, full)
 	step(y, full)
 	if !f.acls[denyAll("a")] || len(f.records.Agents[2].ACLTopics()) != 2 {
@@ -83,4 +79,14 @@ func heldBy(r Record, a ACL) bool {
 	held := false
 	r.HeldBindings(nil, func(b ACL) { held = held || b == a })
 	return held
+}
+
+// secondSteps returns a step that advances clock by a second and runs a
+// pass of e on the snapshot s makes.
+func secondSteps(t *testing.T, clock *clockAt) func(e *Enforcer, s func() *agent.Snapshot) {
+	return func(e *Enforcer, s func() *agent.Snapshot) {
+		t.Helper()
+		clock.t = clock.t.Add(time.Second)
+		passAt(t, e, clock, s())
+	}
 }
