@@ -39,6 +39,7 @@ func (e *Enforcer) withoutShadowed(prev *Records, recs Records) *Records {
 			e.noteShadowed(e.brokerID, dropped)
 		}
 	}
+	e.keptWithoutShadowed(recs)
 	if prev == nil || e.dryRun {
 		return prev
 	}
@@ -64,6 +65,27 @@ func (e *Enforcer) withoutShadowed(prev *Records, recs Records) *Records {
 		return prev
 	}
 	return out
+}
+
+// keptWithoutShadowed drops from the config claims keepOverwritten kept
+// (this agent's record written over by the other instance's) every one
+// recs show stale (Records.Shadowed), as withoutShadowed does for this
+// agent's last written record: merged back once this agent acts
+// (mergeKept), after the record that showed it stale was lost again, such
+// a claim restored its stale original over the operator's value (found by
+// the simulation, seed 35428: agent-1's claim on events, lowered from the
+// operator's 104857600, was kept when agent-1b's record was found over
+// agent-1's; the read showing it stale dropped it from agent-1's record
+// only; the operator had set 209715200, the ownership topic was deleted
+// again, and agent-1, acting once calm, put 104857600 back).
+func (e *Enforcer) keptWithoutShadowed(recs Records) {
+	if len(e.prot.keptConfigs) == 0 {
+		return
+	}
+	if r, dropped := withoutShadowedIn(recs, e.brokerID, Record{Configs: e.prot.keptConfigs}); len(dropped) > 0 {
+		e.prot.keptConfigs = r.Configs
+		e.noteShadowed(e.brokerID, dropped)
+	}
 }
 
 // earlierWithoutShadowed drops from the records of earlier processes this
