@@ -88,7 +88,7 @@ type MoveSkip struct {
 
 // Reasons a dir in the move band gets no move (metric label values).
 const (
-	MoveSkipInFlight    = "in_flight"     // a move from or to the dir is running
+	MoveSkipInFlight    = "in_flight"     // a move on the broker is running, or ended and the scan has not caught up
 	MoveSkipNoRoom      = "no_room"       // no other dir of the broker can take a candidate
 	MoveSkipTooSlow     = "too_slow"      // at the throttle the copy would end after the purge band
 	MoveSkipNoCandidate = "no_candidate"  // nothing to move (all hot, held, or none)
@@ -345,6 +345,77 @@ func MoveDirs(snap *agent.Snapshot, growth map[string]float64, confirmed func(pa
 		out = append(out, d)
 	}
 	return out
+}
+
+// BrokerMoveDirs is MoveDirs for the guarded broker, held to what the
+// broker says of its log dirs and replicas (ev, DescribeLogDirs; spec
+// R7.1): a dir is online only when confirmed, and brokerPath maps each
+// confirmed dir to the broker's path for it. A candidate stays only when
+// the broker keeps it in that same dir and moves it nowhere. The scan and
+// the broker disagree while a move ends: Kafka renames the -future log
+// into place and then the old log to -delete, so a scan between the two,
+// or of the source before the swap and of the destination after it,
+// shows the moved partition live in its old dir with no -future log
+// anywhere, and the old dir's usage counts bytes about to be freed. Such
+// a dir counts as moving, and no move starts on the broker until a scan
+// agrees (found by the real-cluster test: the same partition was moved
+// twice). A move the broker reports in flight marks its source and
+// destination moving though the scan has not seen its -future log yet.
+func BrokerMoveDirs(snap *agent.Snapshot, growth map[string]float64, ev agent.IdentityEvidence) (dirs []MoveDir, brokerPath map[string]string) {
+	brokerPath = map[string]string{}
+	for _, id := range agent.CheckIdentity(snap.LogDirs, ev) {
+		if id.Confirmed() {
+			brokerPath[id.Path] = id.BrokerPath
+		}
+	}
+	dirs = MoveDirs(snap, growth, func(path string) bool { return brokerPath[path] != "" })
+	agreeWithBroker(dirs, ev, brokerPath)
+	return dirs, brokerPath
+}
+
+// agreeWithBroker drops the candidates the broker does not keep where the
+// scan found them and marks moving the dirs of moves the scan has not
+// seen start or end (BrokerMoveDirs).
+func agreeWithBroker(dirs []MoveDir, ev agent.IdentityEvidence, brokerPath map[string]string) {
+	where := map[agent.TopicPartition]string{}  // the broker's dir of each replica
+	future := map[agent.TopicPartition]string{} // the broker's dir of each -future log
+	for _, d := range ev.LogDirs {
+		for _, tp := range d.Partitions {
+			where[tp] = d.Path
+		}
+		for _, tp := range d.Future {
+			future[tp] = d.Path
+		}
+	}
+	byBroker := map[string]int{}
+	for i := range dirs {
+		if bp := brokerPath[dirs[i].Path]; bp != "" {
+			byBroker[bp] = i
+		}
+	}
+	for tp, to := range future {
+		for _, bp := range []string{to, where[tp]} {
+			if i, ok := byBroker[bp]; ok {
+				dirs[i].Moving = true
+			}
+		}
+	}
+	for i := range dirs {
+		d := &dirs[i]
+		var kept []MoveCandidate
+		for _, c := range d.Partitions {
+			tp := agent.TopicPartition{Topic: c.Topic, Partition: c.Partition}
+			at, known := where[tp]
+			switch {
+			case future[tp] != "" || (known && at != brokerPath[d.Path]):
+				d.Moving = true // moving, or moved since the scan
+			case known:
+				kept = append(kept, c)
+			}
+			// Unknown to the broker: a topic deleted or not yet reported.
+		}
+		d.Partitions = kept
+	}
 }
 
 // isInternal: Kafka's and the guard's own topics stay where Kafka put

@@ -243,12 +243,7 @@ func (mv *Mover) planPass(ctx context.Context) (*movePass, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log dirs of broker %d: %w", broker, err)
 	}
-	p := &movePass{broker: broker, brokerPath: map[string]string{}}
-	for _, id := range agent.CheckIdentity(snap.LogDirs, ev) {
-		if id.Confirmed() {
-			p.brokerPath[id.Path] = id.BrokerPath
-		}
-	}
+	p := &movePass{broker: broker}
 	movingBytes := map[string]int64{}
 	for _, d := range ev.LogDirs {
 		p.inFlight += len(d.Future)
@@ -264,7 +259,8 @@ func (mv *Mover) planPass(ctx context.Context) (*movePass, error) {
 	if mv.d.Growth != nil {
 		growth = mv.d.Growth(snap)
 	}
-	dirs := MoveDirs(snap, growth, func(path string) bool { return p.brokerPath[path] != "" })
+	var dirs []MoveDir
+	dirs, p.brokerPath = BrokerMoveDirs(snap, growth, ev)
 	p.plan = PlanMoves(dirs, mv.pol)
 	if !mv.cfg.Relief.Move.MoveEnabled() {
 		p.plan.Moves = nil

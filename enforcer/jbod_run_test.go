@@ -270,3 +270,75 @@ func TestR3_8MoverSecondInstanceStandsBy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// movedDirs is the broker's word once big/0 has moved to /kafka/b (the
+// swap is done), or, moving, while it is copied there; the scan may not
+// have seen either yet.
+type movedDirs struct {
+	fakeDirs
+	moving bool
+}
+
+func (d movedDirs) IdentityEvidence(context.Context, int32) (agent.IdentityEvidence, error) {
+	tps := func(topics ...string) []agent.TopicPartition {
+		var out []agent.TopicPartition
+		for _, t := range topics {
+			out = append(out, agent.TopicPartition{Topic: t})
+		}
+		return out
+	}
+	a := agent.BrokerLogDir{Path: "/kafka/a", TotalBytes: 1000 * mib, UsableBytes: 200 * mib, Partitions: tps("small", "a1", "a2", "a3")}
+	b := agent.BrokerLogDir{Path: "/kafka/b", TotalBytes: 1000 * mib, UsableBytes: 900 * mib, Partitions: tps("b1", "b2", "b3")}
+	if d.moving {
+		a.Partitions, b.Future = append(a.Partitions, tps("big")...), tps("big")
+	} else {
+		b.Partitions = append(b.Partitions, tps("big")...)
+	}
+	return agent.IdentityEvidence{ClusterID: "c1", NodeID: 1, LogDirs: []agent.BrokerLogDir{a, b}}, nil
+}
+
+// swapSnapshot is jbodSnapshot(800) with a few more partitions in each
+// dir, so that both dirs are confirmed by their partitions while the
+// broker and the scan disagree on big/0.
+func swapSnapshot() *agent.Snapshot {
+	s := jbodSnapshot(800)
+	for i, topics := range [][]string{{"a1", "a2", "a3"}, {"b1", "b2", "b3"}} {
+		for _, t := range topics {
+			s.LogDirs[i].Partitions = append(s.LogDirs[i].Partitions, &agent.Partition{Topic: t, Kind: agent.KindLive, DiskBytes: mib})
+		}
+	}
+	return s
+}
+
+// R3.8, R7.1: a scan taken while a move swapped (the moved partition
+// still live in its old dir, no -future log anywhere) starts no move: not
+// of the partition the broker keeps elsewhere now, nor of another one
+// for the excess its old log still shows; the claim of the move that
+// ended is released. Found by the real-cluster test, which saw the same
+// partition moved twice.
+func TestR3_8R7_1MoverStartsNothingOnAScanTheSwapOutran(t *testing.T) {
+	orig := "5000000"
+	f := &fakeMoves{value: "20971520", set: true, claims: map[int32]ledger.ThrottleClaim{
+		1: {BrokerID: 1, Instance: "test", Key: ThrottleKey, Value: "20971520", Orig: &orig, LeaseMs: 60000, Renewed: time.Unix(1e9, 0)}}}
+	mv, _, logs := newTestMover(t, true, f, movedDirs{}, &staticSource{snap: swapSnapshot()}, &clockAt{time.Unix(1e9, 0)})
+	if err := mv.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.moves) != 0 || strings.Join(f.calls, ",") != "claim,set:5000000,unclaim" {
+		t.Fatalf("moves %+v, calls %v: want none started and the claim released", f.moves, f.calls)
+	}
+	if !strings.Contains(logs.String(), `"reason":"in_flight"`) {
+		t.Fatalf("no in_flight skip logged:\n%s", logs)
+	}
+
+	// The broker's move seen only by the broker (the scan shows no
+	// -future log yet): nothing starts either.
+	f.calls = nil
+	mv.d.Evidence = movedDirs{moving: true}
+	if err := mv.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.moves) != 0 || len(f.calls) != 0 {
+		t.Fatalf("moves %+v, calls %v while the broker moves big/0", f.moves, f.calls)
+	}
+}

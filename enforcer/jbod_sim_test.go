@@ -89,7 +89,8 @@ func (a simAgent) IdentityEvidence(context.Context, int32) (agent.IdentityEviden
 	if a.w.inFlight[a.id] > 0 {
 		b.Future = []agent.TopicPartition{{Topic: "t"}}
 	}
-	return agent.IdentityEvidence{ClusterID: "c", NodeID: a.id, LogDirs: []agent.BrokerLogDir{{Path: p + "/a"}, b}}, nil
+	a0 := agent.BrokerLogDir{Path: p + "/a", Partitions: []agent.TopicPartition{{Topic: "t"}}}
+	return agent.IdentityEvidence{ClusterID: "c", NodeID: a.id, LogDirs: []agent.BrokerLogDir{a0, b}}, nil
 }
 func (a simAgent) Move(_ context.Context, id int32, ms []Move) (map[string]error, error) {
 	before, after := a.w.fault()

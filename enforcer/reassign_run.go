@@ -270,15 +270,11 @@ func (r *Reassigner) inBand(ctx context.Context, snap *agent.Snapshot, broker in
 	if err != nil {
 		return MoveDir{}, false, fmt.Errorf("log dirs of broker %d: %w", broker, err)
 	}
-	confirmed := map[string]bool{}
-	for _, id := range agent.CheckIdentity(snap.LogDirs, ev) {
-		confirmed[id.Path] = id.Confirmed()
-	}
 	growth := growthOf(snap)
 	if r.d.Growth != nil {
 		growth = r.d.Growth(snap)
 	}
-	dirs := MoveDirs(snap, growth, func(p string) bool { return confirmed[p] })
+	dirs, _ := BrokerMoveDirs(snap, growth, ev)
 	jbod := PlanMoves(dirs, r.pol)
 	if !r.cfg.Relief.Move.MoveEnabled() {
 		jbod.Moves = nil

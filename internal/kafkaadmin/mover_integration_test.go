@@ -19,14 +19,19 @@ import (
 )
 
 // scanSource rescans the log dirs at every Snapshot (the mover asks
-// once a pass).
+// once a pass), or gives fixed when it is set (an agent's snapshot that
+// lags the broker).
 type scanSource struct {
 	t       *testing.T
 	scanner *agent.Scanner
 	paths   []string
+	fixed   *agent.Snapshot
 }
 
 func (s scanSource) Snapshot() *agent.Snapshot {
+	if s.fixed != nil {
+		return s.fixed
+	}
 	dirs, h := s.scanner.ScanLogDirs(s.paths, 0)
 	snap := agent.BuildSnapshot(time.Now(), dirs, agent.ConfigSet{Defaults: agent.DefaultTopicConfig(), Time: time.Now()}, h)
 	return &snap
@@ -115,13 +120,15 @@ func TestR3_8MoverRelievesAFloodedDirOnRealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	snaps := &scanSource{t: t, scanner: scanner, paths: []string{src, dst}}
+	stale := snaps.Snapshot() // every partition in src
 	var logs bytes.Buffer
 	broker := int32(3)
 	const rate = 8 << 20
 	mv, err := enforcer.NewMover(enforcer.Config{Enabled: true, BrokerID: &broker, Interval: time.Second,
 		Relief: enforcer.ReliefConfig{Move: enforcer.MoveConfig{FromPercent: 60, TargetPercent: 50, BytesPerSecond: rate}}},
 		slog.New(slog.NewJSONHandler(&logs, nil)), prometheus.NewRegistry(),
-		enforcer.MoverDeps{Snapshots: scanSource{t, scanner, []string{src, dst}}, Admin: m, Store: store,
+		enforcer.MoverDeps{Snapshots: snaps, Admin: m, Store: store,
 			Evidence: NewEvidence(cl), Clock: enforcer.SystemClock()})
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +164,15 @@ func TestR3_8MoverRelievesAFloodedDirOnRealCluster(t *testing.T) {
 	})
 	t.Logf("moved and restored in %s", time.Since(start).Round(100*time.Millisecond))
 	waitThrottle(t, m, operators, true)
+
+	// R7.1: a snapshot from before the move (the agent's lags the broker)
+	// shows the moved partition still in src and src still full; the
+	// broker keeps it in dst now, and the mover starts nothing on it.
+	snaps.fixed = stale
+	if err := mv.Pass(t.Context()); err != nil {
+		t.Fatalf("pass on a stale snapshot: %v\n%s", err, logs.String())
+	}
+	snaps.fixed = nil
 
 	// The old log goes after log.segment.delete.delay.ms (1 s here).
 	kafkatest.Eventually(t, 30*time.Second, func() error {

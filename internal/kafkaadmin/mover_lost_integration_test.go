@@ -86,7 +86,7 @@ func TestR8_7MoverWritesBackItsThrottleClaimAfterTheLedgerIsDeleted(t *testing.T
 	mv, err := enforcer.NewMover(enforcer.Config{Enabled: true, BrokerID: &broker, Interval: time.Second,
 		Relief: enforcer.ReliefConfig{Move: enforcer.MoveConfig{FromPercent: 60, TargetPercent: 50, BytesPerSecond: rate}}},
 		slog.New(slog.NewJSONHandler(&logs, nil)), prometheus.NewRegistry(),
-		enforcer.MoverDeps{Snapshots: scanSource{t, scanner, []string{src, dst}}, Admin: m, Store: store,
+		enforcer.MoverDeps{Snapshots: &scanSource{t: t, scanner: scanner, paths: []string{src, dst}}, Admin: m, Store: store,
 			Evidence: NewEvidence(cl), Clock: enforcer.SystemClock()})
 	if err != nil {
 		t.Fatal(err)
